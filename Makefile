@@ -1,0 +1,56 @@
+# Wearlab — the two commands a newcomer needs are `make run` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PORT ?= 8080
+CARGO ?= cargo
+PIP ?= python3 -m pip
+# Architecture of the Lambda artifacts: arm64 when the aarch64 target is installed, else x86_64.
+LAMBDA_ARCH ?= $(shell rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu && echo arm64 || echo x86_64)
+
+.PHONY: help run test tools lint unit cfn-lint watch bench package clean-local
+
+help:
+	@echo "make run      start the whole API on http://127.0.0.1:$(PORT) (embedded storage in .local/)"
+	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), cfn-lint"
+	@echo "make watch    the Lambda functions under cargo lambda watch, on AWS adapters pointed at moto"
+	@echo "make bench    benchmarks; figures go to docs/PERFORMANCE.md"
+	@echo "make package  build every function for Lambda into target/lambda/ ($(LAMBDA_ARCH))"
+
+run:
+	$(CARGO) build --bin wearlab-local
+	PORT=$(PORT) ./target/debug/wearlab-local
+
+# Python tools the tests use, installed only when missing.
+tools:
+	@command -v moto_server >/dev/null || $(PIP) install --quiet 'moto[server]>=5.1'
+	@command -v cfn-lint >/dev/null || $(PIP) install --quiet 'cfn-lint>=1.20'
+	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+unit: tools
+	scripts/with-moto $(CARGO) nextest run --workspace --locked --no-fail-fast
+
+cfn-lint: tools
+	cfn-lint template.yaml
+
+test: tools lint unit cfn-lint
+	@echo "make test: all checks passed"
+
+watch: tools
+	@command -v cargo-lambda >/dev/null || $(PIP) install --quiet cargo-lambda
+	scripts/with-moto scripts/watch
+
+bench:
+	scripts/bench
+
+package:
+	@command -v cargo-lambda >/dev/null || $(PIP) install --quiet cargo-lambda
+	scripts/package $(LAMBDA_ARCH)
+
+clean-local:
+	rm -rf .local

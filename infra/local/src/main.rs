@@ -1,0 +1,52 @@
+//! `make run`: the whole API on 127.0.0.1, data under `.local/` (or `WEARLAB_DATA_DIR`).
+
+use std::net::SocketAddr;
+
+use axum::ServiceExt;
+use axum::extract::Request;
+use wearlab_local::{LocalStack, data_dir};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    wearlab_web::init_tracing();
+    let dir = data_dir();
+    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
+    let stack = LocalStack::open(&dir)?;
+    let key = local_key(&stack, &dir).await?;
+    stack.spawn_workers();
+
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    println!("Listening on http://{addr}");
+    println!("API key: {key}");
+    println!("Data: {}", dir.display());
+    let app = stack.app(stack.state());
+    axum::serve(listener, ServiceExt::<Request>::into_make_service(app))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// The key of the local team: `WEARLAB_API_KEY` if set, else the one kept in the data
+/// directory (created on first start). The file is the developer's own copy, like a
+/// credentials file; the table keeps only its hash.
+async fn local_key(stack: &LocalStack, dir: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
+    if let Ok(key) = std::env::var("WEARLAB_API_KEY") {
+        return Ok(stack.ensure_team_key(Some(&key)).await?);
+    }
+    let file = dir.join("api_key");
+    if let Ok(saved) = std::fs::read_to_string(&file) {
+        return Ok(stack.ensure_team_key(Some(saved.trim())).await?);
+    }
+    let key = stack.ensure_team_key(None).await?;
+    std::fs::write(&file, &key)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(key)
+}

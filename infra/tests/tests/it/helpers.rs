@@ -1,0 +1,146 @@
+//! A stack in memory with a manual clock, driven through its router with `oneshot`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use chrono::{TimeZone, Utc};
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+use wearlab_domain::ids::TeamId;
+use wearlab_domain::ports::ManualClock;
+use wearlab_domain::{Deps, teams};
+use wearlab_local::LocalStack;
+use wearlab_web::{App, AppState};
+
+pub const API_KEY_HEADER: &str = "x-service-api-key";
+
+/// A fixed start so that dates in assertions are stable.
+pub fn start_time() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap()
+}
+
+pub struct TestApp {
+    pub deps: Deps,
+    pub clock: Arc<ManualClock>,
+    pub app: App,
+    pub key: String,
+    pub team: TeamId,
+    /// Present for the embedded stack: runs due jobs as the scheduler would.
+    pub stack: Option<LocalStack>,
+}
+
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Value,
+}
+
+impl TestApp {
+    /// The embedded stack in memory.
+    pub async fn embedded() -> Self {
+        let clock = Arc::new(ManualClock::new(start_time()));
+        let stack = LocalStack::in_memory(clock.clone());
+        let mut t = Self::on(stack.deps.clone(), clock).await;
+        t.stack = Some(stack);
+        t
+    }
+
+    /// Any adapters, with a fresh team and key.
+    pub async fn on(deps: Deps, clock: Arc<ManualClock>) -> Self {
+        let team = teams::create_team(&deps, "Test team").await.unwrap();
+        let key = teams::issue_key(&deps, team.team_id, "test").await.unwrap().secret;
+        let app = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+        Self { deps, clock, app, key, team: team.team_id, stack: None }
+    }
+
+    /// A key of another team on the same storage.
+    pub async fn other_team_key(&self) -> String {
+        let team = teams::create_team(&self.deps, "Other team").await.unwrap();
+        teams::issue_key(&self.deps, team.team_id, "test").await.unwrap().secret
+    }
+
+    pub async fn send(&self, method: Method, path: &str, key: Option<&str>, body: Option<&str>) -> Answer {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(k) = key {
+            req = req.header(API_KEY_HEADER, k);
+        }
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        let req = req.body(body.map(|b| Body::from(b.to_owned())).unwrap_or_else(Body::empty)).unwrap();
+        let res = self.app.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Answer { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(Method::GET, path, Some(&self.key), None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Answer {
+        self.send(Method::POST, path, Some(&self.key), Some(&body.to_string())).await
+    }
+
+    pub async fn post_empty(&self, path: &str) -> Answer {
+        self.send(Method::POST, path, Some(&self.key), None).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> Answer {
+        self.send(Method::PATCH, path, Some(&self.key), Some(&body.to_string())).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Answer {
+        self.send(Method::DELETE, path, Some(&self.key), None).await
+    }
+
+    /// Creates a user and returns its id.
+    pub async fn create_user(&self, client_user_id: &str) -> String {
+        let a = self.post("/v2/user", serde_json::json!({ "client_user_id": client_user_id })).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        a.body["user_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Runs due one-time jobs (embedded stack only).
+    pub async fn run_due_jobs(&self) -> usize {
+        self.stack.as_ref().expect("embedded stack").run_due_jobs().await.unwrap()
+    }
+}
+
+/// The 422 body's locations, e.g. `["body", "client_user_id"]`.
+pub fn error_locs(body: &Value) -> Vec<Vec<String>> {
+    body["detail"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a validation body: {body}"))
+        .iter()
+        .map(|d| {
+            d["loc"].as_array().unwrap().iter().map(|p| p.to_string().trim_matches('"').to_owned()).collect()
+        })
+        .collect()
+}
+
+/// The moto endpoint `make test` started, or a clear failure.
+pub fn moto_endpoint() -> String {
+    std::env::var("WEARLAB_TEST_AWS_ENDPOINT").expect(
+        "WEARLAB_TEST_AWS_ENDPOINT is not set: run `make test`, which starts moto_server, \
+         or start `moto_server -H 127.0.0.1 -p PORT` and set it to http://127.0.0.1:PORT",
+    )
+}
+
+/// A fresh DynamoDB table on moto (one per test, so tests never share state).
+pub async fn moto_table() -> wearlab_aws::DynamoDbTable {
+    let endpoint = moto_endpoint();
+    let (ddb, _) = wearlab_aws::clients_for_endpoint(&endpoint).await;
+    let name = format!("wearlab-test-{}", uuid::Uuid::new_v4().simple());
+    wearlab_aws::create_table_for_tests(&ddb, &name).await.expect("table created on moto");
+    wearlab_aws::DynamoDbTable::new(ddb, name)
+}

@@ -1,0 +1,10 @@
+//! Wearlab's integration tests: one binary, one module per area.
+//!
+//! Tests that need AWS run against moto: `make test` starts `moto_server` and sets
+//! `WEARLAB_TEST_AWS_ENDPOINT`.
+
+mod helpers;
+mod lifecycle;
+mod storage_conformance;
+mod users_api;
+mod users_on_dynamodb;

@@ -1,0 +1,272 @@
+//! One conformance suite for every `Table` adapter: redb (in memory and on a file) and
+//! DynamoDB on moto. Each case works in partitions of its own.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use wearlab_domain::ports::{Condition, Item, Key, Query, StoreError, Table, WriteOp, query_all};
+
+fn part(name: &str) -> String {
+    format!("{name}#{}", uuid::Uuid::new_v4().simple())
+}
+
+fn item(pk: &str, sk: &str, n: u64) -> Item {
+    Item::new(Key::new(pk, sk), json!({ "n": n }))
+}
+
+pub async fn put_get_round_trip(t: Arc<dyn Table>) {
+    let pk = part("RT");
+    let it = item(&pk, "A", 1).with_gsi1(format!("{pk}#IDX"), "2026-01-01").with_expiry(Some(1_900_000_000));
+    t.put(it.clone(), Condition::None).await.unwrap();
+    assert_eq!(t.get(&it.key).await.unwrap(), Some(it.clone()));
+    assert_eq!(t.get(&Key::new(&pk, "missing")).await.unwrap(), None);
+    // An unconditional put replaces the whole item, index key and expiry included.
+    let replaced = item(&pk, "A", 2);
+    t.put(replaced.clone(), Condition::None).await.unwrap();
+    assert_eq!(t.get(&it.key).await.unwrap(), Some(replaced));
+    let page = t.query(Query::gsi1(format!("{pk}#IDX"))).await.unwrap();
+    assert!(page.items.is_empty(), "the old index entry is gone");
+}
+
+pub async fn conditional_put_and_delete(t: Arc<dyn Table>) {
+    let pk = part("COND");
+    let a = item(&pk, "A", 1);
+    t.put(a.clone(), Condition::NotExists).await.unwrap();
+    assert!(matches!(t.put(a.clone(), Condition::NotExists).await, Err(StoreError::ConditionFailed { .. })));
+    assert!(matches!(
+        t.put(item(&pk, "B", 1), Condition::Exists).await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+    assert_eq!(t.get(&Key::new(&pk, "B")).await.unwrap(), None, "failed put wrote nothing");
+    t.put(item(&pk, "A", 2), Condition::Exists).await.unwrap();
+    assert!(matches!(
+        t.delete(&Key::new(&pk, "B"), Condition::Exists).await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+    t.delete(&Key::new(&pk, "B"), Condition::None).await.unwrap();
+    t.delete(&a.key, Condition::Exists).await.unwrap();
+    assert_eq!(t.get(&a.key).await.unwrap(), None);
+}
+
+pub async fn version_conflicts(t: Arc<dyn Table>) {
+    let pk = part("VER");
+    let v1 = item(&pk, "A", 1);
+    t.put(v1.clone(), Condition::NotExists).await.unwrap();
+    let mut first = item(&pk, "A", 10);
+    first.version = 2;
+    let mut second = item(&pk, "A", 20);
+    second.version = 2;
+    t.put(first.clone(), Condition::VersionIs(1)).await.unwrap();
+    assert!(matches!(t.put(second, Condition::VersionIs(1)).await, Err(StoreError::ConditionFailed { .. })));
+    assert_eq!(t.get(&v1.key).await.unwrap(), Some(first));
+    assert!(matches!(
+        t.delete(&v1.key, Condition::VersionIs(1)).await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+    t.delete(&v1.key, Condition::VersionIs(2)).await.unwrap();
+}
+
+pub async fn transactions_fail_as_a_whole(t: Arc<dyn Table>) {
+    let pk = part("TX");
+    t.put(item(&pk, "EXISTS", 1), Condition::None).await.unwrap();
+    let ops = vec![
+        WriteOp::Put { item: item(&pk, "NEW1", 1), condition: Condition::NotExists },
+        WriteOp::Delete { key: Key::new(&pk, "EXISTS"), condition: Condition::None },
+        WriteOp::Put { item: item(&pk, "EXISTS", 9), condition: Condition::NotExists }.clone(),
+    ];
+    // Same key twice is refused before anything is written.
+    assert!(matches!(t.transact(ops).await, Err(StoreError::Invalid(_))));
+    let ops = vec![
+        WriteOp::Put { item: item(&pk, "NEW1", 1), condition: Condition::NotExists },
+        WriteOp::Delete { key: Key::new(&pk, "OTHER"), condition: Condition::None },
+        WriteOp::Check { key: Key::new(&pk, "EXISTS"), condition: Condition::NotExists },
+    ];
+    assert_eq!(t.transact(ops).await, Err(StoreError::ConditionFailed { op: Some(2) }));
+    assert_eq!(t.get(&Key::new(&pk, "NEW1")).await.unwrap(), None, "nothing of a failed batch is written");
+    let ops = vec![
+        WriteOp::Put { item: item(&pk, "NEW1", 1), condition: Condition::NotExists },
+        WriteOp::Put { item: item(&pk, "NEW2", 2), condition: Condition::NotExists },
+        WriteOp::Delete { key: Key::new(&pk, "EXISTS"), condition: Condition::Exists },
+        WriteOp::Check { key: Key::new(&pk, "NEW3"), condition: Condition::NotExists },
+    ];
+    t.transact(ops).await.unwrap();
+    let keys: Vec<String> = query_all(t.as_ref(), Query::partition(&pk), 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key.sk)
+        .collect();
+    assert_eq!(keys, ["NEW1", "NEW2"]);
+}
+
+pub async fn query_pages_with_cursors(t: Arc<dyn Table>) {
+    let pk = part("PAGE");
+    for n in 0..25u64 {
+        t.put(item(&pk, &format!("ITEM#{n:03}"), n), Condition::None).await.unwrap();
+    }
+    t.put(item(&pk, "OTHER#1", 99), Condition::None).await.unwrap();
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = t.query(Query::partition(&pk).prefix("ITEM#").limit(10).after(cursor)).await.unwrap();
+        pages += 1;
+        seen.extend(page.items.iter().map(|i| i.body["n"].as_u64().unwrap()));
+        cursor = page.next_cursor;
+        if cursor.is_none() || pages > 10 {
+            break;
+        }
+    }
+    assert_eq!(seen, (0..25).collect::<Vec<_>>());
+    assert!(pages <= 4, "25 items in pages of 10 take 3 pages (DynamoDB may add an empty 4th), took {pages}");
+    let desc = t.query(Query::partition(&pk).prefix("ITEM#").limit(3).descending()).await.unwrap();
+    let first: Vec<u64> = desc.items.iter().map(|i| i.body["n"].as_u64().unwrap()).collect();
+    assert_eq!(first, [24, 23, 22]);
+    let next = t
+        .query(Query::partition(&pk).prefix("ITEM#").limit(3).descending().after(desc.next_cursor))
+        .await
+        .unwrap();
+    assert_eq!(next.items[0].body["n"], 21);
+    let between =
+        query_all(t.as_ref(), Query::partition(&pk).between("ITEM#005", "ITEM#007"), 100).await.unwrap();
+    assert_eq!(between.len(), 3, "between is inclusive at both ends");
+    let all = query_all(t.as_ref(), Query::partition(&pk), 100).await.unwrap();
+    assert_eq!(all.len(), 26);
+}
+
+pub async fn secondary_index(t: Arc<dyn Table>) {
+    let pk = part("GSI");
+    let idx = format!("{pk}#IDX");
+    for n in 0..12u64 {
+        let it = item(&format!("{pk}#{n}"), "ROOT", n).with_gsi1(&idx, format!("{:02}", 12 - n));
+        t.put(it, Condition::None).await.unwrap();
+    }
+    // Sparse: an item without an index key is not listed.
+    t.put(item(&format!("{pk}#x"), "ROOT", 99), Condition::None).await.unwrap();
+    let first = t.query(Query::gsi1(&idx).limit(5)).await.unwrap();
+    let ns: Vec<u64> = first.items.iter().map(|i| i.body["n"].as_u64().unwrap()).collect();
+    assert_eq!(ns, [11, 10, 9, 8, 7], "ordered by the index sort key");
+    let rest = query_all(t.as_ref(), Query::gsi1(&idx).after(first.next_cursor), 100).await.unwrap();
+    assert_eq!(rest.len(), 7);
+    let some = query_all(t.as_ref(), Query::gsi1(&idx).between("03", "05"), 100).await.unwrap();
+    assert_eq!(some.len(), 3);
+    // Dropping the index key removes the item from the index.
+    t.put(item(&format!("{pk}#0"), "ROOT", 0), Condition::None).await.unwrap();
+    assert_eq!(query_all(t.as_ref(), Query::gsi1(&idx), 100).await.unwrap().len(), 11);
+}
+
+pub async fn expiry_is_kept(t: Arc<dyn Table>) {
+    let pk = part("TTL");
+    let it = item(&pk, "A", 1).with_expiry(Some(1_700_000_000));
+    t.put(it.clone(), Condition::None).await.unwrap();
+    assert_eq!(t.get(&it.key).await.unwrap().unwrap().expires_at, Some(1_700_000_000));
+    let page = t.query(Query::partition(&pk)).await.unwrap();
+    assert_eq!(page.items[0].expires_at, Some(1_700_000_000));
+}
+
+pub async fn invalid_cursor_is_refused(t: Arc<dyn Table>) {
+    assert!(matches!(wearlab_domain::ports::Cursor::decode("not-a-cursor"), Err(StoreError::InvalidCursor)));
+    let _ = t;
+}
+
+pub async fn concurrent_conditional_puts_have_one_winner(t: Arc<dyn Table>) {
+    let pk = part("RACE");
+    let tasks: Vec<_> = (0..20u64)
+        .map(|n| {
+            let t = t.clone();
+            let pk = pk.clone();
+            tokio::spawn(async move {
+                t.transact(vec![
+                    WriteOp::Put { item: item(&pk, "ONE", n), condition: Condition::NotExists },
+                    WriteOp::Put { item: item(&pk, &format!("W#{n}"), n), condition: Condition::NotExists },
+                ])
+                .await
+            })
+        })
+        .collect();
+    let results = futures::future::join_all(tasks).await;
+    let wins = results.iter().filter(|r| matches!(r, Ok(Ok(())))).count();
+    assert_eq!(wins, 1, "{results:?}");
+    assert_eq!(query_all(t.as_ref(), Query::partition(&pk).prefix("W#"), 100).await.unwrap().len(), 1);
+}
+
+macro_rules! conformance {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn table() -> std::sync::Arc<dyn wearlab_domain::ports::Table> {
+                $make
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn put_get_round_trip() {
+                super::put_get_round_trip(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn conditional_put_and_delete() {
+                super::conditional_put_and_delete(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn version_conflicts() {
+                super::version_conflicts(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn transactions_fail_as_a_whole() {
+                super::transactions_fail_as_a_whole(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn query_pages_with_cursors() {
+                super::query_pages_with_cursors(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn secondary_index() {
+                super::secondary_index(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn expiry_is_kept() {
+                super::expiry_is_kept(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn invalid_cursor_is_refused() {
+                super::invalid_cursor_is_refused(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_conditional_puts_have_one_winner() {
+                super::concurrent_conditional_puts_have_one_winner(table().await).await
+            }
+        }
+    };
+}
+
+conformance!(redb_memory, Arc::new(wearlab_embedded::RedbTable::in_memory()));
+conformance!(redb_file, {
+    let dir = std::env::temp_dir().join(format!("wearlab-conf-{}", uuid::Uuid::new_v4().simple()));
+    Arc::new(wearlab_embedded::RedbTable::open(&dir.join("t.redb")).unwrap())
+});
+conformance!(dynamodb_moto, Arc::new(crate::helpers::moto_table().await));
+
+#[tokio::test]
+async fn redb_file_keeps_data_across_reopen() {
+    let dir = std::env::temp_dir().join(format!("wearlab-reopen-{}", uuid::Uuid::new_v4().simple()));
+    let path = dir.join("t.redb");
+    {
+        let t = wearlab_embedded::RedbTable::open(&path).unwrap();
+        t.put(item("P", "S", 7), Condition::None).await.unwrap();
+    }
+    let t = wearlab_embedded::RedbTable::open(&path).unwrap();
+    assert_eq!(t.get(&Key::new("P", "S")).await.unwrap().unwrap().body["n"], 7);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn redb_purges_expired_items_like_ttl() {
+    let t = wearlab_embedded::RedbTable::in_memory();
+    t.put(item("P", "OLD", 1).with_expiry(Some(100)), Condition::None).await.unwrap();
+    t.put(item("P", "NEW", 2).with_expiry(Some(300)), Condition::None).await.unwrap();
+    t.put(item("P", "KEEP", 3), Condition::None).await.unwrap();
+    assert_eq!(t.purge_expired(200).await.unwrap(), 1);
+    assert_eq!(t.get(&Key::new("P", "OLD")).await.unwrap(), None);
+    assert!(t.get(&Key::new("P", "NEW")).await.unwrap().is_some());
+}

@@ -1,0 +1,74 @@
+//! Building the AWS adapters from the environment (Lambda, `make watch`) or for an emulator.
+
+use std::sync::Arc;
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::Credentials;
+use wearlab_domain::Deps;
+use wearlab_domain::ports::SystemClock;
+
+use crate::{DynamoDbTable, EventBridgeScheduler, SchedulerTarget};
+
+/// The SDK's default chain: region, credentials and endpoint from the environment. The SDK
+/// itself honours `AWS_ENDPOINT_URL` (and `AWS_ENDPOINT_URL_DYNAMODB`, `..._SCHEDULER`), which
+/// is how the local stack points the same code at an emulator.
+pub async fn aws_config_from_env() -> SdkConfig {
+    aws_config::load_defaults(BehaviorVersion::latest()).await
+}
+
+/// Clients for an emulator such as moto: fixed region and dummy credentials, so nothing from
+/// the developer's real AWS profile can leak into (or be used by) tests.
+pub async fn clients_for_endpoint(endpoint: &str) -> (aws_sdk_dynamodb::Client, aws_sdk_scheduler::Client) {
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "wearlab-test"))
+        .endpoint_url(endpoint)
+        .load()
+        .await;
+    (aws_sdk_dynamodb::Client::new(&config), aws_sdk_scheduler::Client::new(&config))
+}
+
+/// Names of the deployed resources, from `WEARLAB_*` variables set by the infrastructure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsEnv {
+    pub table_name: String,
+    pub schedule_group: String,
+    pub erasure_target_arn: String,
+    pub scheduler_role_arn: String,
+}
+
+impl AwsEnv {
+    /// Reads every variable; the error names the first one missing or empty.
+    pub fn from_env() -> Result<Self, String> {
+        let var = |name: &str| match std::env::var(name) {
+            Ok(v) if !v.trim().is_empty() => Ok(v),
+            _ => Err(format!("environment variable {name} is not set")),
+        };
+        Ok(Self {
+            table_name: var("WEARLAB_TABLE_NAME")?,
+            schedule_group: var("WEARLAB_SCHEDULE_GROUP")?,
+            erasure_target_arn: var("WEARLAB_ERASURE_TARGET_ARN")?,
+            scheduler_role_arn: var("WEARLAB_SCHEDULER_ROLE_ARN")?,
+        })
+    }
+
+    /// The adapters for these resources on `config`.
+    pub fn deps(&self, config: &SdkConfig) -> Deps {
+        let table = DynamoDbTable::new(aws_sdk_dynamodb::Client::new(config), &self.table_name);
+        let scheduler = EventBridgeScheduler::new(
+            aws_sdk_scheduler::Client::new(config),
+            SchedulerTarget {
+                group: self.schedule_group.clone(),
+                target_arn: self.erasure_target_arn.clone(),
+                role_arn: self.scheduler_role_arn.clone(),
+            },
+        );
+        Deps { table: Arc::new(table), scheduler: Arc::new(scheduler), clock: Arc::new(SystemClock) }
+    }
+}
+
+/// Everything a Lambda handler needs, built once per execution environment.
+pub async fn deps_from_env() -> Result<Deps, String> {
+    let env = AwsEnv::from_env()?;
+    Ok(env.deps(&aws_config_from_env().await))
+}

@@ -1,0 +1,642 @@
+//! `Table` on DynamoDB. One item per `Item`: `PK`, `SK`, the sparse `GSI1PK`/`GSI1SK`, `ver`,
+//! `expires_at` (the TTL attribute) and `data` (the body as JSON text, so records never depend
+//! on DynamoDB's type system).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher, RandomState};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::{BoxError, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType, TimeToLiveSpecification,
+    TimeToLiveStatus, TransactWriteItem,
+};
+use wearlab_domain::ports::{
+    Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, SkRange, StoreError, Table, WriteOp,
+    validate_batch,
+};
+
+use crate::error::{describe, is_code};
+
+const PK: &str = "PK";
+const SK: &str = "SK";
+const GSI1PK: &str = "GSI1PK";
+const GSI1SK: &str = "GSI1SK";
+const VER: &str = "ver";
+const DATA: &str = "data";
+
+/// Name of the secondary index (keys `GSI1PK`, `GSI1SK`, projection ALL).
+pub const GSI1_INDEX: &str = "GSI1";
+/// The table's TTL attribute (epoch seconds, a number).
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+/// Tries of a write that keeps colliding with concurrent transactions before `Contention`.
+const CONFLICT_TRIES: u32 = 8;
+const BACKOFF_MIN_MS: u64 = 10;
+const BACKOFF_MAX_MS: u64 = 200;
+
+type Attrs = HashMap<String, AttributeValue>;
+
+/// The table, plus a count of DynamoDB requests sent (every attempt, so SDK retries count too).
+/// Clones share the client and the counter.
+#[derive(Clone, Debug)]
+pub struct DynamoDbTable {
+    client: Client,
+    table: String,
+    round_trips: Arc<AtomicU64>,
+}
+
+impl DynamoDbTable {
+    /// Wraps `client` (its configuration is kept; a request counter is added to it).
+    pub fn new(client: Client, table_name: impl Into<String>) -> Self {
+        let round_trips = Arc::new(AtomicU64::new(0));
+        let config = client.config().to_builder().interceptor(CountRequests(round_trips.clone())).build();
+        Self { client: Client::from_conf(config), table: table_name.into(), round_trips }
+    }
+
+    /// DynamoDB requests sent so far, retries included: what benchmarks report per use case.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+}
+
+/// Counts requests as they go on the wire: once per attempt.
+#[derive(Debug)]
+struct CountRequests(Arc<AtomicU64>);
+
+impl Intercept for CountRequests {
+    fn name(&self) -> &'static str {
+        "CountRequests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Why one attempt of a write failed.
+enum Failure {
+    /// Another transaction held an item: worth retrying the whole write.
+    Conflict,
+    Store(StoreError),
+}
+
+/// Runs `attempt` until it stops failing on a concurrent transaction, with jittered backoff.
+async fn retry_conflicts<T, F, Fut>(op: &str, mut attempt: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    for n in 0..CONFLICT_TRIES {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(Failure::Store(e)) => return Err(e),
+            Err(Failure::Conflict) if n + 1 < CONFLICT_TRIES => {
+                tracing::debug!(op, attempt = n + 1, "transaction conflict, retrying");
+                tokio::time::sleep(backoff(n)).await;
+            }
+            Err(Failure::Conflict) => {}
+        }
+    }
+    Err(StoreError::Contention(format!("{op}: conflicting transactions after {CONFLICT_TRIES} tries")))
+}
+
+/// Full jitter within an exponential window: 10ms, 20ms, ... capped at 200ms.
+fn backoff(attempt: u32) -> Duration {
+    let cap = (BACKOFF_MIN_MS << attempt.min(16)).min(BACKOFF_MAX_MS);
+    // A fresh `RandomState` is randomly keyed, which is all the randomness jitter needs.
+    let random = RandomState::new().build_hasher().finish();
+    Duration::from_millis(BACKOFF_MIN_MS + random % (cap - BACKOFF_MIN_MS + 1))
+}
+
+/// Maps an SDK failure to `StoreError`. Validation errors keep DynamoDB's message (it names
+/// parameters, never values) and are the caller's fault; the rest is the service's.
+/// How a failed PutItem/DeleteItem counts: its own condition, a retryable conflict, or an outage.
+fn single_write_failure<E, R>(op: &str, err: &SdkError<E, R>) -> Failure
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    if is_code(err, "ConditionalCheckFailedException") {
+        Failure::Store(StoreError::ConditionFailed { op: None })
+    } else if is_code(err, "TransactionConflictException") {
+        Failure::Conflict
+    } else {
+        Failure::Store(store_error(op, err))
+    }
+}
+
+fn store_error<E, R>(op: &str, err: &SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    if is_code(err, "ValidationException") {
+        StoreError::Invalid(describe(op, err, true))
+    } else {
+        StoreError::Unavailable(describe(op, err, false))
+    }
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn key_attrs(key: &Key) -> Attrs {
+    HashMap::from([(PK.to_owned(), s(&key.pk)), (SK.to_owned(), s(&key.sk))])
+}
+
+fn encode(item: &Item) -> Attrs {
+    let mut attrs = key_attrs(&item.key);
+    if let Some(g) = &item.gsi1 {
+        attrs.insert(GSI1PK.to_owned(), s(&g.pk));
+        attrs.insert(GSI1SK.to_owned(), s(&g.sk));
+    }
+    attrs.insert(VER.to_owned(), n(item.version));
+    if let Some(at) = item.expires_at {
+        attrs.insert(TTL_ATTRIBUTE.to_owned(), n(at));
+    }
+    attrs.insert(DATA.to_owned(), AttributeValue::S(item.body.to_string()));
+    attrs
+}
+
+fn decode(attrs: &Attrs) -> Result<Item, StoreError> {
+    let string = |name: &str| match attrs.get(name) {
+        Some(AttributeValue::S(v)) => Ok(Some(v.clone())),
+        None => Ok(None),
+        Some(_) => Err(name.to_owned()),
+    };
+    let number = |name: &str| match attrs.get(name) {
+        Some(AttributeValue::N(v)) => Ok(Some(v.clone())),
+        None => Ok(None),
+        Some(_) => Err(name.to_owned()),
+    };
+    let (Ok(Some(pk)), Ok(Some(sk))) = (string(PK), string(SK)) else {
+        return Err(StoreError::Corrupt("item without string PK/SK".into()));
+    };
+    let corrupt = |what: &str| StoreError::Corrupt(format!("{pk}/{sk}: bad {what}"));
+    let gsi1 = match (string(GSI1PK).map_err(|a| corrupt(&a))?, string(GSI1SK).map_err(|a| corrupt(&a))?) {
+        (Some(pk), Some(sk)) => Some(IndexKey { pk, sk }),
+        (None, None) => None,
+        _ => return Err(corrupt("GSI1 keys")),
+    };
+    let version = number(VER)
+        .map_err(|a| corrupt(&a))?
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| corrupt(VER))?;
+    let expires_at = match number(TTL_ATTRIBUTE).map_err(|a| corrupt(&a))? {
+        Some(v) => Some(v.parse::<i64>().map_err(|_| corrupt(TTL_ATTRIBUTE))?),
+        None => None,
+    };
+    let body = string(DATA)
+        .map_err(|a| corrupt(&a))?
+        .and_then(|d| serde_json::from_str(&d).ok())
+        .ok_or_else(|| corrupt(DATA))?;
+    Ok(Item { key: Key { pk, sk }, gsi1, version, expires_at, body })
+}
+
+/// A condition as a DynamoDB condition expression and its values.
+/// Every item has `PK`, so its presence is the item's presence.
+fn condition(c: Condition) -> (Option<String>, Option<Attrs>) {
+    match c {
+        Condition::None => (None, None),
+        Condition::NotExists => (Some(format!("attribute_not_exists({PK})")), None),
+        Condition::Exists => (Some(format!("attribute_exists({PK})")), None),
+        Condition::VersionIs(v) => {
+            (Some(format!("{VER} = :v")), Some(HashMap::from([(":v".to_owned(), n(v))])))
+        }
+    }
+}
+
+fn transact_item(table: &str, op: &WriteOp) -> Result<TransactWriteItem, StoreError> {
+    let build = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Invalid(e.to_string());
+    Ok(match op {
+        WriteOp::Put { item, condition: c } => {
+            let (expr, values) = condition(*c);
+            let put = Put::builder()
+                .table_name(table)
+                .set_item(Some(encode(item)))
+                .set_condition_expression(expr)
+                .set_expression_attribute_values(values)
+                .build()
+                .map_err(build)?;
+            TransactWriteItem::builder().put(put).build()
+        }
+        WriteOp::Delete { key, condition: c } => {
+            let (expr, values) = condition(*c);
+            let delete = Delete::builder()
+                .table_name(table)
+                .set_key(Some(key_attrs(key)))
+                .set_condition_expression(expr)
+                .set_expression_attribute_values(values)
+                .build()
+                .map_err(build)?;
+            TransactWriteItem::builder().delete(delete).build()
+        }
+        WriteOp::Check { key, condition: c } => {
+            // DynamoDB requires an expression; `None` becomes one that always holds, which keeps
+            // the op (and so the indices of cancellation reasons) in place.
+            let (expr, values) = condition(*c);
+            let expr =
+                expr.unwrap_or_else(|| format!("attribute_exists({PK}) OR attribute_not_exists({PK})"));
+            let check = ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(key_attrs(key)))
+                .condition_expression(expr)
+                .set_expression_attribute_values(values)
+                .build()
+                .map_err(build)?;
+            TransactWriteItem::builder().condition_check(check).build()
+        }
+    })
+}
+
+/// Reads the per-op cancellation reasons of a cancelled transaction.
+fn transaction_failure<R: std::fmt::Debug>(ops: usize, err: SdkError<TransactWriteItemsError, R>) -> Failure {
+    let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) = err.as_service_error()
+    else {
+        return Failure::Store(store_error("TransactWriteItems", &err));
+    };
+    let reasons = cancelled.cancellation_reasons();
+    let op_of = |i: usize| (ops > 1).then_some(i);
+    if let Some(i) = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed")) {
+        return Failure::Store(StoreError::ConditionFailed { op: op_of(i) });
+    }
+    if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
+        return Failure::Conflict;
+    }
+    let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).filter(|c| *c != "None").collect();
+    if codes.is_empty() && cancelled.message().is_some_and(|m| m.contains("ConditionalCheckFailed")) {
+        // Without reasons (some emulators) the message still tells a failed condition apart.
+        return Failure::Store(StoreError::ConditionFailed { op: None });
+    }
+    let msg = format!("TransactWriteItems cancelled: {}", codes.join(", "));
+    Failure::Store(if codes.contains(&"ValidationError") {
+        StoreError::Invalid(msg)
+    } else {
+        StoreError::Unavailable(msg)
+    })
+}
+
+/// The `ExclusiveStartKey` of a cursor: the item's table keys, plus its index keys for GSI1.
+fn start_key(cursor: Cursor, q: &Query) -> Result<Attrs, StoreError> {
+    let mut attrs = key_attrs(&Key::new(cursor.pk.clone(), cursor.sk));
+    match q.index {
+        Index::Primary if cursor.pk == q.pk => {}
+        Index::Gsi1 => match cursor.gsi1 {
+            Some((gpk, gsk)) if gpk == q.pk => {
+                attrs.insert(GSI1PK.to_owned(), AttributeValue::S(gpk));
+                attrs.insert(GSI1SK.to_owned(), AttributeValue::S(gsk));
+            }
+            _ => return Err(StoreError::InvalidCursor),
+        },
+        Index::Primary => return Err(StoreError::InvalidCursor),
+    }
+    Ok(attrs)
+}
+
+/// A cursor from a `LastEvaluatedKey`, for the (filter-only) case of a page with no items.
+fn cursor_from_key(key: &Attrs, index: Index) -> Option<Cursor> {
+    let get = |name: &str| match key.get(name) {
+        Some(AttributeValue::S(v)) => Some(v.clone()),
+        _ => None,
+    };
+    let gsi1 = match index {
+        Index::Primary => None,
+        Index::Gsi1 => Some((get(GSI1PK)?, get(GSI1SK)?)),
+    };
+    Some(Cursor { pk: get(PK)?, sk: get(SK)?, gsi1 })
+}
+
+#[async_trait]
+impl Table for DynamoDbTable {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_attrs(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error("GetItem", &e))?;
+        out.item().map(decode).transpose()
+    }
+
+    async fn put(&self, item: Item, condition_: Condition) -> Result<(), StoreError> {
+        let attrs = encode(&item);
+        let (expr, values) = condition(condition_);
+        retry_conflicts("PutItem", || async {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(attrs.clone()))
+                .set_condition_expression(expr.clone())
+                .set_expression_attribute_values(values.clone())
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| single_write_failure("PutItem", &e))
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &Key, condition_: Condition) -> Result<(), StoreError> {
+        let (expr, values) = condition(condition_);
+        retry_conflicts("DeleteItem", || async {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key_attrs(key)))
+                .set_condition_expression(expr.clone())
+                .set_expression_attribute_values(values.clone())
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| single_write_failure("DeleteItem", &e))
+        })
+        .await
+    }
+
+    async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        validate_batch(&ops)?;
+        let items = ops.iter().map(|op| transact_item(&self.table, op)).collect::<Result<Vec<_>, _>>()?;
+        // Each attempt gets a fresh idempotency token from the SDK (its own retries reuse it),
+        // so a retried-after-conflict batch is a new transaction, as it must be.
+        retry_conflicts("TransactWriteItems", || async {
+            self.client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| transaction_failure(ops.len(), e))
+        })
+        .await
+    }
+
+    async fn query(&self, q: Query) -> Result<Page, StoreError> {
+        let (pk_attr, sk_attr, index_name) = match q.index {
+            Index::Primary => (PK, SK, None),
+            Index::Gsi1 => (GSI1PK, GSI1SK, Some(GSI1_INDEX.to_owned())),
+        };
+        let mut expr = format!("{pk_attr} = :pk");
+        let mut values = HashMap::from([(":pk".to_owned(), s(&q.pk))]);
+        match &q.range {
+            // DynamoDB rejects empty strings in key conditions; an empty prefix is everything.
+            SkRange::All => {}
+            SkRange::Prefix(p) if p.is_empty() => {}
+            SkRange::Prefix(p) => {
+                expr.push_str(&format!(" AND begins_with({sk_attr}, :from)"));
+                values.insert(":from".to_owned(), s(p));
+            }
+            // DynamoDB rejects an inverted BETWEEN; the range is simply empty.
+            SkRange::Between(a, b) if a > b => {
+                return Ok(Page { items: Vec::new(), next_cursor: None });
+            }
+            SkRange::Between(a, b) if a.is_empty() => {
+                expr.push_str(&format!(" AND {sk_attr} <= :to"));
+                values.insert(":to".to_owned(), s(b));
+            }
+            SkRange::Between(a, b) => {
+                expr.push_str(&format!(" AND {sk_attr} BETWEEN :from AND :to"));
+                values.insert(":from".to_owned(), s(a));
+                values.insert(":to".to_owned(), s(b));
+            }
+        }
+        let exclusive_start = q.cursor.clone().map(|c| start_key(c, &q)).transpose()?;
+        let limit = q.limit.map(|l| l.max(1) as usize);
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .set_index_name(index_name)
+            .key_condition_expression(expr)
+            .set_expression_attribute_values(Some(values))
+            .scan_index_forward(!q.descending)
+            // One extra item tells whether another page exists, so the last page has no cursor.
+            .set_limit(limit.map(|l| i32::try_from(l + 1).unwrap_or(i32::MAX)))
+            .set_exclusive_start_key(exclusive_start)
+            // Reads its own writes like `get` (GSIs are eventually consistent only).
+            .consistent_read(q.index == Index::Primary)
+            .send()
+            .await
+            .map_err(|e| store_error("Query", &e))?;
+        let mut items = out.items().iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        let more = match limit {
+            Some(l) if items.len() > l => {
+                items.truncate(l);
+                true
+            }
+            // Fewer items than asked with a `LastEvaluatedKey`: the page hit DynamoDB's 1 MB cap.
+            _ => out.last_evaluated_key().is_some(),
+        };
+        let next_cursor = match (more, items.last()) {
+            (false, _) => None,
+            (true, Some(last)) => Some(Cursor::after_item(last, q.index)),
+            (true, None) => out.last_evaluated_key().and_then(|k| cursor_from_key(k, q.index)),
+        };
+        Ok(Page { items, next_cursor })
+    }
+}
+
+/// Creates the table (keys, GSI1, on-demand billing) and enables TTL on `expires_at`, unless
+/// already done: safe to call on every start of a test run or local stack.
+pub async fn ensure_table(client: &Client, name: &str) -> Result<(), StoreError> {
+    let attr = |n: &str| {
+        AttributeDefinition::builder().attribute_name(n).attribute_type(ScalarAttributeType::S).build()
+    };
+    let key = |n: &str, t: KeyType| KeySchemaElement::builder().attribute_name(n).key_type(t).build();
+    let build = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Invalid(e.to_string());
+    let gsi = GlobalSecondaryIndex::builder()
+        .index_name(GSI1_INDEX)
+        .key_schema(key(GSI1PK, KeyType::Hash).map_err(build)?)
+        .key_schema(key(GSI1SK, KeyType::Range).map_err(build)?)
+        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+        .build()
+        .map_err(build)?;
+    let created = client
+        .create_table()
+        .table_name(name)
+        .set_attribute_definitions(Some(
+            [PK, SK, GSI1PK, GSI1SK].into_iter().map(attr).collect::<Result<_, _>>().map_err(build)?,
+        ))
+        .key_schema(key(PK, KeyType::Hash).map_err(build)?)
+        .key_schema(key(SK, KeyType::Range).map_err(build)?)
+        .global_secondary_indexes(gsi)
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await;
+    match created {
+        Ok(_) => {}
+        Err(e) if is_code(&e, "ResourceInUseException") => {}
+        Err(e) => return Err(store_error("CreateTable", &e)),
+    }
+    client
+        .wait_until_table_exists()
+        .table_name(name)
+        .wait(Duration::from_secs(120))
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("waiting for table {name}: {e}")))?;
+
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(|e| store_error("DescribeTimeToLive", &e))?;
+    let enabled = ttl.time_to_live_description().is_some_and(|d| {
+        d.attribute_name() == Some(TTL_ATTRIBUTE)
+            && matches!(d.time_to_live_status(), Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling))
+    });
+    if !enabled {
+        let spec = TimeToLiveSpecification::builder()
+            .attribute_name(TTL_ATTRIBUTE)
+            .enabled(true)
+            .build()
+            .map_err(build)?;
+        client
+            .update_time_to_live()
+            .table_name(name)
+            .time_to_live_specification(spec)
+            .send()
+            .await
+            .map_err(|e| store_error("UpdateTimeToLive", &e))?;
+    }
+    Ok(())
+}
+
+/// The table for a test run (moto, DynamoDB Local) or `make watch`; same as [`ensure_table`].
+pub async fn create_table_for_tests(client: &Client, name: &str) -> Result<(), StoreError> {
+    ensure_table(client, name).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn items_round_trip_through_attributes() {
+        let item = Item::new(Key::new("USER#1", "PROFILE"), json!({"a": [1, "x"], "b": null}))
+            .with_gsi1("TEAM#t", "USER#1")
+            .with_expiry(Some(1_700_000_000));
+        let attrs = encode(&item);
+        assert_eq!(attrs.get(TTL_ATTRIBUTE), Some(&AttributeValue::N("1700000000".into())));
+        assert_eq!(attrs.get(VER), Some(&AttributeValue::N("1".into())));
+        assert_eq!(decode(&attrs).unwrap(), item);
+
+        let plain = Item::new(Key::new("P", "S"), json!("text"));
+        let attrs = encode(&plain);
+        assert!(!attrs.contains_key(GSI1PK) && !attrs.contains_key(TTL_ATTRIBUTE));
+        assert_eq!(decode(&attrs).unwrap(), plain);
+    }
+
+    #[test]
+    fn unreadable_items_are_corrupt() {
+        let mut attrs = encode(&Item::new(Key::new("P", "S"), json!({})));
+        attrs.insert(DATA.into(), AttributeValue::S("{".into()));
+        assert!(matches!(decode(&attrs), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn backoff_stays_in_bounds() {
+        for attempt in 0..20 {
+            let d = backoff(attempt).as_millis() as u64;
+            assert!((BACKOFF_MIN_MS..=BACKOFF_MAX_MS).contains(&d), "{d}");
+        }
+    }
+
+    fn cancelled(codes: &[&str]) -> SdkError<TransactWriteItemsError, ()> {
+        use aws_sdk_dynamodb::types::CancellationReason;
+        use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+        let mut e = TransactionCanceledException::builder().message("Transaction cancelled");
+        for code in codes {
+            e = e.cancellation_reasons(CancellationReason::builder().code(*code).build());
+        }
+        SdkError::service_error(TransactWriteItemsError::TransactionCanceledException(e.build()), ())
+    }
+
+    fn failure(ops: usize, codes: &[&str]) -> Option<StoreError> {
+        match transaction_failure(ops, cancelled(codes)) {
+            Failure::Conflict => None,
+            Failure::Store(e) => Some(e),
+        }
+    }
+
+    #[test]
+    fn cancellation_reasons_map_to_store_errors() {
+        let failed = |op| Some(StoreError::ConditionFailed { op });
+        assert_eq!(
+            failure(3, &["None", "ConditionalCheckFailed", "ConditionalCheckFailed"]),
+            failed(Some(1))
+        );
+        assert_eq!(failure(1, &["ConditionalCheckFailed"]), failed(None));
+        assert_eq!(failure(2, &["TransactionConflict", "ConditionalCheckFailed"]), failed(Some(1)));
+        assert_eq!(failure(2, &["None", "TransactionConflict"]), None);
+        assert!(matches!(
+            failure(2, &["ThrottlingError", "None"]),
+            Some(StoreError::Unavailable(m)) if m.contains("ThrottlingError")
+        ));
+        assert!(matches!(failure(2, &["ValidationError", "None"]), Some(StoreError::Invalid(_))));
+    }
+
+    #[tokio::test]
+    async fn conflicts_are_retried_then_reported_as_contention() {
+        let mut calls = 0;
+        let ok = retry_conflicts("Op", || {
+            calls += 1;
+            let n = calls;
+            async move { if n < 3 { Err(Failure::Conflict) } else { Ok(n) } }
+        })
+        .await;
+        assert_eq!(ok, Ok(3));
+
+        let mut calls = 0;
+        let busy: Result<(), _> = retry_conflicts("Op", || {
+            calls += 1;
+            async { Err(Failure::Conflict) }
+        })
+        .await;
+        assert!(matches!(busy, Err(StoreError::Contention(_))));
+        assert_eq!(calls, CONFLICT_TRIES);
+    }
+
+    #[test]
+    fn cursors_must_match_the_query() {
+        let item = Item::new(Key::new("P", "S"), json!({})).with_gsi1("G", "GS");
+        let primary = Cursor::after_item(&item, Index::Primary);
+        assert!(start_key(primary.clone(), &Query::partition("P")).is_ok());
+        assert_eq!(start_key(primary.clone(), &Query::partition("Q")), Err(StoreError::InvalidCursor));
+        assert_eq!(start_key(primary, &Query::gsi1("G")), Err(StoreError::InvalidCursor));
+        let index = Cursor::after_item(&item, Index::Gsi1);
+        assert_eq!(start_key(index, &Query::gsi1("G")).unwrap().len(), 4);
+    }
+}

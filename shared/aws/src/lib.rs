@@ -1,0 +1,14 @@
+//! Adapters on AWS: the single table on DynamoDB and one-time jobs on EventBridge Scheduler.
+//!
+//! Thin by design: every rule lives in `wearlab-domain`; these types only translate the ports
+//! into API calls and map AWS errors into `StoreError` / `SchedulerError`. Error messages carry
+//! operation names and AWS error codes, never item data.
+
+mod config;
+mod dynamodb;
+mod error;
+mod scheduler;
+
+pub use config::{AwsEnv, aws_config_from_env, clients_for_endpoint, deps_from_env};
+pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
+pub use scheduler::{EventBridgeScheduler, SchedulerTarget, ensure_schedule_group};

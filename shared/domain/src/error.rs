@@ -1,0 +1,49 @@
+//! What a use case can refuse. The web layer maps each variant to one HTTP answer.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+use wearlab_models::{LocPart, ValidationIssue};
+
+use crate::ports::{SchedulerError, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    /// Input that is well-formed JSON but breaks a rule (422).
+    #[error("validation failed")]
+    Validation(Vec<ValidationIssue>),
+    /// The thing does not exist for this team (404). The text names what.
+    #[error("{0}")]
+    NotFound(String),
+    /// A create whose `client_user_id` another user holds (400, with the holder).
+    #[error("client_user_id already in use")]
+    ClientUserIdTaken { user_id: Uuid, created_on: DateTime<Utc> },
+    /// A refusal that retrying will not change (400).
+    #[error("{0}")]
+    Rejected(String),
+    /// Missing or unknown API key (401).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// Temporary: concurrent writers, retry (409 with Retry-After).
+    #[error("{0}")]
+    Busy(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+}
+
+impl DomainError {
+    /// One offending input at `loc`.
+    pub fn invalid(loc: &[&str], msg: impl Into<String>, kind: &str) -> Self {
+        DomainError::Validation(vec![issue(loc, msg, kind)])
+    }
+}
+
+/// Builds one validation issue.
+pub fn issue(loc: &[&str], msg: impl Into<String>, kind: &str) -> ValidationIssue {
+    ValidationIssue {
+        loc: loc.iter().map(|s| LocPart::from(*s)).collect(),
+        msg: msg.into(),
+        kind: kind.to_owned(),
+    }
+}

@@ -1,0 +1,188 @@
+//! Parsed values. Each type has one constructor that enforces its rule, so a value of the type
+//! is valid wherever it travels.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+macro_rules! uuid_id {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub Uuid);
+
+        impl $name {
+            pub fn new_random() -> Self {
+                Self(Uuid::new_v4())
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                Uuid::parse_str(s).ok().map(Self)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// A team (customer account).
+    TeamId
+);
+uuid_id!(
+    /// A user, issued by the service.
+    UserId
+);
+
+/// Why a `client_user_id` was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientUserIdError {
+    Empty,
+    TooLong,
+    LooksLikeEmail,
+    LooksLikePhoneNumber,
+    ControlCharacter,
+}
+
+impl fmt::Display for ClientUserIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Empty => "client_user_id must not be empty",
+            Self::TooLong => "client_user_id must be at most 256 characters",
+            Self::LooksLikeEmail => "client_user_id must not be an email address",
+            Self::LooksLikePhoneNumber => "client_user_id must not be a phone number",
+            Self::ControlCharacter => "client_user_id must not contain control characters",
+        })
+    }
+}
+
+/// The team's own id for a user. Must not carry personal data: an email address or a phone
+/// number is refused. Plain digit strings are allowed on purpose: numeric database ids are the
+/// most common client ids, and a phone number is recognised by its `+` or its separators.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ClientUserId(String);
+
+impl ClientUserId {
+    pub const MAX_CHARS: usize = 256;
+
+    pub fn parse(s: &str) -> Result<Self, ClientUserIdError> {
+        if s.trim().is_empty() {
+            return Err(ClientUserIdError::Empty);
+        }
+        if s.chars().count() > Self::MAX_CHARS {
+            return Err(ClientUserIdError::TooLong);
+        }
+        if s.chars().any(char::is_control) {
+            return Err(ClientUserIdError::ControlCharacter);
+        }
+        if looks_like_email(s) {
+            return Err(ClientUserIdError::LooksLikeEmail);
+        }
+        if looks_like_phone_number(s) {
+            return Err(ClientUserIdError::LooksLikePhoneNumber);
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The id as it may stand inside a storage key: `%` and `#` escaped, so that one id is
+    /// never a prefix-match of another (`#` separates key parts).
+    pub fn key_part(&self) -> String {
+        self.0.replace('%', "%25").replace('#', "%23")
+    }
+}
+
+impl<'de> Deserialize<'de> for ClientUserId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Stored values were validated when written; later rule changes must not hide them.
+        Ok(Self(String::deserialize(d)?))
+    }
+}
+
+impl fmt::Display for ClientUserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn looks_like_email(s: &str) -> bool {
+    let s = s.trim();
+    let Some((local, domain)) = s.rsplit_once('@') else { return false };
+    !local.is_empty()
+        && !local.contains(char::is_whitespace)
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !domain.contains(char::is_whitespace)
+}
+
+fn looks_like_phone_number(s: &str) -> bool {
+    let s = s.trim();
+    let allowed = |c: char| c.is_ascii_digit() || " -().+/".contains(c);
+    if !s.chars().all(allowed) {
+        return false;
+    }
+    let digits = s.chars().filter(char::is_ascii_digit).count();
+    let plus = s.starts_with('+') && s[1..].chars().all(|c| c != '+');
+    let separated = s.chars().any(|c| " -().".contains(c));
+    (7..=15).contains(&digits) && (plus || separated)
+}
+
+/// A valid IANA time zone identifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeZoneId(chrono_tz::Tz);
+
+impl TimeZoneId {
+    pub fn parse(s: &str) -> Option<Self> {
+        chrono_tz::Tz::from_str(s).ok().map(Self)
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.0.name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_user_id_rules() {
+        assert!(ClientUserId::parse("user-42").is_ok());
+        assert!(ClientUserId::parse("1234567890").is_ok(), "numeric ids are ids, not phones");
+        assert!(ClientUserId::parse("a@b").is_ok(), "no domain dot: not an email");
+        assert_eq!(ClientUserId::parse(""), Err(ClientUserIdError::Empty));
+        assert_eq!(ClientUserId::parse("   "), Err(ClientUserIdError::Empty));
+        assert_eq!(ClientUserId::parse("jane@example.com"), Err(ClientUserIdError::LooksLikeEmail));
+        assert_eq!(ClientUserId::parse("+44 20 7946 0958"), Err(ClientUserIdError::LooksLikePhoneNumber));
+        assert_eq!(ClientUserId::parse("(555) 123-4567"), Err(ClientUserIdError::LooksLikePhoneNumber));
+        assert_eq!(ClientUserId::parse("+15551234567"), Err(ClientUserIdError::LooksLikePhoneNumber));
+        assert_eq!(ClientUserId::parse(&"x".repeat(257)), Err(ClientUserIdError::TooLong));
+        assert_eq!(ClientUserId::parse("a\nb"), Err(ClientUserIdError::ControlCharacter));
+    }
+
+    #[test]
+    fn key_part_escapes_separators() {
+        let a = ClientUserId::parse("a#b").unwrap();
+        assert_eq!(a.key_part(), "a%23b");
+        let b = ClientUserId::parse("a%23b").unwrap();
+        assert_ne!(a.key_part(), b.key_part());
+    }
+
+    #[test]
+    fn time_zones() {
+        assert_eq!(TimeZoneId::parse("Europe/London").unwrap().name(), "Europe/London");
+        assert!(TimeZoneId::parse("Mars/Olympus").is_none());
+    }
+}

@@ -1,0 +1,76 @@
+//! Every storage key shape, in one place. See docs/ARCHITECTURE.md for the access patterns.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::ids::{ClientUserId, TeamId, UserId};
+use crate::ports::Key;
+
+/// Sort key of a partition's single "header" record.
+const ROOT: &str = "#";
+
+pub fn team(team: TeamId) -> Key {
+    Key::new(format!("TEAM#{team}"), ROOT)
+}
+
+/// API key lookup by the key's SHA-256 hash (hex).
+pub fn api_key(hash_hex: &str) -> Key {
+    Key::new(format!("APIKEY#{hash_hex}"), ROOT)
+}
+
+/// The team's record of one of its keys, to revoke by key id.
+pub fn team_api_key(team: TeamId, key_id: &str) -> Key {
+    Key::new(format!("TEAM#{team}"), format!("APIKEY#{key_id}"))
+}
+
+pub fn team_api_key_prefix() -> &'static str {
+    "APIKEY#"
+}
+
+/// The user's own partition: the user record and every item that belongs to the user, so that
+/// erasure is one partition query.
+pub fn user_partition(user: UserId) -> String {
+    format!("USER#{user}")
+}
+
+pub fn user(user: UserId) -> Key {
+    Key::new(user_partition(user), ROOT)
+}
+
+/// GSI1 partition listing the team's active users, by creation time.
+pub fn team_users_index(team: TeamId) -> String {
+    format!("TEAM#{team}#USERS")
+}
+
+pub fn team_users_index_sort(created_on: DateTime<Utc>, user: UserId) -> String {
+    format!("{}#{user}", created_on.to_rfc3339_opts(SecondsFormat::Micros, true))
+}
+
+/// Reservation making `client_user_id` unique among the team's active users.
+pub fn client_user_id(team: TeamId, id: &ClientUserId) -> Key {
+    Key::new(format!("TEAM#{team}"), format!("CUID#{}", id.key_part()))
+}
+
+/// Memory of a deleted user's `client_user_id`, for undo by client id during the grace period.
+pub fn deleted_client_user_id(team: TeamId, id: &ClientUserId, user: UserId) -> Key {
+    Key::new(format!("TEAM#{team}"), format!("DELETED_CUID#{}#{user}", id.key_part()))
+}
+
+pub fn deleted_client_user_id_prefix(id: &ClientUserId) -> String {
+    format!("DELETED_CUID#{}#", id.key_part())
+}
+
+/// The partition of pending erasures, sorted by due time, read by the hourly sweep.
+pub const ERASURE_DUE: &str = "ERASURE_DUE";
+
+pub fn erasure_due(erase_at: DateTime<Utc>, user: UserId) -> Key {
+    Key::new(ERASURE_DUE, erasure_due_sort(erase_at, user))
+}
+
+pub fn erasure_due_sort(erase_at: DateTime<Utc>, user: UserId) -> String {
+    format!("{}#{user}", erase_at.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+/// Name of the one-time schedule that erases a user.
+pub fn erasure_schedule_name(user: UserId) -> String {
+    format!("erase-user-{user}")
+}

@@ -1,0 +1,31 @@
+//! Wearlab's rules: use cases over small ports.
+//!
+//! Handlers parse input into the types here, call one use case, and map its result to JSON.
+//! Nothing in this crate knows about HTTP, Lambda or AWS.
+
+pub mod erasure;
+pub mod error;
+pub mod ids;
+pub mod keys;
+pub mod ports;
+pub mod teams;
+pub mod users;
+
+use std::sync::Arc;
+
+pub use error::DomainError;
+use ports::{Clock, Scheduler, Table};
+
+/// The adapters a use case may call. Built once per process (per Lambda execution environment).
+#[derive(Clone)]
+pub struct Deps {
+    pub table: Arc<dyn Table>,
+    pub scheduler: Arc<dyn Scheduler>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Deps {
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+}

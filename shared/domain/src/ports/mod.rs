@@ -1,0 +1,13 @@
+//! Ports: what the use cases need from the outside world. Adapters live in `wearlab-aws`
+//! (DynamoDB, EventBridge Scheduler) and `wearlab-embedded` (redb, in-process timers).
+
+pub mod clock;
+pub mod scheduler;
+pub mod table;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use scheduler::{Schedule, Scheduler, SchedulerError};
+pub use table::{
+    Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, SkRange, StoreError, Table,
+    WriteOp, query_all, validate_batch,
+};

@@ -1,0 +1,277 @@
+//! The single-table item store.
+//!
+//! Every repository is written once on top of this trait; adapters map it to DynamoDB
+//! (`PK`, `SK`, `GSI1PK`, `GSI1SK`, `ver`, `expires_at`, `data`) or to redb tables.
+
+use async_trait::async_trait;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// Primary key of an item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl Key {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Self { pk: pk.into(), sk: sk.into() }
+    }
+}
+
+/// Key of an item in the secondary index `GSI1` (sparse: items without it are not indexed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexKey {
+    pub pk: String,
+    pub sk: String,
+}
+
+/// One stored item. `body` is the record as JSON; `version` supports optimistic concurrency;
+/// `expires_at` (epoch seconds) is a deletion backstop that DynamoDB's TTL honours. Readers must
+/// not rely on an expired item being gone: TTL deletes lazily.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub key: Key,
+    pub gsi1: Option<IndexKey>,
+    pub version: u64,
+    pub expires_at: Option<i64>,
+    pub body: serde_json::Value,
+}
+
+impl Item {
+    pub fn new(key: Key, body: serde_json::Value) -> Self {
+        Self { key, gsi1: None, version: 1, expires_at: None, body }
+    }
+
+    pub fn with_gsi1(mut self, pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        self.gsi1 = Some(IndexKey { pk: pk.into(), sk: sk.into() });
+        self
+    }
+
+    pub fn with_expiry(mut self, epoch_seconds: Option<i64>) -> Self {
+        self.expires_at = epoch_seconds;
+        self
+    }
+
+    /// Decodes the body into a record type.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, StoreError> {
+        serde_json::from_value(self.body.clone())
+            .map_err(|e| StoreError::Corrupt(format!("{}/{}: {e}", self.key.pk, self.key.sk)))
+    }
+}
+
+/// Precondition of a write, checked atomically with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    None,
+    /// No item has this key.
+    NotExists,
+    /// An item has this key.
+    Exists,
+    /// The stored item has exactly this version.
+    VersionIs(u64),
+}
+
+/// One write of an atomic batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOp {
+    Put {
+        item: Item,
+        condition: Condition,
+    },
+    Delete {
+        key: Key,
+        condition: Condition,
+    },
+    /// Writes nothing; fails the batch unless the condition holds.
+    Check {
+        key: Key,
+        condition: Condition,
+    },
+}
+
+impl WriteOp {
+    pub fn key(&self) -> &Key {
+        match self {
+            WriteOp::Put { item, .. } => &item.key,
+            WriteOp::Delete { key, .. } | WriteOp::Check { key, .. } => key,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    Primary,
+    Gsi1,
+}
+
+/// Which sort keys of the partition a query returns (bounds inclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkRange {
+    All,
+    Prefix(String),
+    Between(String, String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub index: Index,
+    pub pk: String,
+    pub range: SkRange,
+    /// At most this many items in the page; `None` reads the whole partition range.
+    pub limit: Option<u32>,
+    pub cursor: Option<Cursor>,
+    pub descending: bool,
+}
+
+impl Query {
+    pub fn partition(pk: impl Into<String>) -> Self {
+        Self {
+            index: Index::Primary,
+            pk: pk.into(),
+            range: SkRange::All,
+            limit: None,
+            cursor: None,
+            descending: false,
+        }
+    }
+
+    pub fn gsi1(pk: impl Into<String>) -> Self {
+        Self { index: Index::Gsi1, ..Self::partition(pk) }
+    }
+
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.range = SkRange::Prefix(prefix.into());
+        self
+    }
+
+    pub fn between(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
+        self.range = SkRange::Between(from.into(), to.into());
+        self
+    }
+
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    pub fn after(mut self, cursor: Option<Cursor>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+
+    pub fn descending(mut self) -> Self {
+        self.descending = true;
+        self
+    }
+}
+
+/// Where a page ended: the last item's keys. Opaque to API clients (base64url JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub pk: String,
+    pub sk: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gsi1: Option<(String, String)>,
+}
+
+impl Cursor {
+    /// The cursor pointing just after `item` in a query of `index`.
+    pub fn after_item(item: &Item, index: Index) -> Self {
+        Self {
+            pk: item.key.pk.clone(),
+            sk: item.key.sk.clone(),
+            gsi1: match index {
+                Index::Primary => None,
+                Index::Gsi1 => item.gsi1.as_ref().map(|g| (g.pk.clone(), g.sk.clone())),
+            },
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let json = serde_json::to_vec(self).expect("cursor serializes");
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+    }
+
+    pub fn decode(s: &str) -> Result<Self, StoreError> {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(s)
+            .map_err(|_| StoreError::InvalidCursor)?;
+        serde_json::from_slice(&bytes).map_err(|_| StoreError::InvalidCursor)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// Present when more items may follow.
+    pub next_cursor: Option<Cursor>,
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StoreError {
+    /// A write's condition did not hold. For a batch, `op` is the index of a failing write.
+    #[error("condition failed")]
+    ConditionFailed { op: Option<usize> },
+    #[error("invalid cursor")]
+    InvalidCursor,
+    #[error("stored item is not readable: {0}")]
+    Corrupt(String),
+    /// Too many concurrent writers on one item, even after retries; safe to retry later.
+    #[error("contention: {0}")]
+    Contention(String),
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    #[error("invalid request to storage: {0}")]
+    Invalid(String),
+}
+
+/// Most items in one atomic batch (DynamoDB TransactWriteItems' limit).
+pub const MAX_BATCH: usize = 100;
+
+/// Refuses a batch no adapter may apply: too many writes, or one key named twice
+/// (DynamoDB refuses both; the embedded adapter refuses them too, so tests catch them locally).
+pub fn validate_batch(ops: &[WriteOp]) -> Result<(), StoreError> {
+    if ops.len() > MAX_BATCH {
+        return Err(StoreError::Invalid(format!("at most {MAX_BATCH} writes per batch")));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if !ops.iter().all(|op| seen.insert(op.key())) {
+        return Err(StoreError::Invalid("a batch names one key twice".into()));
+    }
+    Ok(())
+}
+
+#[async_trait]
+pub trait Table: Send + Sync + 'static {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
+
+    /// Writes one item if `condition` holds.
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;
+
+    /// Removes one item if `condition` holds. Removing a missing item with `Condition::None` is fine.
+    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError>;
+
+    /// Applies every write or none (at most `MAX_BATCH`, each key once).
+    async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+
+    /// Items of one partition in sort-key order, one page.
+    async fn query(&self, query: Query) -> Result<Page, StoreError>;
+}
+
+/// Reads every page of a query (bounded by `max_items` so no caller loops forever).
+pub async fn query_all(table: &dyn Table, query: Query, max_items: usize) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    let mut q = query;
+    loop {
+        let page = table.query(q.clone()).await?;
+        items.extend(page.items);
+        match page.next_cursor {
+            Some(c) if items.len() < max_items => q.cursor = Some(c),
+            _ => break,
+        }
+    }
+    items.truncate(max_items);
+    Ok(items)
+}

@@ -1,0 +1,590 @@
+//! The users use cases: create, read, list, change, delete with a grace period, undo, refresh.
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use wearlab_models::patch::Patch;
+use wearlab_models::{
+    CreateUserBody, FallbackBirthDate, FallbackTimeZone, PatchUserBody, RefreshResult, User, UserPage,
+    ValidationIssue,
+};
+
+use crate::Deps;
+use crate::error::{DomainError, issue};
+use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
+use crate::keys;
+use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
+use crate::teams::to_body;
+
+/// How long a deleted user can be restored before its data is erased.
+pub const GRACE_PERIOD_DAYS: i64 = 7;
+/// `source_slug` of fallback values set through the API.
+pub const MANUAL_SOURCE: &str = "manual";
+/// GET /v2/user page size bounds.
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = 500;
+/// Refresh `timeout` bounds, seconds.
+pub const REFRESH_TIMEOUT_DEFAULT: f64 = 10.0;
+pub const REFRESH_TIMEOUT_RANGE: (f64, f64) = (5.0, 60.0);
+/// Most users a team listing reads (a safety bound, far above any real team).
+const MAX_LISTED: usize = 1_000_000;
+
+/// A deleted user's pending erasure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Deletion {
+    pub deleted_at: DateTime<Utc>,
+    pub erase_at: DateTime<Utc>,
+}
+
+/// The stored user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserRecord {
+    pub user_id: UserId,
+    pub team_id: TeamId,
+    pub client_user_id: ClientUserId,
+    pub created_on: DateTime<Utc>,
+    pub fallback_time_zone: Option<FallbackTimeZone>,
+    pub fallback_birth_date: Option<FallbackBirthDate>,
+    pub ingestion_start: Option<NaiveDate>,
+    pub ingestion_end: Option<NaiveDate>,
+    #[serde(default)]
+    pub deletion: Option<Deletion>,
+}
+
+impl UserRecord {
+    pub fn to_wire(&self) -> User {
+        User {
+            user_id: self.user_id.0,
+            team_id: self.team_id.0,
+            client_user_id: self.client_user_id.to_string(),
+            created_on: self.created_on,
+            connected_sources: vec![],
+            fallback_time_zone: self.fallback_time_zone.clone(),
+            fallback_birth_date: self.fallback_birth_date.clone(),
+            ingestion_start: self.ingestion_start,
+            ingestion_end: self.ingestion_end,
+        }
+    }
+
+    /// The item for this record at `version`. Active users are listed through GSI1; deleted
+    /// ones leave the index and carry the erasure time as expiry (a backstop for the eraser).
+    fn to_item(&self, version: u64) -> Item {
+        let mut item = Item::new(keys::user(self.user_id), to_body(self));
+        item.version = version;
+        match &self.deletion {
+            None => item.with_gsi1(
+                keys::team_users_index(self.team_id),
+                keys::team_users_index_sort(self.created_on, self.user_id),
+            ),
+            Some(d) => item.with_expiry(Some(d.erase_at.timestamp())),
+        }
+    }
+}
+
+/// A parsed create request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewUser {
+    pub client_user_id: ClientUserId,
+    pub fallback_time_zone: Option<TimeZoneId>,
+    pub fallback_birth_date: Option<NaiveDate>,
+    pub ingestion_start: Option<NaiveDate>,
+    pub ingestion_end: Option<NaiveDate>,
+}
+
+impl NewUser {
+    /// Checks every rule and reports every offending field at once.
+    pub fn parse(body: CreateUserBody, today: NaiveDate) -> Result<Self, DomainError> {
+        let mut issues = Vec::new();
+        let client_user_id = parse_client_user_id(&body.client_user_id, &mut issues);
+        let fallback_time_zone = body.fallback_time_zone.as_deref().and_then(|tz| parse_tz(tz, &mut issues));
+        check_birth_date(body.fallback_birth_date, today, &mut issues);
+        check_ingestion(body.ingestion_start, body.ingestion_end, &mut issues);
+        match (client_user_id, issues.is_empty()) {
+            (Some(client_user_id), true) => Ok(Self {
+                client_user_id,
+                fallback_time_zone,
+                fallback_birth_date: body.fallback_birth_date,
+                ingestion_start: body.ingestion_start,
+                ingestion_end: body.ingestion_end,
+            }),
+            _ => Err(DomainError::Validation(issues)),
+        }
+    }
+}
+
+/// A parsed PATCH: omitted fields keep, `null` clears.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UserChanges {
+    pub client_user_id: Option<ClientUserId>,
+    pub fallback_time_zone: Patch<TimeZoneId>,
+    pub fallback_birth_date: Patch<NaiveDate>,
+    pub ingestion_start: Patch<NaiveDate>,
+    pub ingestion_end: Patch<NaiveDate>,
+}
+
+impl UserChanges {
+    pub fn parse(body: PatchUserBody, today: NaiveDate) -> Result<Self, DomainError> {
+        let mut issues = Vec::new();
+        let client_user_id = match body.client_user_id {
+            Patch::Keep => None,
+            Patch::Clear => {
+                issues.push(issue(
+                    &["body", "client_user_id"],
+                    "client_user_id cannot be cleared",
+                    "value_error",
+                ));
+                None
+            }
+            Patch::Set(s) => parse_client_user_id(&s, &mut issues),
+        };
+        let fallback_time_zone = match body.fallback_time_zone {
+            Patch::Keep => Patch::Keep,
+            Patch::Clear => Patch::Clear,
+            Patch::Set(tz) => parse_tz(&tz, &mut issues).map_or(Patch::Keep, Patch::Set),
+        };
+        if let Patch::Set(d) = body.fallback_birth_date {
+            check_birth_date(Some(d), today, &mut issues);
+        }
+        if let (Patch::Set(s), Patch::Set(e)) = (&body.ingestion_start, &body.ingestion_end) {
+            check_ingestion(Some(*s), Some(*e), &mut issues);
+        }
+        if !issues.is_empty() {
+            return Err(DomainError::Validation(issues));
+        }
+        Ok(Self {
+            client_user_id,
+            fallback_time_zone,
+            fallback_birth_date: body.fallback_birth_date,
+            ingestion_start: body.ingestion_start,
+            ingestion_end: body.ingestion_end,
+        })
+    }
+}
+
+fn parse_client_user_id(s: &str, issues: &mut Vec<ValidationIssue>) -> Option<ClientUserId> {
+    ClientUserId::parse(s)
+        .map_err(|e| issues.push(issue(&["body", "client_user_id"], e.to_string(), "value_error")))
+        .ok()
+}
+
+fn parse_tz(s: &str, issues: &mut Vec<ValidationIssue>) -> Option<TimeZoneId> {
+    let tz = TimeZoneId::parse(s);
+    if tz.is_none() {
+        issues.push(issue(
+            &["body", "fallback_time_zone"],
+            "fallback_time_zone must be an IANA time zone identifier, e.g. Europe/London",
+            "value_error",
+        ));
+    }
+    tz
+}
+
+fn check_birth_date(d: Option<NaiveDate>, today: NaiveDate, issues: &mut Vec<ValidationIssue>) {
+    if d.is_some_and(|d| d > today) {
+        issues.push(issue(
+            &["body", "fallback_birth_date"],
+            "fallback_birth_date must not be in the future",
+            "value_error",
+        ));
+    }
+}
+
+fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mut Vec<ValidationIssue>) {
+    if let (Some(s), Some(e)) = (start, end)
+        && s > e
+    {
+        issues.push(issue(
+            &["body", "ingestion_end"],
+            "ingestion_end must not be before ingestion_start",
+            "value_error",
+        ));
+    }
+}
+
+/// Which deleted user an undo names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UndoTarget {
+    UserId(UserId),
+    ClientUserId(ClientUserId),
+}
+
+fn not_found(user_id: impl std::fmt::Display) -> DomainError {
+    DomainError::NotFound(format!("User {user_id} not found."))
+}
+
+/// Creates a user: one transaction writing the user and its client_user_id reservation.
+pub async fn create(deps: &Deps, team: TeamId, new: NewUser) -> Result<User, DomainError> {
+    let now = deps.now();
+    let record = UserRecord {
+        user_id: UserId::new_random(),
+        team_id: team,
+        client_user_id: new.client_user_id,
+        created_on: now,
+        fallback_time_zone: new.fallback_time_zone.map(|tz| manual_tz(tz, now)),
+        fallback_birth_date: new.fallback_birth_date.map(|d| manual_birth_date(d, now)),
+        ingestion_start: new.ingestion_start,
+        ingestion_end: new.ingestion_end,
+        deletion: None,
+    };
+    let reservation = Item::new(
+        keys::client_user_id(team, &record.client_user_id),
+        to_body(&Reservation { user_id: record.user_id, created_on: record.created_on }),
+    );
+    let result = deps
+        .table
+        .transact(vec![
+            WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
+            WriteOp::Put { item: reservation, condition: Condition::NotExists },
+        ])
+        .await;
+    match result {
+        Ok(()) => {
+            tracing::info!(team_id = %team, user_id = %record.user_id, "user created");
+            Ok(record.to_wire())
+        }
+        Err(StoreError::ConditionFailed { .. }) => Err(taken(deps, team, &record.client_user_id).await),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The error for a `client_user_id` someone holds, naming the holder.
+async fn taken(deps: &Deps, team: TeamId, id: &ClientUserId) -> DomainError {
+    match reservation(deps, team, id).await {
+        Ok(Some(r)) => DomainError::ClientUserIdTaken { user_id: r.user_id.0, created_on: r.created_on },
+        // The holder was deleted in between: the caller may simply retry.
+        Ok(None) => DomainError::Busy("client_user_id changed hands, retry".into()),
+        Err(e) => e,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Reservation {
+    user_id: UserId,
+    created_on: DateTime<Utc>,
+}
+
+/// Marks a deleted user's client id, for undo by client id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct DeletedClientUserId {
+    user_id: UserId,
+    deleted_at: DateTime<Utc>,
+}
+
+/// Pending erasure, read by the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErasureDue {
+    pub team_id: TeamId,
+    pub user_id: UserId,
+}
+
+/// The payload of an erasure schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErasureJob {
+    pub erase_user: UserId,
+}
+
+async fn reservation(
+    deps: &Deps,
+    team: TeamId,
+    id: &ClientUserId,
+) -> Result<Option<Reservation>, DomainError> {
+    match deps.table.get(&keys::client_user_id(team, id)).await? {
+        Some(item) => Ok(Some(item.decode()?)),
+        None => Ok(None),
+    }
+}
+
+fn manual_tz(tz: TimeZoneId, now: DateTime<Utc>) -> FallbackTimeZone {
+    FallbackTimeZone { id: tz.name().to_owned(), source_slug: MANUAL_SOURCE.into(), updated_at: now }
+}
+
+fn manual_birth_date(d: NaiveDate, now: DateTime<Utc>) -> FallbackBirthDate {
+    FallbackBirthDate { value: d, source_slug: MANUAL_SOURCE.into(), updated_at: now }
+}
+
+/// Reads the stored user with its version, whatever its state, if it belongs to `team`.
+pub async fn load(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+) -> Result<Option<(UserRecord, u64)>, DomainError> {
+    let Some(item) = deps.table.get(&keys::user(user_id)).await? else { return Ok(None) };
+    let record: UserRecord = item.decode()?;
+    Ok((record.team_id == team).then_some((record, item.version)))
+}
+
+/// An active user of the team, or 404. One read.
+pub async fn load_active(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+) -> Result<(UserRecord, u64), DomainError> {
+    match load(deps, team, user_id).await? {
+        Some((r, v)) if r.deletion.is_none() => Ok((r, v)),
+        _ => Err(not_found(user_id)),
+    }
+}
+
+pub async fn get(deps: &Deps, team: TeamId, user_id: UserId) -> Result<User, DomainError> {
+    Ok(load_active(deps, team, user_id).await?.0.to_wire())
+}
+
+pub async fn resolve(deps: &Deps, team: TeamId, client_user_id: &str) -> Result<User, DomainError> {
+    let missing = || DomainError::NotFound(format!("User with client_user_id {client_user_id} not found."));
+    // An id that could never be stored cannot be found either.
+    let Ok(id) = ClientUserId::parse(client_user_id) else { return Err(missing()) };
+    let r = reservation(deps, team, &id).await?.ok_or_else(missing)?;
+    load_active(deps, team, r.user_id).await.map(|(u, _)| u.to_wire()).map_err(|_| missing())
+}
+
+/// Active users, oldest first, with the total.
+pub async fn list(deps: &Deps, team: TeamId, offset: u64, limit: u64) -> Result<UserPage, DomainError> {
+    let items = query_all(deps.table.as_ref(), Query::gsi1(keys::team_users_index(team)), MAX_LISTED).await?;
+    let total = items.len() as u64;
+    let users = items
+        .iter()
+        .skip(offset as usize)
+        .take(limit as usize)
+        .map(|i| i.decode::<UserRecord>().map(|r| r.to_wire()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(UserPage { users, total, offset, limit })
+}
+
+/// Applies a PATCH. Retries a lost race on the user's version a few times.
+pub async fn patch(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+    changes: UserChanges,
+) -> Result<(), DomainError> {
+    for _ in 0..5 {
+        let (current, version) = load_active(deps, team, user_id).await?;
+        let now = deps.now();
+        let mut next = current.clone();
+        if let Some(id) = &changes.client_user_id {
+            next.client_user_id = id.clone();
+        }
+        next.fallback_time_zone = changes
+            .fallback_time_zone
+            .clone()
+            .map_patch(|tz| manual_tz(tz, now))
+            .apply(current.fallback_time_zone.clone());
+        next.fallback_birth_date = changes
+            .fallback_birth_date
+            .clone()
+            .map_patch(|d| manual_birth_date(d, now))
+            .apply(current.fallback_birth_date.clone());
+        next.ingestion_start = changes.ingestion_start.clone().apply(current.ingestion_start);
+        next.ingestion_end = changes.ingestion_end.clone().apply(current.ingestion_end);
+        let mut issues = Vec::new();
+        check_ingestion(next.ingestion_start, next.ingestion_end, &mut issues);
+        if !issues.is_empty() {
+            return Err(DomainError::Validation(issues));
+        }
+        if next == current {
+            return Ok(());
+        }
+        let mut ops =
+            vec![WriteOp::Put { item: next.to_item(version + 1), condition: Condition::VersionIs(version) }];
+        let id_changed = next.client_user_id != current.client_user_id;
+        if id_changed {
+            ops.push(WriteOp::Delete {
+                key: keys::client_user_id(team, &current.client_user_id),
+                condition: Condition::None,
+            });
+            ops.push(WriteOp::Put {
+                item: Item::new(
+                    keys::client_user_id(team, &next.client_user_id),
+                    to_body(&Reservation { user_id, created_on: current.created_on }),
+                ),
+                condition: Condition::NotExists,
+            });
+        }
+        match deps.table.transact(ops).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::ConditionFailed { op: Some(2) }) => {
+                return Err(taken(deps, team, &next.client_user_id).await);
+            }
+            Err(StoreError::ConditionFailed { op }) => {
+                // Either our version is stale (retry) or the new id is taken (op unknown).
+                if id_changed
+                    && op.is_none()
+                    && let Some(r) = reservation(deps, team, &next.client_user_id).await?
+                    && r.user_id != user_id
+                {
+                    return Err(DomainError::ClientUserIdTaken {
+                        user_id: r.user_id.0,
+                        created_on: r.created_on,
+                    });
+                }
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(DomainError::Busy("the user is being changed concurrently, retry".into()))
+}
+
+trait MapPatch<T> {
+    fn map_patch<U>(self, f: impl FnOnce(T) -> U) -> Patch<U>;
+}
+
+impl<T> MapPatch<T> for Patch<T> {
+    fn map_patch<U>(self, f: impl FnOnce(T) -> U) -> Patch<U> {
+        match self {
+            Patch::Keep => Patch::Keep,
+            Patch::Clear => Patch::Clear,
+            Patch::Set(v) => Patch::Set(f(v)),
+        }
+    }
+}
+
+/// Deletes a user: one transaction marks it deleted, releases its client_user_id and records
+/// the pending erasure; then a one-time schedule is created. If that schedule cannot be
+/// created, the hourly sweep erases the user from the pending record instead.
+pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), DomainError> {
+    let (current, version) = load_active(deps, team, user_id).await?;
+    let now = deps.now();
+    let erase_at = now + Duration::days(GRACE_PERIOD_DAYS);
+    let mut deleted = current.clone();
+    deleted.deletion = Some(Deletion { deleted_at: now, erase_at });
+    let expiry = Some(erase_at.timestamp());
+    let ops = vec![
+        WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
+        WriteOp::Delete {
+            key: keys::client_user_id(team, &current.client_user_id),
+            condition: Condition::None,
+        },
+        WriteOp::Put {
+            item: Item::new(
+                keys::deleted_client_user_id(team, &current.client_user_id, user_id),
+                to_body(&DeletedClientUserId { user_id, deleted_at: now }),
+            )
+            .with_expiry(expiry),
+            condition: Condition::None,
+        },
+        WriteOp::Put {
+            item: Item::new(
+                keys::erasure_due(erase_at, user_id),
+                to_body(&ErasureDue { team_id: team, user_id }),
+            )
+            .with_expiry(expiry),
+            condition: Condition::None,
+        },
+    ];
+    match deps.table.transact(ops).await {
+        Ok(()) => {}
+        // Someone changed or deleted the user between our read and write.
+        Err(StoreError::ConditionFailed { .. }) => return Err(not_found(user_id)),
+        Err(e) => return Err(e.into()),
+    }
+    let schedule = Schedule {
+        name: keys::erasure_schedule_name(user_id),
+        at: erase_at,
+        payload: to_body(&ErasureJob { erase_user: user_id }),
+    };
+    if let Err(e) = deps.scheduler.schedule_once(schedule).await {
+        tracing::warn!(user_id = %user_id, error = %e, "erasure schedule not created; the sweep will erase the user");
+    }
+    tracing::info!(team_id = %team, user_id = %user_id, erase_at = %erase_at, "user deleted");
+    Ok(())
+}
+
+/// Restores a deleted user inside the grace period. Connections are not restored.
+pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Result<(), DomainError> {
+    let now = deps.now();
+    let (record, version) = match &target {
+        UndoTarget::UserId(id) => load(deps, team, *id).await?.ok_or_else(|| not_found(id))?,
+        UndoTarget::ClientUserId(cid) => {
+            let q = Query::partition(keys::team(team).pk).prefix(keys::deleted_client_user_id_prefix(cid));
+            let mut candidates = Vec::new();
+            for item in query_all(deps.table.as_ref(), q, 1_000).await? {
+                let marker: DeletedClientUserId = item.decode()?;
+                if let Some(found) = load(deps, team, marker.user_id).await? {
+                    candidates.push(found);
+                }
+            }
+            // The most recently deleted user still inside its grace period.
+            candidates
+                .into_iter()
+                .filter(|(r, _)| r.deletion.as_ref().is_some_and(|d| d.erase_at > now))
+                .max_by_key(|(r, _)| r.deletion.as_ref().map(|d| d.deleted_at))
+                .ok_or_else(|| DomainError::NotFound(format!("No deleted user with client_user_id {cid}.")))?
+        }
+    };
+    let Some(deletion) = record.deletion.clone() else {
+        return Err(DomainError::NotFound(format!("User {} is not deleted.", record.user_id)));
+    };
+    if deletion.erase_at <= now {
+        // The grace period is over; erasure is due or done.
+        return Err(not_found(record.user_id));
+    }
+    let mut restored = record.clone();
+    restored.deletion = None;
+    let user_id = record.user_id;
+    let ops = vec![
+        WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
+        WriteOp::Put {
+            item: Item::new(
+                keys::client_user_id(team, &record.client_user_id),
+                to_body(&Reservation { user_id, created_on: record.created_on }),
+            ),
+            condition: Condition::NotExists,
+        },
+        WriteOp::Delete {
+            key: keys::deleted_client_user_id(team, &record.client_user_id, user_id),
+            condition: Condition::None,
+        },
+        WriteOp::Delete { key: keys::erasure_due(deletion.erase_at, user_id), condition: Condition::None },
+    ];
+    match deps.table.transact(ops).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed { op: Some(0) }) => {
+            return Err(DomainError::Busy("the user changed, retry".into()));
+        }
+        Err(StoreError::ConditionFailed { .. }) => {
+            return Err(DomainError::Rejected(format!(
+                "client_user_id {} is now used by another user; delete or rename that user first.",
+                record.client_user_id
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    // A stale schedule is harmless (the eraser checks the user is still due), so a failed
+    // cancel only costs one no-op invocation.
+    if let Err(e) = deps.scheduler.cancel(&keys::erasure_schedule_name(user_id)).await {
+        tracing::warn!(user_id = %user_id, error = %e, "erasure schedule not cancelled");
+    }
+    tracing::info!(team_id = %team, user_id = %user_id, "user deletion undone");
+    Ok(())
+}
+
+/// Parses the refresh timeout (seconds).
+pub fn refresh_timeout(raw: Option<f64>) -> Result<std::time::Duration, DomainError> {
+    let t = raw.unwrap_or(REFRESH_TIMEOUT_DEFAULT);
+    let (lo, hi) = REFRESH_TIMEOUT_RANGE;
+    if !t.is_finite() || t < lo || t > hi {
+        return Err(DomainError::invalid(
+            &["query", "timeout"],
+            format!("timeout must be between {lo} and {hi} seconds"),
+            "value_error",
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(t))
+}
+
+/// Refreshes the user's connected sources. A user without connections refreshes at once.
+pub async fn refresh(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+    _timeout: std::time::Duration,
+) -> Result<RefreshResult, DomainError> {
+    load_active(deps, team, user_id).await?;
+    Ok(RefreshResult {
+        success: true,
+        user_id: user_id.0,
+        refreshed_sources: vec![],
+        in_progress_sources: vec![],
+        failed_sources: vec![],
+    })
+}

@@ -1,0 +1,332 @@
+//! `Table` on redb. One write transaction per call makes every batch atomic: redb has a
+//! single writer, so conditions are checked and writes applied with nothing in between.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadableTable, TableDefinition};
+use wearlab_domain::ports::{
+    Condition, Cursor, Index, Item, Key, Page, Query, SkRange, StoreError, Table, WriteOp, validate_batch,
+};
+
+/// Items by `pk \0 sk`, as JSON.
+const ITEMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("items");
+/// GSI1 entries: `gsi_pk \0 gsi_sk \0 pk \0 sk` -> primary key bytes.
+const GSI1: TableDefinition<&[u8], &[u8]> = TableDefinition::new("gsi1");
+
+const SEP: u8 = 0;
+/// Above every byte of UTF-8 text, so `prefix ++ [HIGH]` bounds all keys starting with `prefix`.
+const HIGH: u8 = 0xFF;
+
+#[derive(Clone)]
+pub struct RedbTable {
+    db: Arc<Database>,
+}
+
+impl RedbTable {
+    /// Opens (or creates) the table file.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(unavailable)?;
+        }
+        Self::init(Database::create(path).map_err(unavailable)?)
+    }
+
+    /// A table in memory, for tests and benchmarks.
+    pub fn in_memory() -> Self {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .expect("in-memory redb opens");
+        Self::init(db).expect("in-memory redb initialises")
+    }
+
+    fn init(db: Database) -> Result<Self, StoreError> {
+        let txn = db.begin_write().map_err(unavailable)?;
+        txn.open_table(ITEMS).map_err(unavailable)?;
+        txn.open_table(GSI1).map_err(unavailable)?;
+        txn.commit().map_err(unavailable)?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    /// Every item, in key order: for tests that check nothing of a user remains anywhere.
+    pub async fn scan_all(&self) -> Result<Vec<Item>, StoreError> {
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let items = txn.open_table(ITEMS).map_err(unavailable)?;
+        let mut out = Vec::new();
+        for entry in items.iter().map_err(unavailable)? {
+            let (_, v) = entry.map_err(unavailable)?;
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Deletes items whose expiry has passed, as DynamoDB's TTL does. Returns how many.
+    pub async fn purge_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
+        let db = self.db.clone();
+        blocking(move || {
+            let txn = db.begin_write().map_err(unavailable)?;
+            let mut purged = 0;
+            {
+                let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
+                let mut gsi = txn.open_table(GSI1).map_err(unavailable)?;
+                let mut expired = Vec::new();
+                for entry in items.iter().map_err(unavailable)? {
+                    let (_, v) = entry.map_err(unavailable)?;
+                    let item = decode(v.value())?;
+                    if item.expires_at.is_some_and(|e| e <= now_epoch_seconds) {
+                        expired.push(item);
+                    }
+                }
+                for item in expired {
+                    remove(&mut items, &mut gsi, &item)?;
+                    purged += 1;
+                }
+            }
+            txn.commit().map_err(unavailable)?;
+            Ok(purged)
+        })
+        .await
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| StoreError::Unavailable(e.to_string()))?
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn check_part(s: &str) -> Result<(), StoreError> {
+    if s.as_bytes().contains(&SEP) {
+        return Err(StoreError::Invalid("key parts must not contain NUL".into()));
+    }
+    Ok(())
+}
+
+fn join(parts: &[&str]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(SEP);
+        }
+        out.extend_from_slice(p.as_bytes());
+    }
+    out
+}
+
+fn primary(key: &Key) -> Vec<u8> {
+    join(&[&key.pk, &key.sk])
+}
+
+fn gsi_entry(item: &Item) -> Option<Vec<u8>> {
+    item.gsi1.as_ref().map(|g| join(&[&g.pk, &g.sk, &item.key.pk, &item.key.sk]))
+}
+
+fn decode(bytes: &[u8]) -> Result<Item, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+type ItemsTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
+
+fn read(items: &ItemsTable<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
+    match items.get(primary(key).as_slice()).map_err(unavailable)? {
+        Some(v) => Ok(Some(decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+fn holds(condition: Condition, current: Option<&Item>) -> bool {
+    match condition {
+        Condition::None => true,
+        Condition::NotExists => current.is_none(),
+        Condition::Exists => current.is_some(),
+        Condition::VersionIs(v) => current.is_some_and(|c| c.version == v),
+    }
+}
+
+fn remove(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> Result<(), StoreError> {
+    items.remove(primary(&item.key).as_slice()).map_err(unavailable)?;
+    if let Some(g) = gsi_entry(item) {
+        gsi.remove(g.as_slice()).map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+/// Checks every condition, then applies every write, inside one write transaction.
+fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
+    for op in ops {
+        check_part(&op.key().pk)?;
+        check_part(&op.key().sk)?;
+        if let WriteOp::Put { item, .. } = op
+            && let Some(g) = &item.gsi1
+        {
+            check_part(&g.pk)?;
+            check_part(&g.sk)?;
+        }
+    }
+    let txn = db.begin_write().map_err(unavailable)?;
+    {
+        let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
+        let mut gsi = txn.open_table(GSI1).map_err(unavailable)?;
+        let mut current = Vec::with_capacity(ops.len());
+        for (i, op) in ops.iter().enumerate() {
+            let (WriteOp::Put { condition, .. }
+            | WriteOp::Delete { condition, .. }
+            | WriteOp::Check { condition, .. }) = op;
+            let existing = read(&items, op.key())?;
+            if !holds(*condition, existing.as_ref()) {
+                // Dropping the transaction without commit discards nothing written yet.
+                return Err(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) });
+            }
+            current.push(existing);
+        }
+        for (op, existing) in ops.iter().zip(current) {
+            match op {
+                WriteOp::Put { item, .. } => {
+                    if let Some(old) = &existing {
+                        remove(&mut items, &mut gsi, old)?;
+                    }
+                    let bytes = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                    items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
+                    if let Some(g) = gsi_entry(item) {
+                        gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
+                    }
+                }
+                WriteOp::Delete { .. } => {
+                    if let Some(old) = &existing {
+                        remove(&mut items, &mut gsi, old)?;
+                    }
+                }
+                WriteOp::Check { .. } => {}
+            }
+        }
+    }
+    txn.commit().map_err(unavailable)
+}
+
+/// The byte range of a query's sort keys, before the cursor is applied.
+fn bounds(q: &Query) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let with = |s: &str, tail: &[u8]| {
+        let mut v = q.pk.as_bytes().to_vec();
+        v.push(SEP);
+        v.extend_from_slice(s.as_bytes());
+        v.extend_from_slice(tail);
+        v
+    };
+    match (&q.range, q.index) {
+        (SkRange::All, _) => (Bound::Included(with("", &[])), Bound::Excluded(with("", &[HIGH]))),
+        (SkRange::Prefix(p), _) => (Bound::Included(with(p, &[])), Bound::Excluded(with(p, &[HIGH]))),
+        // Primary keys end at the sort key, so `b` itself is the inclusive end.
+        (SkRange::Between(a, b), Index::Primary) => {
+            (Bound::Included(with(a, &[])), Bound::Included(with(b, &[])))
+        }
+        // Index entries carry the primary key after the sort key: keep `b\0...`, not `bX...`.
+        (SkRange::Between(a, b), Index::Gsi1) => {
+            (Bound::Included(with(a, &[])), Bound::Excluded(with(b, &[SEP, HIGH])))
+        }
+    }
+}
+
+fn run_query(db: &Database, q: &Query) -> Result<Page, StoreError> {
+    check_part(&q.pk)?;
+    let txn = db.begin_read().map_err(unavailable)?;
+    let items = txn.open_table(ITEMS).map_err(unavailable)?;
+    let cursor_key = match &q.cursor {
+        None => None,
+        Some(c) => Some(match q.index {
+            Index::Primary => join(&[&c.pk, &c.sk]),
+            Index::Gsi1 => {
+                let (gp, gs) = c.gsi1.as_ref().ok_or(StoreError::InvalidCursor)?;
+                join(&[gp, gs, &c.pk, &c.sk])
+            }
+        }),
+    };
+    let (mut lo_b, mut hi_b) = bounds(q);
+    if let Some(ck) = cursor_key {
+        if q.descending {
+            hi_b = Bound::Excluded(ck);
+        } else {
+            lo_b = Bound::Excluded(ck);
+        }
+    }
+    let limit = q.limit.map(|l| l.max(1) as usize).unwrap_or(usize::MAX);
+    let range = (as_slice(&lo_b), as_slice(&hi_b));
+    // Index entries hold the primary key; the item itself lives in ITEMS.
+    let gsi = match q.index {
+        Index::Primary => None,
+        Index::Gsi1 => Some(txn.open_table(GSI1).map_err(unavailable)?),
+    };
+    let iter = gsi.as_ref().unwrap_or(&items).range::<&[u8]>(range).map_err(unavailable)?;
+    let iter: Box<dyn Iterator<Item = _>> = if q.descending { Box::new(iter.rev()) } else { Box::new(iter) };
+    let mut out = Vec::new();
+    let mut more = false;
+    for entry in iter {
+        if out.len() == limit {
+            more = true;
+            break;
+        }
+        let (_, v) = entry.map_err(unavailable)?;
+        let item = match &gsi {
+            None => decode(v.value())?,
+            Some(_) => items
+                .get(v.value())
+                .map_err(unavailable)?
+                .map(|i| decode(i.value()))
+                .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))??,
+        };
+        out.push(item);
+    }
+    let next_cursor = if more { out.last().map(|i| Cursor::after_item(i, q.index)) } else { None };
+    Ok(Page { items: out, next_cursor })
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+#[async_trait]
+impl Table for RedbTable {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        check_part(&key.pk)?;
+        check_part(&key.sk)?;
+        let db = self.db.clone();
+        let key = key.clone();
+        // Reads are short and never wait for the writer (MVCC), so they run inline.
+        let txn = db.begin_read().map_err(unavailable)?;
+        let items = txn.open_table(ITEMS).map_err(unavailable)?;
+        match items.get(primary(&key).as_slice()).map_err(unavailable)? {
+            Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
+        self.transact(vec![WriteOp::Put { item, condition }]).await
+    }
+
+    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
+        self.transact(vec![WriteOp::Delete { key: key.clone(), condition }]).await
+    }
+
+    async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        validate_batch(&ops)?;
+        let db = self.db.clone();
+        blocking(move || apply(&db, &ops)).await
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        run_query(&self.db, &query)
+    }
+}

@@ -1,0 +1,12 @@
+//! The wire types of the Wearlab API: serde structs and enums exactly as the API speaks them.
+//!
+//! Nothing here validates beyond the JSON shape; rules live in `wearlab-domain`.
+
+mod enums;
+pub mod errors;
+pub mod patch;
+pub mod user;
+
+pub use enums::*;
+pub use errors::*;
+pub use user::*;

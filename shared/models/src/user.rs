@@ -1,0 +1,134 @@
+//! Users and what the users endpoints take and answer.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::patch::Patch;
+
+/// A provider as it is named on a user or an event: `{name, slug, logo}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProviderRef {
+    pub name: String,
+    pub slug: String,
+    pub logo: Option<String>,
+}
+
+/// A connected provider of a user.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConnectedSource {
+    pub provider: ProviderRef,
+    pub created_on: DateTime<Utc>,
+    /// Deprecated: the same content as `provider`.
+    pub source: ProviderRef,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FallbackTimeZone {
+    /// IANA time zone identifier, e.g. `Europe/London`.
+    pub id: String,
+    pub source_slug: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FallbackBirthDate {
+    pub value: NaiveDate,
+    pub source_slug: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct User {
+    pub user_id: Uuid,
+    pub team_id: Uuid,
+    pub client_user_id: String,
+    pub created_on: DateTime<Utc>,
+    pub connected_sources: Vec<ConnectedSource>,
+    /// Always present in responses, `null` when not set.
+    pub fallback_time_zone: Option<FallbackTimeZone>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_birth_date: Option<FallbackBirthDate>,
+    pub ingestion_start: Option<NaiveDate>,
+    pub ingestion_end: Option<NaiveDate>,
+}
+
+/// POST /v2/user body.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CreateUserBody {
+    pub client_user_id: String,
+    #[serde(default)]
+    pub fallback_time_zone: Option<String>,
+    #[serde(default)]
+    pub fallback_birth_date: Option<NaiveDate>,
+    #[serde(default)]
+    pub ingestion_start: Option<NaiveDate>,
+    #[serde(default)]
+    pub ingestion_end: Option<NaiveDate>,
+}
+
+/// PATCH /v2/user/{user_id} body: omitted keeps, `null` clears.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+pub struct PatchUserBody {
+    #[serde(default)]
+    pub fallback_time_zone: Patch<String>,
+    #[serde(default)]
+    pub fallback_birth_date: Patch<NaiveDate>,
+    #[serde(default)]
+    pub ingestion_start: Patch<NaiveDate>,
+    #[serde(default)]
+    pub ingestion_end: Patch<NaiveDate>,
+    #[serde(default)]
+    pub client_user_id: Patch<String>,
+}
+
+/// GET /v2/user answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UserPage {
+    pub users: Vec<User>,
+    pub total: u64,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// POST /v2/user/refresh/{user_id} answer. Entries are `provider-slug/resource`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RefreshResult {
+    pub success: bool,
+    pub user_id: Uuid,
+    pub refreshed_sources: Vec<String>,
+    pub in_progress_sources: Vec<String>,
+    pub failed_sources: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_distinguishes_omitted_from_null() {
+        let b: PatchUserBody =
+            serde_json::from_str(r#"{"fallback_time_zone": null, "ingestion_end": "2024-01-02"}"#).unwrap();
+        assert_eq!(b.fallback_time_zone, Patch::Clear);
+        assert_eq!(b.ingestion_start, Patch::Keep);
+        assert_eq!(b.ingestion_end, Patch::Set(NaiveDate::from_ymd_opt(2024, 1, 2).unwrap()));
+    }
+
+    #[test]
+    fn user_always_carries_fallback_time_zone_key() {
+        let u = User {
+            user_id: Uuid::nil(),
+            team_id: Uuid::nil(),
+            client_user_id: "c".into(),
+            created_on: DateTime::UNIX_EPOCH,
+            connected_sources: vec![],
+            fallback_time_zone: None,
+            fallback_birth_date: None,
+            ingestion_start: None,
+            ingestion_end: None,
+        };
+        let v = serde_json::to_value(&u).unwrap();
+        assert!(v.as_object().unwrap().contains_key("fallback_time_zone"));
+        assert!(!v.as_object().unwrap().contains_key("fallback_birth_date"));
+    }
+}

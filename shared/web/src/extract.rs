@@ -1,0 +1,118 @@
+//! Input extractors. Each turns bad input into a 422 with the offending location, never a panic.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use http::request::Parts;
+use serde::de::DeserializeOwned;
+use wearlab_domain::ids::UserId;
+use wearlab_models::{LocPart, ValidationIssue};
+
+use crate::ApiError;
+
+/// Request bodies above this are refused with 413 (API Gateway + Lambda carry at most 6 MB).
+pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
+
+/// A JSON body deserialized with the path of the first offending field.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| {
+            ApiError::PayloadTooLarge(format!(
+                "Request body too large: the limit is {} MB. Split the request into smaller ones.",
+                MAX_BODY_BYTES / (1024 * 1024)
+            ))
+        })?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "Request body too large: the limit is {} MB. Split the request into smaller ones.",
+                MAX_BODY_BYTES / (1024 * 1024)
+            )));
+        }
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses a JSON object into `T`, reporting where it failed as a FastAPI-style location.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(one_issue(vec!["body".into()], "Field required", "missing"));
+    }
+    // Every request body of the API is an object; serde would otherwise read `[..]` as a struct.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{')
+        && serde_json::from_slice::<serde_json::Value>(bytes).is_ok()
+    {
+        return Err(one_issue(vec!["body".into()], "Input should be a JSON object", "dict_type"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().clone();
+        let inner = e.into_inner();
+        let mut loc: Vec<LocPart> = vec!["body".into()];
+        for seg in path.iter() {
+            match seg {
+                serde_path_to_error::Segment::Seq { index } => loc.push(LocPart::Index(*index)),
+                serde_path_to_error::Segment::Map { key }
+                | serde_path_to_error::Segment::Enum { variant: key } => loc.push(LocPart::Key(key.clone())),
+                serde_path_to_error::Segment::Unknown => {}
+            }
+        }
+        let msg = clean_serde_message(&inner.to_string());
+        let kind = if inner.is_syntax() || inner.is_eof() {
+            "json_invalid"
+        } else if msg.starts_with("missing field") {
+            // serde names the missing field in the message, not the path.
+            if let Some(field) = msg.split('`').nth(1) {
+                loc.push(LocPart::Key(field.to_owned()));
+            }
+            "missing"
+        } else {
+            "type_error"
+        };
+        one_issue(loc, &msg, kind)
+    })
+}
+
+/// serde's messages end with " at line L column C", which says nothing to an API client.
+fn clean_serde_message(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+fn one_issue(loc: Vec<LocPart>, msg: &str, kind: &str) -> ApiError {
+    ApiError::Validation(vec![ValidationIssue { loc, msg: msg.to_owned(), kind: kind.to_owned() }])
+}
+
+/// Query parameters deserialized with the name of the offending parameter.
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(de).map(QueryParams).map_err(|e| {
+            let mut loc: Vec<LocPart> = vec!["query".into()];
+            let path = e.path().to_string();
+            let msg = e.into_inner().to_string();
+            if path != "." {
+                loc.push(LocPart::Key(path));
+            } else if let Some(field) = msg.split('`').nth(1) {
+                loc.push(LocPart::Key(field.to_owned()));
+            }
+            one_issue(loc, &msg, "type_error")
+        })
+    }
+}
+
+/// A `{user_id}` path segment as a user id, or 422 naming it.
+pub fn path_user_id(raw: &str) -> Result<UserId, ApiError> {
+    UserId::parse(raw).ok_or_else(|| {
+        one_issue(vec!["path".into(), "user_id".into()], "Input should be a valid UUID", "uuid_parsing")
+    })
+}
