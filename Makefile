@@ -9,11 +9,12 @@ PIP ?= python3 -m pip
 # Architecture of the Lambda artifacts: arm64 when the aarch64 target is installed, else x86_64.
 LAMBDA_ARCH ?= $(shell rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu && echo arm64 || echo x86_64)
 
-.PHONY: help run test tools lint unit cfn-lint watch bench package clean-local
+.PHONY: help run test tools lint unit cfn-lint contract openapi watch bench package clean-local
 
 help:
 	@echo "make run      start the whole API on http://127.0.0.1:$(PORT) (embedded storage in .local/)"
-	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), cfn-lint"
+	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), cfn-lint, contract fuzzing"
+	@echo "make openapi  regenerate docs/openapi.json from the code"
 	@echo "make watch    the Lambda functions under cargo lambda watch, on AWS adapters pointed at moto"
 	@echo "make bench    benchmarks; figures go to docs/PERFORMANCE.md"
 	@echo "make package  build every function for Lambda into target/lambda/ ($(LAMBDA_ARCH))"
@@ -26,6 +27,7 @@ run:
 tools:
 	@command -v moto_server >/dev/null || $(PIP) install --quiet 'moto[server]>=5.1'
 	@command -v cfn-lint >/dev/null || $(PIP) install --quiet 'cfn-lint>=1.20'
+	@command -v schemathesis >/dev/null || $(PIP) install --quiet 'schemathesis==4.32.5' 'hypothesis==6.170.15'
 	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
 
 lint:
@@ -38,7 +40,15 @@ unit: tools
 cfn-lint: tools
 	cfn-lint template.yaml
 
-test: tools lint unit cfn-lint
+# Contract fuzzing of the running local stack with the generated OpenAPI document (bounded).
+contract: tools
+	scripts/contract-test
+
+# Regenerates docs/openapi.json from the code (a test fails while the committed copy differs).
+openapi:
+	$(CARGO) run --quiet --locked --bin wearlab-local -- --print-openapi > docs/openapi.json
+
+test: tools lint unit cfn-lint contract
 	@echo "make test: all checks passed"
 
 watch: tools

@@ -1,15 +1,27 @@
+//! One function per endpoint: parse, call one use case, answer. Each is documented for the
+//! OpenAPI document; shared answers (401, 422, 413) are added in `wearlab_web::openapi`.
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
+use utoipa::IntoParams;
 use wearlab_domain::DomainError;
 use wearlab_domain::ids::ClientUserId;
 use wearlab_domain::users::{self, NewUser, UndoTarget, UserChanges};
-use wearlab_models::{CreateUserBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage};
+use wearlab_models::{
+    ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
+};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
 
+/// Creates a user.
+#[utoipa::path(post, path = "/v2/user", tag = "users", request_body = CreateUserBody,
+    responses(
+        (status = 200, description = "The new user.", body = User),
+        (status = 400, description = "client_user_id is taken; names the user holding it.", body = ConflictBody),
+    ))]
 pub async fn create(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
@@ -19,31 +31,38 @@ pub async fn create(
     Ok(Json(users::create(&s.deps, team, new).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
+    /// Users to skip (default 0, at most 1,000,000).
     #[serde(default)]
+    #[param(minimum = 0, maximum = 1_000_000)]
     offset: Option<u64>,
+    /// Page size, 1 to 500 (default 100).
     #[serde(default)]
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u64>,
 }
 
+/// Lists the team's users, oldest first.
+#[utoipa::path(get, path = "/v2/user", tag = "users", params(ListParams),
+    responses((status = 200, description = "A page of users and the total.", body = UserPage)))]
 pub async fn list(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Answer<Json<UserPage>> {
-    let limit = p.limit.unwrap_or(users::DEFAULT_LIMIT);
-    if !(1..=users::MAX_LIMIT).contains(&limit) {
-        return Err(DomainError::invalid(
-            &["query", "limit"],
-            format!("limit must be between 1 and {}", users::MAX_LIMIT),
-            "value_error",
-        )
-        .into());
-    }
-    Ok(Json(users::list(&s.deps, team, p.offset.unwrap_or(0), limit).await?))
+    let page = users::PageRequest::parse(p.offset, p.limit)?;
+    Ok(Json(users::list(&s.deps, team, page).await?))
 }
 
+/// Reads a user.
+#[utoipa::path(get, path = "/v2/user/{user_id}", tag = "users",
+    params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
+    responses(
+        (status = 200, description = "The user.", body = User),
+        (status = 404, description = "No such user in this team.", body = DetailBody),
+    ))]
 pub async fn get(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
@@ -52,6 +71,13 @@ pub async fn get(
     Ok(Json(users::get(&s.deps, team, path_user_id(&user_id)?).await?))
 }
 
+/// Reads a user by the team's own id for it.
+#[utoipa::path(get, path = "/v2/user/resolve/{client_user_id}", tag = "users",
+    params(("client_user_id" = String, Path, description = "The team's id for the user.")),
+    responses(
+        (status = 200, description = "The user.", body = User),
+        (status = 404, description = "No user with that client_user_id in this team.", body = DetailBody),
+    ))]
 pub async fn resolve(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
@@ -60,6 +86,15 @@ pub async fn resolve(
     Ok(Json(users::resolve(&s.deps, team, &client_user_id).await?))
 }
 
+/// Updates a user: omitted fields are kept, `null` clears.
+#[utoipa::path(patch, path = "/v2/user/{user_id}", tag = "users", request_body = PatchUserBody,
+    params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
+    responses(
+        (status = 204, description = "Updated."),
+        (status = 400, description = "The new client_user_id is taken.", body = ConflictBody),
+        (status = 404, description = "No such user in this team.", body = DetailBody),
+        (status = 409, description = "Changed concurrently; retry.", body = DetailBody),
+    ))]
 pub async fn patch(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
@@ -72,6 +107,14 @@ pub async fn patch(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Deletes a user: connections are deregistered now, data is erased after a 7-day grace period
+/// unless the deletion is undone.
+#[utoipa::path(delete, path = "/v2/user/{user_id}", tag = "users",
+    params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
+    responses(
+        (status = 200, description = "Deleted.", body = SuccessBody),
+        (status = 404, description = "No such user in this team.", body = DetailBody),
+    ))]
 pub async fn delete(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
@@ -81,14 +124,25 @@ pub async fn delete(
     Ok(Json(SuccessBody { success: true }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct UndoParams {
+    /// The deleted user's id. Give exactly one of `user_id` and `client_user_id`.
     #[serde(default)]
+    #[param(value_type = Option<uuid::Uuid>)]
     user_id: Option<String>,
+    /// The deleted user's client_user_id. Give exactly one of `user_id` and `client_user_id`.
     #[serde(default)]
     client_user_id: Option<String>,
 }
 
+/// Restores a deleted user within the grace period. Connections are not restored.
+#[utoipa::path(post, path = "/v2/user/undo_delete", tag = "users", params(UndoParams),
+    responses(
+        (status = 200, description = "Restored.", body = SuccessBody),
+        (status = 400, description = "Another user holds the client_user_id now.", body = DetailBody),
+        (status = 404, description = "No deleted user within its grace period.", body = DetailBody),
+    ))]
 pub async fn undo_delete(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
@@ -115,12 +169,22 @@ pub async fn undo_delete(
     Ok(Json(SuccessBody { success: true }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RefreshParams {
+    /// Seconds to wait for sources, 5 to 60 (default 10).
     #[serde(default)]
+    #[param(minimum = 5, maximum = 60)]
     timeout: Option<f64>,
 }
 
+/// Refreshes the user's connected sources, waiting up to `timeout` seconds.
+#[utoipa::path(post, path = "/v2/user/refresh/{user_id}", tag = "users",
+    params(("user_id" = uuid::Uuid, Path, description = "The user's id."), RefreshParams),
+    responses(
+        (status = 200, description = "What was refreshed, what is still running, what failed.", body = RefreshResult),
+        (status = 404, description = "No such user in this team.", body = DetailBody),
+    ))]
 pub async fn refresh(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,

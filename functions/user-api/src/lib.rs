@@ -3,22 +3,21 @@
 
 mod handlers;
 
-use axum::Router;
-use axum::routing::{get, post};
-use wearlab_web::AppState;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use wearlab_web::{AppState, Routes};
 
-/// The routes of this function, unfinished (see [`app`]).
-pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/v2/user", get(handlers::list).post(handlers::create))
-        .route("/v2/user/resolve/{client_user_id}", get(handlers::resolve))
-        .route("/v2/user/undo_delete", post(handlers::undo_delete))
-        .route("/v2/user/refresh/{user_id}", post(handlers::refresh))
-        .route("/v2/user/{user_id}", get(handlers::get).patch(handlers::patch).delete(handlers::delete))
-        .with_state(state)
+/// The routes of this function with their documentation.
+pub fn routes() -> Routes {
+    OpenApiRouter::new()
+        .routes(routes!(handlers::list, handlers::create))
+        .routes(routes!(handlers::resolve))
+        .routes(routes!(handlers::undo_delete))
+        .routes(routes!(handlers::refresh))
+        .routes(routes!(handlers::get, handlers::patch, handlers::delete))
 }
 
-/// The function as served: routes plus JSON fallbacks and trailing-slash tolerance.
+/// The function as served, `/openapi.json` included.
 pub fn app(state: AppState) -> wearlab_web::App {
-    wearlab_web::app(router(state))
+    wearlab_web::app(routes(), state)
 }

@@ -119,9 +119,22 @@ impl LocalStack {
     }
 }
 
-/// Every router of every API function, served together.
+/// Every API function's routes, documented together.
+pub fn routes() -> wearlab_web::Routes {
+    user_api::routes()
+}
+
+/// Every router of every API function, served together, `/openapi.json` included.
 pub fn app(state: AppState) -> App {
-    wearlab_web::app(user_api::router(state))
+    wearlab_web::app(routes(), state)
+}
+
+/// The OpenAPI document of the whole API, as `docs/openapi.json` holds it.
+pub fn openapi_json() -> String {
+    let doc = wearlab_web::openapi(routes());
+    let mut json = serde_json::to_string_pretty(&doc).expect("the document serializes");
+    json.push('\n');
+    json
 }
 
 /// The event the hourly rule sends on AWS.

@@ -8,6 +8,10 @@ use wearlab_local::{LocalStack, data_dir};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().nth(1).as_deref() == Some("--print-openapi") {
+        print!("{}", wearlab_local::openapi_json());
+        return Ok(());
+    }
     wearlab_web::init_tracing();
     let dir = data_dir();
     let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);

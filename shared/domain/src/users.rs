@@ -22,6 +22,8 @@ pub const MANUAL_SOURCE: &str = "manual";
 /// GET /v2/user page size bounds.
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
+/// Most users a listing may skip.
+pub const MAX_OFFSET: u64 = 1_000_000;
 /// Refresh `timeout` bounds, seconds.
 pub const REFRESH_TIMEOUT_DEFAULT: f64 = 10.0;
 pub const REFRESH_TIMEOUT_RANGE: (f64, f64) = (5.0, 60.0);
@@ -336,8 +338,38 @@ pub async fn resolve(deps: &Deps, team: TeamId, client_user_id: &str) -> Result<
     load_active(deps, team, r.user_id).await.map(|(u, _)| u.to_wire()).map_err(|_| missing())
 }
 
+/// An offset/limit page request, within bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageRequest {
+    pub offset: u64,
+    pub limit: u64,
+}
+
+impl PageRequest {
+    pub fn parse(offset: Option<u64>, limit: Option<u64>) -> Result<Self, DomainError> {
+        let (offset, limit) = (offset.unwrap_or(0), limit.unwrap_or(DEFAULT_LIMIT));
+        let mut issues = Vec::new();
+        if offset > MAX_OFFSET {
+            issues.push(issue(
+                &["query", "offset"],
+                format!("offset must be at most {MAX_OFFSET}"),
+                "value_error",
+            ));
+        }
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            issues.push(issue(
+                &["query", "limit"],
+                format!("limit must be between 1 and {MAX_LIMIT}"),
+                "value_error",
+            ));
+        }
+        if issues.is_empty() { Ok(Self { offset, limit }) } else { Err(DomainError::Validation(issues)) }
+    }
+}
+
 /// Active users, oldest first, with the total.
-pub async fn list(deps: &Deps, team: TeamId, offset: u64, limit: u64) -> Result<UserPage, DomainError> {
+pub async fn list(deps: &Deps, team: TeamId, page: PageRequest) -> Result<UserPage, DomainError> {
+    let PageRequest { offset, limit } = page;
     let items = query_all(deps.table.as_ref(), Query::gsi1(keys::team_users_index(team)), MAX_LISTED).await?;
     let total = items.len() as u64;
     let users = items

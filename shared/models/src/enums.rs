@@ -45,6 +45,27 @@ macro_rules! open_enum {
             }
         }
 
+        impl $crate::__utoipa::PartialSchema for $name {
+            fn schema() -> $crate::__utoipa::openapi::RefOr<$crate::__utoipa::openapi::schema::Schema> {
+                use $crate::__utoipa::openapi::schema::{ObjectBuilder, Type};
+                // Documented as a string, not a closed `enum`: newer servers may send new values.
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some(format!(
+                        "Non-exhaustive: tolerate values not listed here. Known values: {}.",
+                        Self::KNOWN.join(", ")
+                    )))
+                    .examples(Self::KNOWN.iter().take(1).map(|v| serde_json::Value::from(*v)))
+                    .into()
+            }
+        }
+
+        impl $crate::__utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed(stringify!($name))
+            }
+        }
+
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())

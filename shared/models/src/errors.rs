@@ -1,15 +1,16 @@
 //! Error bodies. Every rejection is JSON with a `detail` key.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// `{"detail": "..."}`: 400, 401, 403, 404, 409 and 413 answers.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct DetailBody {
     pub detail: String,
 }
 
 /// One element of a validation error location: a key or an array index.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
 #[serde(untagged)]
 pub enum LocPart {
     Index(usize),
@@ -35,7 +36,7 @@ impl From<usize> for LocPart {
 }
 
 /// One offending input.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ValidationIssue {
     pub loc: Vec<LocPart>,
     pub msg: String,
@@ -44,18 +45,18 @@ pub struct ValidationIssue {
 }
 
 /// `{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`: the 422 answer.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ValidationErrorBody {
     pub detail: Vec<ValidationIssue>,
 }
 
 /// The 400 answer to a create whose `client_user_id` is taken.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ConflictBody {
     pub detail: ConflictDetail,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ConflictDetail {
     pub error_type: String,
     pub error_message: String,
@@ -64,7 +65,7 @@ pub struct ConflictDetail {
 }
 
 /// `{"success": true}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct SuccessBody {
     pub success: bool,
 }

@@ -7,6 +7,9 @@ pub mod errors;
 pub mod patch;
 pub mod user;
 
+#[doc(hidden)]
+pub use utoipa as __utoipa;
+
 pub use enums::*;
 pub use errors::*;
 pub use user::*;

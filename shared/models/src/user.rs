@@ -2,12 +2,13 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::patch::Patch;
 
 /// A provider as it is named on a user or an event: `{name, slug, logo}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ProviderRef {
     pub name: String,
     pub slug: String,
@@ -15,7 +16,7 @@ pub struct ProviderRef {
 }
 
 /// A connected provider of a user.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ConnectedSource {
     pub provider: ProviderRef,
     pub created_on: DateTime<Utc>,
@@ -23,7 +24,7 @@ pub struct ConnectedSource {
     pub source: ProviderRef,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct FallbackTimeZone {
     /// IANA time zone identifier, e.g. `Europe/London`.
     pub id: String,
@@ -31,14 +32,14 @@ pub struct FallbackTimeZone {
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct FallbackBirthDate {
     pub value: NaiveDate,
     pub source_slug: String,
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct User {
     pub user_id: Uuid,
     pub team_id: Uuid,
@@ -54,7 +55,7 @@ pub struct User {
 }
 
 /// POST /v2/user body.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct CreateUserBody {
     pub client_user_id: String,
     #[serde(default)]
@@ -68,22 +69,27 @@ pub struct CreateUserBody {
 }
 
 /// PATCH /v2/user/{user_id} body: omitted keeps, `null` clears.
-#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Default, PartialEq, ToSchema)]
 pub struct PatchUserBody {
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     pub fallback_time_zone: Patch<String>,
     #[serde(default)]
+    #[schema(value_type = Option<NaiveDate>)]
     pub fallback_birth_date: Patch<NaiveDate>,
     #[serde(default)]
+    #[schema(value_type = Option<NaiveDate>)]
     pub ingestion_start: Patch<NaiveDate>,
     #[serde(default)]
+    #[schema(value_type = Option<NaiveDate>)]
     pub ingestion_end: Patch<NaiveDate>,
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     pub client_user_id: Patch<String>,
 }
 
 /// GET /v2/user answer.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct UserPage {
     pub users: Vec<User>,
     pub total: u64,
@@ -92,7 +98,7 @@ pub struct UserPage {
 }
 
 /// POST /v2/user/refresh/{user_id} answer. Entries are `provider-slug/resource`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct RefreshResult {
     pub success: bool,
     pub user_id: Uuid,

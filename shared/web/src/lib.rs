@@ -4,6 +4,7 @@
 mod auth;
 mod error;
 mod extract;
+pub mod openapi;
 mod state;
 
 pub use auth::AuthTeam;
@@ -18,9 +19,28 @@ use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
 /// A router as it is served: `/v2/user/` and `/v2/user` reach the same route.
 pub type App = NormalizePath<Router>;
 
-/// Finishes a router for serving: JSON 404/405 answers and trailing-slash tolerance.
-pub fn app(router: Router) -> App {
+/// A function's routes with their documentation, before state is attached.
+pub type Routes = utoipa_axum::router::OpenApiRouter<AppState>;
+
+/// The OpenAPI document of `routes`, finished (security, shared error answers).
+pub fn openapi(routes: Routes) -> utoipa::openapi::OpenApi {
+    let (_, mut doc) = Routes::with_openapi(openapi::base()).merge(routes).split_for_parts();
+    openapi::finish(&mut doc);
+    doc
+}
+
+/// Finishes routes for serving: their document at `/openapi.json`, JSON 404/405 answers, the
+/// 6 MB body limit and trailing-slash tolerance.
+pub fn app(routes: Routes, state: AppState) -> App {
+    let (router, mut doc) = Routes::with_openapi(openapi::base()).merge(routes).split_for_parts();
+    openapi::finish(&mut doc);
+    let doc = std::sync::Arc::new(doc);
     let router = router
+        .route(
+            openapi::OPENAPI_PATH,
+            axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }),
+        )
+        .with_state(state)
         .fallback(|| async { ApiError::NotFound("Not Found".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.

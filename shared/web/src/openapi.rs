@@ -1,0 +1,108 @@
+//! The OpenAPI 3.1 document, generated from the routers and the `wearlab-models` types.
+//!
+//! Handlers document what is particular to them (success body, 400/404); what every operation
+//! shares (the API key, 401, 422, 413) is added here once.
+
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response};
+use utoipa::{PartialSchema, ToSchema};
+use wearlab_models::{DetailBody, LocPart, ValidationErrorBody, ValidationIssue};
+
+use crate::auth::API_KEY_HEADER;
+
+pub const SECURITY_SCHEME: &str = "api_key";
+pub const OPENAPI_PATH: &str = "/openapi.json";
+
+/// The document's frame: title, version, security scheme, shared error schemas.
+pub fn base() -> OpenApi {
+    let mut doc = utoipa::openapi::OpenApiBuilder::new()
+        .info(
+            utoipa::openapi::InfoBuilder::new()
+                .title("Wearlab API")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(
+                    "Self-hostable health-data platform API. Every operation takes the team API key in \
+                     the `x-service-api-key` header. Errors are JSON with a `detail` key; validation \
+                     errors (422) list each offending input with its location. Enums described as \
+                     non-exhaustive may gain values: clients must tolerate unknown ones.",
+                ))
+                .build(),
+        )
+        .build();
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        SECURITY_SCHEME,
+        SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+            API_KEY_HEADER,
+            "Team API key (sk_...). Missing or unknown: 401.",
+        ))),
+    );
+    for (name, schema) in [
+        (DetailBody::name(), DetailBody::schema()),
+        (ValidationErrorBody::name(), ValidationErrorBody::schema()),
+        (ValidationIssue::name(), ValidationIssue::schema()),
+        (LocPart::name(), LocPart::schema()),
+    ] {
+        components.schemas.insert(name.into_owned(), schema);
+    }
+    doc
+}
+
+fn json_response(description: &str, schema: &str) -> RefOr<Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build(),
+        )
+        .build()
+        .into()
+}
+
+/// Adds what every operation shares. Idempotent.
+pub fn finish(doc: &mut OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+            &mut item.head,
+            &mut item.options,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            finish_operation(op);
+        }
+    }
+}
+
+fn finish_operation(op: &mut Operation) {
+    op.security = Some(vec![SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new())]);
+    let has_body = op.request_body.is_some();
+    let has_input = has_body || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
+    let responses = &mut op.responses.responses;
+    responses
+        .entry("401".into())
+        .or_insert_with(|| json_response("Missing or unknown API key.", "DetailBody"));
+    if has_input {
+        responses.entry("422".into()).or_insert_with(|| {
+            json_response("Invalid input: each offending field with its location.", "ValidationErrorBody")
+        });
+    }
+    if has_body {
+        responses.entry("413".into()).or_insert_with(|| {
+            json_response("Request body over the 6 MB limit; split the request.", "DetailBody")
+        });
+    }
+}
+
+/// Shared response tuples for handlers' `responses(...)`.
+pub mod responses {
+    /// 404 with `{"detail": ...}`.
+    pub type NotFound = wearlab_models::DetailBody;
+}
