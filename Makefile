@@ -40,9 +40,22 @@ unit: tools
 cfn-lint: tools
 	cfn-lint template.yaml
 
-# Contract fuzzing of the running local stack with the generated OpenAPI document (bounded).
+# Contract fuzzing of the running local stack with the generated OpenAPI document (bounded:
+# CONTRACT_EXAMPLES per operation, CONTRACT_MAX_TIME seconds). Every check runs except:
+# - positive_data_acceptance: it expects each schema-valid request to succeed (or 404/409), but
+#   the specification mandates 400 for schema-valid requests that break a business rule (a taken
+#   client_user_id; an undo refused because another user took the id), and rules JSON Schema
+#   cannot state answer 422 (client_user_id must not be an email or phone number, time zones are
+#   IANA names, dates are real and in order). Each of those answers has its own test in infra/tests.
+# - use_after_free: after DELETE it expects the user to stay gone, but POST /v2/user/undo_delete
+#   restores a deleted user during the grace period by design, and its stateful phase links the
+#   created user_id into undo_delete. The lifecycle tests check deleted users read as 404.
+# - ensure_resource_availability: a POST repeated with an X-Idempotency-Key replays the first
+#   answer, which may name a user deleted since (replay is what the key promises); the fuzzer
+#   draws keys from a small space, so unrelated scenarios share keys. Create-then-read is
+#   covered by the API tests.
 contract: tools
-	scripts/contract-test
+	scripts/contract-test --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability
 
 # Regenerates docs/openapi.json from the code (a test fails while the committed copy differs).
 openapi:

@@ -5,6 +5,7 @@
 
 pub mod erasure;
 pub mod error;
+pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod ports;

@@ -4,6 +4,7 @@
 mod auth;
 mod error;
 mod extract;
+pub mod idempotency;
 pub mod openapi;
 mod state;
 
@@ -40,6 +41,7 @@ pub fn app(routes: Routes, state: AppState) -> App {
             openapi::OPENAPI_PATH,
             axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }),
         )
+        .layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::honour_idempotency_key))
         .with_state(state)
         .fallback(|| async { ApiError::NotFound("Not Found".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

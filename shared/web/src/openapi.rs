@@ -3,8 +3,10 @@
 //! Handlers document what is particular to them (success body, 400/404); what every operation
 //! shares (the API key, 401, 422, 413) is added here once.
 
-use utoipa::openapi::path::Operation;
+use utoipa::openapi::Required;
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response};
 use utoipa::{PartialSchema, ToSchema};
@@ -61,13 +63,15 @@ fn json_response(description: &str, schema: &str) -> RefOr<Response> {
         .into()
 }
 
-/// Adds what every operation shares. Idempotent.
+/// Adds what every operation shares.
 pub fn finish(doc: &mut OpenApi) {
     for item in doc.paths.paths.values_mut() {
+        if let Some(op) = &mut item.post {
+            finish_operation(op, true);
+        }
         for op in [
             &mut item.get,
             &mut item.put,
-            &mut item.post,
             &mut item.delete,
             &mut item.patch,
             &mut item.head,
@@ -76,12 +80,39 @@ pub fn finish(doc: &mut OpenApi) {
         .into_iter()
         .flatten()
         {
-            finish_operation(op);
+            finish_operation(op, false);
         }
     }
 }
 
-fn finish_operation(op: &mut Operation) {
+/// Every POST takes an optional idempotency key.
+fn idempotency_key_parameter() -> Parameter {
+    ParameterBuilder::new()
+        .name("X-Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "Repeat-safe retries: the first answer to a request with this key is kept for 24 hours and \
+             replayed (header `Idempotent-Replayed: true`) for the same request; the same key with a \
+             different request is a 422; a repeat while the first still runs waits, then answers 409.",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(255))
+                .pattern(Some("^[!-~]+$")),
+        ))
+        .build()
+}
+
+fn finish_operation(op: &mut Operation, is_post: bool) {
+    if is_post {
+        op.parameters.get_or_insert_with(Vec::new).push(idempotency_key_parameter());
+        op.responses.responses.entry("409".into()).or_insert_with(|| {
+            json_response("A request with the same idempotency key is still running; retry.", "DetailBody")
+        });
+    }
     op.security = Some(vec![SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new())]);
     let has_body = op.request_body.is_some();
     let has_input = has_body || op.parameters.as_ref().is_some_and(|p| !p.is_empty());

@@ -62,9 +62,34 @@ impl TestApp {
     }
 
     pub async fn send(&self, method: Method, path: &str, key: Option<&str>, body: Option<&str>) -> Answer {
+        self.send_as(method, path, key, &[], body).await
+    }
+
+    /// With this team's key and extra headers.
+    pub async fn send_with(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Answer {
+        self.send_as(method, path, Some(&self.key.clone()), headers, body).await
+    }
+
+    pub async fn send_as(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Answer {
         let mut req = Request::builder().method(method).uri(path);
         if let Some(k) = key {
             req = req.header(API_KEY_HEADER, k);
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
         }
         if body.is_some() {
             req = req.header("content-type", "application/json");

@@ -5,6 +5,7 @@
 
 mod contract;
 mod helpers;
+mod idempotency;
 mod lifecycle;
 mod storage_conformance;
 mod users_api;

@@ -11,7 +11,7 @@ use wearlab_domain::ports::{ManualClock, Query, query_all};
 
 use crate::helpers::{TestApp, moto_endpoint, moto_table, start_time};
 
-async fn on_moto() -> (TestApp, Arc<wearlab_aws::DynamoDbTable>, aws_sdk_scheduler::Client) {
+pub async fn on_moto() -> (TestApp, Arc<wearlab_aws::DynamoDbTable>, aws_sdk_scheduler::Client) {
     let (_, sched) = wearlab_aws::clients_for_endpoint(&moto_endpoint()).await;
     wearlab_aws::ensure_schedule_group(&sched, "default").await.unwrap();
     let table = Arc::new(moto_table().await);

@@ -1,0 +1,140 @@
+//! `X-Idempotency-Key` on creates, on both storage adapters: replay, a different request with
+//! the same key, concurrent duplicates, expiry after 24 hours.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::helpers::{Answer, TestApp, error_locs};
+
+async fn post_with_key(t: &TestApp, key: &str, body: &str) -> Answer {
+    t.send_with(Method::POST, "/v2/user", &[("x-idempotency-key", key)], Some(body)).await
+}
+
+pub async fn replays_the_first_answer(t: TestApp) {
+    let first = post_with_key(&t, "create-1", r#"{"client_user_id": "idem-1"}"#).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+    t.clock.advance(Duration::hours(23));
+    let again = post_with_key(&t, "create-1", r#"{"client_user_id": "idem-1"}"#).await;
+    assert_eq!(again.status, StatusCode::OK, "replayed, not a 400 conflict: {}", again.body);
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.headers["content-type"], "application/json");
+    assert_eq!(t.get("/v2/user").await.body["total"], 1);
+}
+
+pub async fn same_key_different_request_is_422(t: TestApp) {
+    post_with_key(&t, "k", r#"{"client_user_id": "a"}"#).await;
+    let other = post_with_key(&t, "k", r#"{"client_user_id": "b"}"#).await;
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_locs(&other.body), [["header", "X-Idempotency-Key"]]);
+    assert_eq!(t.get("/v2/user").await.body["total"], 1, "the second request did not run");
+}
+
+pub async fn concurrent_duplicates_create_one_user(t: TestApp) {
+    let t = Arc::new(t);
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let t = t.clone();
+            tokio::spawn(async move { post_with_key(&t, "burst", r#"{"client_user_id": "burst"}"#).await })
+        })
+        .collect();
+    let answers: Vec<_> = futures::future::join_all(tasks).await.into_iter().map(Result::unwrap).collect();
+    let ids: std::collections::HashSet<_> = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::OK)
+        .map(|a| a.body["user_id"].to_string())
+        .collect();
+    assert_eq!(ids.len(), 1, "{:?}", answers.iter().map(|a| (a.status, a.body.clone())).collect::<Vec<_>>());
+    for a in &answers {
+        assert!(a.status == StatusCode::OK || a.status == StatusCode::CONFLICT, "{}: {}", a.status, a.body);
+    }
+    assert_eq!(t.get("/v2/user").await.body["total"], 1);
+}
+
+pub async fn keys_expire_after_24_hours(t: TestApp) {
+    let first = post_with_key(&t, "day", r#"{"client_user_id": "day"}"#).await;
+    assert_eq!(first.status, StatusCode::OK);
+    t.clock.advance(Duration::hours(24) + Duration::seconds(1));
+    let later = post_with_key(&t, "day", r#"{"client_user_id": "day"}"#).await;
+    assert_eq!(later.status, StatusCode::BAD_REQUEST, "ran again: the id is taken now");
+}
+
+macro_rules! on_both_adapters {
+    ($($case:ident),*) => {
+        mod embedded {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(crate::helpers::TestApp::embedded().await).await })*
+        }
+        mod dynamodb_moto {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case(crate::users_on_dynamodb::on_moto().await.0).await })*
+        }
+    };
+}
+
+on_both_adapters!(
+    replays_the_first_answer,
+    same_key_different_request_is_422,
+    concurrent_duplicates_create_one_user,
+    keys_expire_after_24_hours
+);
+
+#[tokio::test]
+async fn rejections_are_replayed_too() {
+    let t = TestApp::embedded().await;
+    let first = post_with_key(&t, "bad", r#"{"client_user_id": "x@example.com"}"#).await;
+    assert_eq!(first.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let again = post_with_key(&t, "bad", r#"{"client_user_id": "x@example.com"}"#).await;
+    assert_eq!(again.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+}
+
+#[tokio::test]
+async fn malformed_keys_are_422_and_bad_api_keys_401() {
+    let t = TestApp::embedded().await;
+    for key in ["", &"k".repeat(256), "has space"] {
+        let a = post_with_key(&t, key, r#"{"client_user_id": "m"}"#).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{key:?}");
+    }
+    let a = t
+        .send_as(
+            Method::POST,
+            "/v2/user",
+            Some("sk_test_nope_nope_nope_nope"),
+            &[("x-idempotency-key", "z")],
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+    let ok = post_with_key(&t, "z", r#"{"client_user_id": "m"}"#).await;
+    assert_eq!(ok.status, StatusCode::OK, "the 401 kept nothing under the key");
+}
+
+#[tokio::test]
+async fn keys_are_per_team() {
+    let t = TestApp::embedded().await;
+    let other = t.other_team_key().await;
+    let mine = post_with_key(&t, "shared-key", r#"{"client_user_id": "t1"}"#).await;
+    let theirs = t
+        .send_as(
+            Method::POST,
+            "/v2/user",
+            Some(&other),
+            &[("x-idempotency-key", "shared-key")],
+            Some(r#"{"client_user_id": "t1"}"#),
+        )
+        .await;
+    assert_eq!(theirs.status, StatusCode::OK);
+    assert_ne!(theirs.body["user_id"], mine.body["user_id"]);
+}
+
+#[tokio::test]
+async fn requests_without_a_key_are_not_replayed() {
+    let t = TestApp::embedded().await;
+    t.post("/v2/user", json!({"client_user_id": "plain"})).await;
+    assert_eq!(t.post("/v2/user", json!({"client_user_id": "plain"})).await.status, StatusCode::BAD_REQUEST);
+}
