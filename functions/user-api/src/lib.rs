@@ -7,14 +7,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use wearlab_web::{AppState, Routes};
 
+use handlers::users;
+
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
     OpenApiRouter::new()
-        .routes(routes!(handlers::list, handlers::create))
-        .routes(routes!(handlers::resolve))
-        .routes(routes!(handlers::undo_delete))
-        .routes(routes!(handlers::refresh))
-        .routes(routes!(handlers::get, handlers::patch, handlers::delete))
+        .routes(routes!(users::list, users::create))
+        .routes(routes!(users::resolve))
+        .routes(routes!(users::undo_delete))
+        .routes(routes!(users::refresh))
+        .routes(routes!(users::get, users::patch, users::delete))
 }
 
 /// The function as served, `/openapi.json` included.

@@ -92,7 +92,12 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
         wearlab_embedded::RedbTable::open(&cli.data_dir.join("wearlab.redb")).map_err(|e| e.to_string())?,
     );
     let scheduler = Arc::new(wearlab_embedded::TableScheduler::new(table.clone()));
-    Ok(Deps { table, scheduler, clock: Arc::new(SystemClock) })
+    Ok(Deps {
+        table,
+        scheduler,
+        clock: Arc::new(SystemClock),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+    })
 }
 
 async fn run(cli: Cli) -> Result<(), String> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::ports::{Clock, Scheduler, SystemClock, Table};
 use wearlab_domain::{Deps, DomainError, teams};
-use wearlab_embedded::{RedbTable, TableScheduler};
+use wearlab_embedded::{MemoryBus, RedbTable, TableScheduler};
 use wearlab_web::{App, AppState};
 
 /// The team of a local stack.
@@ -25,6 +25,8 @@ pub struct LocalStack {
     pub deps: Deps,
     pub table: RedbTable,
     pub scheduler: TableScheduler,
+    /// What the stack published, readable by tests and at `GET /local/events`.
+    pub bus: MemoryBus,
 }
 
 impl LocalStack {
@@ -42,9 +44,14 @@ impl LocalStack {
     fn with(table: RedbTable, clock: Arc<dyn Clock>) -> Self {
         let shared: Arc<dyn Table> = Arc::new(table.clone());
         let scheduler = TableScheduler::new(shared.clone());
-        let deps =
-            Deps { table: shared, scheduler: Arc::new(scheduler.clone()) as Arc<dyn Scheduler>, clock };
-        Self { deps, table, scheduler }
+        let bus = MemoryBus::new();
+        let deps = Deps {
+            table: shared,
+            scheduler: Arc::new(scheduler.clone()) as Arc<dyn Scheduler>,
+            clock,
+            bus: Arc::new(bus.clone()),
+        };
+        Self { deps, table, scheduler, bus }
     }
 
     /// Every API router on this stack's adapters.
@@ -121,7 +128,7 @@ impl LocalStack {
 
 /// Every API function's routes, documented together.
 pub fn routes() -> wearlab_web::Routes {
-    user_api::routes()
+    user_api::routes().merge(link_api::routes()).merge(lab_api::routes())
 }
 
 /// Every router of every API function, served together, `/openapi.json` included.

@@ -7,7 +7,7 @@ use aws_credential_types::Credentials;
 use wearlab_domain::Deps;
 use wearlab_domain::ports::SystemClock;
 
-use crate::{DynamoDbTable, EventBridgeScheduler, SchedulerTarget};
+use crate::{DynamoDbTable, EventBridgeBus, EventBridgeScheduler, SchedulerTarget};
 
 /// The SDK's default chain: region, credentials and endpoint from the environment. The SDK
 /// itself honours `AWS_ENDPOINT_URL` (and `AWS_ENDPOINT_URL_DYNAMODB`, `..._SCHEDULER`), which
@@ -35,6 +35,7 @@ pub struct AwsEnv {
     pub schedule_group: String,
     pub erasure_target_arn: String,
     pub scheduler_role_arn: String,
+    pub event_bus_name: String,
 }
 
 impl AwsEnv {
@@ -49,6 +50,7 @@ impl AwsEnv {
             schedule_group: var("WEARLAB_SCHEDULE_GROUP")?,
             erasure_target_arn: var("WEARLAB_ERASURE_TARGET_ARN")?,
             scheduler_role_arn: var("WEARLAB_SCHEDULER_ROLE_ARN")?,
+            event_bus_name: var("WEARLAB_EVENT_BUS_NAME")?,
         })
     }
 
@@ -63,7 +65,13 @@ impl AwsEnv {
                 role_arn: self.scheduler_role_arn.clone(),
             },
         );
-        Deps { table: Arc::new(table), scheduler: Arc::new(scheduler), clock: Arc::new(SystemClock) }
+        let bus = EventBridgeBus::new(aws_sdk_eventbridge::Client::new(config), &self.event_bus_name);
+        Deps {
+            table: Arc::new(table),
+            scheduler: Arc::new(scheduler),
+            clock: Arc::new(SystemClock),
+            bus: Arc::new(bus),
+        }
     }
 }
 

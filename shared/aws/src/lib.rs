@@ -7,8 +7,10 @@
 mod config;
 mod dynamodb;
 mod error;
+mod eventbridge;
 mod scheduler;
 
 pub use config::{AwsEnv, aws_config_from_env, clients_for_endpoint, deps_from_env};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
+pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use scheduler::{EventBridgeScheduler, SchedulerTarget, ensure_schedule_group};

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wearlab_models::{LocPart, ValidationIssue};
 
-use crate::ports::{SchedulerError, StoreError};
+use crate::ports::{BusError, SchedulerError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DomainError {
@@ -30,6 +30,8 @@ pub enum DomainError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Scheduler(#[from] SchedulerError),
+    #[error(transparent)]
+    Bus(#[from] BusError),
 }
 
 impl DomainError {

@@ -15,7 +15,7 @@ pub mod users;
 use std::sync::Arc;
 
 pub use error::DomainError;
-use ports::{Clock, Scheduler, Table};
+use ports::{Clock, EventBus, Scheduler, Table};
 
 /// The adapters a use case may call. Built once per process (per Lambda execution environment).
 #[derive(Clone)]
@@ -23,6 +23,7 @@ pub struct Deps {
     pub table: Arc<dyn Table>,
     pub scheduler: Arc<dyn Scheduler>,
     pub clock: Arc<dyn Clock>,
+    pub bus: Arc<dyn EventBus>,
 }
 
 impl Deps {

@@ -1,8 +1,10 @@
 //! Adapters for the one-process local stack: the `Table` port on redb (a file, or memory for
-//! tests) and the `Scheduler` port on that table plus a timer loop.
+//! tests), the `Scheduler` port on that table plus a timer loop, and an in-memory `EventBus`.
 
+mod bus;
 mod redb_table;
 mod scheduler;
 
+pub use bus::MemoryBus;
 pub use redb_table::RedbTable;
 pub use scheduler::TableScheduler;

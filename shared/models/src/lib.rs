@@ -4,6 +4,7 @@
 
 mod enums;
 pub mod errors;
+pub mod events;
 pub mod patch;
 pub mod user;
 
@@ -12,4 +13,5 @@ pub use utoipa as __utoipa;
 
 pub use enums::*;
 pub use errors::*;
+pub use events::*;
 pub use user::*;

@@ -60,6 +60,7 @@ impl From<DomainError> for ApiError {
             DomainError::Store(StoreError::Unavailable(m)) => ApiError::Unavailable(m),
             DomainError::Store(e) => ApiError::Internal(e.to_string()),
             DomainError::Scheduler(e) => ApiError::Unavailable(e.to_string()),
+            DomainError::Bus(e) => ApiError::Unavailable(e.to_string()),
         }
     }
 }

@@ -6,7 +6,9 @@
 mod contract;
 mod helpers;
 mod idempotency;
+mod lab;
 mod lifecycle;
+mod linking;
 mod storage_conformance;
 mod users_api;
 mod users_on_dynamodb;

@@ -24,7 +24,12 @@ pub async fn on_moto() -> (TestApp, Arc<wearlab_aws::DynamoDbTable>, aws_sdk_sch
         },
     );
     let clock = Arc::new(ManualClock::new(start_time()));
-    let deps = Deps { table: table.clone(), scheduler: Arc::new(scheduler), clock: clock.clone() };
+    let deps = Deps {
+        table: table.clone(),
+        scheduler: Arc::new(scheduler),
+        clock: clock.clone(),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+    };
     (TestApp::on(deps, clock).await, table, sched)
 }
 

@@ -1,10 +1,12 @@
 //! Ports: what the use cases need from the outside world. Adapters live in `wearlab-aws`
 //! (DynamoDB, EventBridge Scheduler) and `wearlab-embedded` (redb, in-process timers).
 
+pub mod bus;
 pub mod clock;
 pub mod scheduler;
 pub mod table;
 
+pub use bus::{BusError, EventBus, EventEnvelope};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{

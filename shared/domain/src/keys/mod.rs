@@ -1,4 +1,6 @@
-//! Every storage key shape, in one place. See docs/ARCHITECTURE.md for the access patterns.
+//! Every storage key shape, in one place (one file per area). See docs/ARCHITECTURE.md for the
+//! access patterns. Everything that belongs to a user lives in the partition
+//! `user_partition(user_id)`, which erasure removes whole.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 

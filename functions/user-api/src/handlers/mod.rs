@@ -1,0 +1,3 @@
+//! One module per resource under `/v2/user`.
+
+pub mod users;

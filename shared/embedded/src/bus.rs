@@ -1,0 +1,40 @@
+//! `EventBus` for one process: events are kept in memory, in order, so tests and developers
+//! can read what was published (`GET /local/events` on the local stack).
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use wearlab_domain::ports::{BusError, EventBus, EventEnvelope};
+
+/// Most events kept; older ones are dropped first.
+const KEEP: usize = 100_000;
+
+#[derive(Clone, Default)]
+pub struct MemoryBus {
+    events: Arc<Mutex<Vec<EventEnvelope>>>,
+}
+
+impl MemoryBus {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every event published so far, oldest first.
+    pub fn published(&self) -> Vec<EventEnvelope> {
+        self.events.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl EventBus for MemoryBus {
+    async fn publish(&self, events: Vec<EventEnvelope>) -> Result<(), BusError> {
+        let mut kept = self.events.lock().map_err(|_| BusError::NotPublished {
+            failed: events.len(),
+            reason: "bus lock poisoned".into(),
+        })?;
+        kept.extend(events);
+        let excess = kept.len().saturating_sub(KEEP);
+        kept.drain(..excess);
+        Ok(())
+    }
+}
