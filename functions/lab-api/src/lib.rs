@@ -1,15 +1,55 @@
-//! `/v3/**`: lab test markers and lab tests, orders with results and requisitions, and patient
-//! service centers near an order.
+//! `/v3/**`: lab test markers and lab tests, orders with results and requisitions, patient
+//! service centers near an order, and the user portal pages. Handlers parse, call one use case
+//! from `wearlab_domain::lab`, and answer; the rules live in the domain.
 
+mod handlers;
+mod html;
+mod links;
+mod query;
+pub mod requisition;
+
+use std::sync::Arc;
+
+use axum::Extension;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use wearlab_domain::lab::{LabNetwork, SimulatedLab};
 use wearlab_web::{AppState, Routes};
 
-/// The routes of this function with their documentation.
+use handlers::{lab_tests, markers, orders, portal_page, psc};
+
+/// The routes on the simulated lab network (the only network so far).
 pub fn routes() -> Routes {
+    routes_with(Arc::new(SimulatedLab))
+}
+
+/// The routes on a given lab network.
+#[allow(deprecated)] // GET /v3/lab_tests is deprecated but served.
+pub fn routes_with(network: Arc<dyn LabNetwork>) -> Routes {
     OpenApiRouter::new()
+        .routes(routes!(markers::list))
+        .routes(routes!(markers::of_lab_test))
+        .routes(routes!(markers::of_order_set))
+        .routes(routes!(lab_tests::list))
+        .routes(routes!(lab_tests::list_deprecated))
+        .routes(routes!(orders::create))
+        .routes(routes!(orders::list))
+        .routes(routes!(orders::get))
+        .routes(routes!(orders::cancel))
+        .routes(routes!(orders::result))
+        .routes(routes!(orders::requisition_pdf))
+        .routes(routes!(psc::info))
+        .routes(routes!(portal_page::by_token))
+        .routes(routes!(portal_page::by_code))
+        .layer(Extension(network))
 }
 
 /// The function as served, `/openapi.json` included.
 pub fn app(state: AppState) -> wearlab_web::App {
     wearlab_web::app(routes(), state)
+}
+
+/// The function on a given lab network.
+pub fn app_with(state: AppState, network: Arc<dyn LabNetwork>) -> wearlab_web::App {
+    wearlab_web::app(routes_with(network), state)
 }

@@ -1,9 +1,12 @@
-//! The lab-api Lambda: its router on the AWS adapters.
+//! The lab-api Lambda: its router on the AWS adapters and the simulated lab network.
+
+use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_web::init_tracing();
     let deps = wearlab_aws::deps_from_env().await?;
-    let app = lab_api::app(wearlab_web::AppState::new(deps));
+    let network = Arc::new(wearlab_domain::lab::SimulatedLab);
+    let app = lab_api::app_with(wearlab_web::AppState::new(deps), network);
     lambda_http::run(app).await
 }

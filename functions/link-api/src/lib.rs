@@ -1,15 +1,40 @@
 //! `/v2/link/**` (except bulk), `/v2/providers`, `/v2/team/**`: provider catalog, link tokens,
 //! password, OAuth and demo linking, and the team's self-service settings.
+//!
+//! Two browser-facing routes carry no API key and are therefore not in the OpenAPI document:
+//! the OAuth callback (`/v2/link/provider/oauth/{provider}/callback`, where the provider sends
+//! the end user back) and the hosted link page (`/v2/link/web`, the `link_web_url` of a token).
+
+mod handlers;
 
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use wearlab_web::{AppState, Routes};
+
+use handlers::{catalog, link, preferences, team, web, webhooks};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
     OpenApiRouter::new()
+        .routes(routes!(catalog::list))
+        .routes(routes!(link::create_token))
+        .routes(routes!(link::password))
+        .routes(routes!(link::complete_mfa))
+        .routes(routes!(link::oauth))
+        .routes(routes!(link::demo))
+        .routes(routes!(team::get_oauth_app, team::put_oauth_app, team::delete_oauth_app))
+        .routes(routes!(team::get_link_config, team::patch_link_config))
+        .routes(routes!(webhooks::list, webhooks::create))
+        .routes(routes!(webhooks::delete))
+        .routes(routes!(webhooks::attempts))
+        .routes(routes!(preferences::get, preferences::put))
+        .route(web::CALLBACK_PATH, axum::routing::get(web::oauth_callback))
+        .route(web::PAGE_PATH, axum::routing::get(web::page))
+        .route(web::PAGE_OAUTH_PATH, axum::routing::get(web::page_oauth))
 }
 
-/// The function as served, `/openapi.json` included.
+/// The function as served, `/openapi.json` included. On Lambda the simulated providers' consent
+/// page is served too (see `main.rs`).
 pub fn app(state: AppState) -> wearlab_web::App {
     wearlab_web::app(routes(), state)
 }

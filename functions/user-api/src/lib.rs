@@ -7,7 +7,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use wearlab_web::{AppState, Routes};
 
-use handlers::users;
+use handlers::{connections, users};
+use handlers::{demographics, insurance, portal};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
@@ -17,6 +18,13 @@ pub fn routes() -> Routes {
         .routes(routes!(users::undo_delete))
         .routes(routes!(users::refresh))
         .routes(routes!(users::get, users::patch, users::delete))
+        .routes(routes!(connections::list))
+        .routes(routes!(connections::deregister))
+        .routes(routes!(demographics::set))
+        .routes(routes!(demographics::latest))
+        .routes(routes!(insurance::create))
+        .routes(routes!(insurance::latest))
+        .routes(routes!(portal::create))
 }
 
 /// The function as served, `/openapi.json` included.

@@ -7,17 +7,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wearlab_domain::ids::TeamId;
-use wearlab_domain::ports::{Clock, Scheduler, SystemClock, Table};
+use wearlab_domain::linking::DataKey;
+use wearlab_domain::ports::{Clock, QueueName, Scheduler, SystemClock, Table};
 use wearlab_domain::{Deps, DomainError, teams};
-use wearlab_embedded::{MemoryBus, RedbTable, TableScheduler};
+use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_web::{App, AppState};
 
 /// The team of a local stack.
 pub const LOCAL_TEAM_ID: TeamId = TeamId(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));
 /// How often due one-time jobs are looked for.
 pub const JOB_POLL: Duration = Duration::from_secs(1);
+/// How often the worker queues are polled.
+pub const QUEUE_POLL: Duration = Duration::from_millis(250);
 /// How often the erasure sweep and the expiry purge run, as the hourly rule does on AWS.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+/// How often connections are polled for new data, as the poll schedule does on AWS.
+pub const DATA_POLL_EVERY: Duration = Duration::from_secs(15 * 60);
 
 /// One process's adapters and workers.
 #[derive(Clone)]
@@ -27,36 +32,52 @@ pub struct LocalStack {
     pub scheduler: TableScheduler,
     /// What the stack published, readable by tests and at `GET /local/events`.
     pub bus: MemoryBus,
+    /// The queues of the background workers (pull, bulk, webhook), on the same table.
+    pub queue: TableQueue,
 }
 
 impl LocalStack {
-    /// A stack on a redb file under `data_dir`, on the system clock.
+    /// A stack on a redb file under `data_dir`, on the system clock. Secrets at rest are sealed
+    /// with `WEARLAB_DATA_KEY`, or a key generated on first start into `data_dir/data_key`.
     pub fn open(data_dir: &Path) -> Result<Self, DomainError> {
         let table = RedbTable::open(&data_dir.join("wearlab.redb"))?;
-        Ok(Self::with(table, Arc::new(SystemClock)))
+        let key = local_data_key(data_dir)?;
+        Ok(Self::with(table, Arc::new(SystemClock), key))
     }
 
-    /// A stack in memory on the given clock (tests, benchmarks).
+    /// A stack in memory on the given clock (tests, benchmarks), with a throwaway data key.
     pub fn in_memory(clock: Arc<dyn Clock>) -> Self {
-        Self::with(RedbTable::in_memory(), clock)
+        Self::with(RedbTable::in_memory(), clock, DataKey::ephemeral())
     }
 
-    fn with(table: RedbTable, clock: Arc<dyn Clock>) -> Self {
+    fn with(table: RedbTable, clock: Arc<dyn Clock>, data_key: DataKey) -> Self {
         let shared: Arc<dyn Table> = Arc::new(table.clone());
         let scheduler = TableScheduler::new(shared.clone());
-        let bus = MemoryBus::new();
+        let queue = TableQueue::new(shared.clone(), clock.clone());
+        let bus = MemoryBus::feeding(Arc::new(queue.clone()));
         let deps = Deps {
             table: shared,
             scheduler: Arc::new(scheduler.clone()) as Arc<dyn Scheduler>,
-            clock,
-            bus: Arc::new(bus.clone()),
+            clock: clock.clone(),
+            bus: Arc::new(PullRuleBus { bus: bus.clone(), queue: queue.clone() }),
+            providers: Arc::new(wearlab_sim::SimProviders::new(clock)),
+            data_key: Arc::new(data_key),
         };
-        Self { deps, table, scheduler, bus }
+        Self { deps, table, scheduler, bus, queue }
     }
 
-    /// Every API router on this stack's adapters.
+    /// Every API router on this stack's adapters, plus the local debug route `GET /local/events`
+    /// (what the stack published, oldest first; `?event_type=` filters, `?limit=` keeps the last).
     pub fn app(&self, state: AppState) -> App {
-        app(state)
+        let bus = self.bus.clone();
+        let debug = axum::Router::new().route(
+            LOCAL_EVENTS_PATH,
+            axum::routing::get(move |q: axum::extract::Query<EventsQuery>| {
+                let bus = bus.clone();
+                async move { axum::Json(q.0.select(bus.published())) }
+            }),
+        );
+        wearlab_web::app(served_routes().merge(wearlab_web::Routes::from(debug)), state)
     }
 
     pub fn state(&self) -> AppState {
@@ -93,6 +114,41 @@ impl LocalStack {
         Ok(ran)
     }
 
+    /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
+    pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
+        let sender = webhook_worker::HttpSender::new();
+        let n = self
+            .queue
+            .run_once(QueueName::Webhook, |env, _| {
+                webhook_worker::handle(&self.deps, &self.queue, &sender, env)
+            })
+            .await?;
+        Ok(n)
+    }
+
+    /// Handles the pull queue's due messages once (historical pulls, polls, pulls started by
+    /// new connections). Returns how many.
+    pub async fn run_pulls_once(&self) -> Result<usize, DomainError> {
+        let n = self
+            .queue
+            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, &self.queue, env))
+            .await?;
+        Ok(n)
+    }
+
+    /// What the poll schedule does on AWS: queues one poll of every polled connection.
+    pub async fn schedule_poll(&self) -> Result<(), DomainError> {
+        let body =
+            wearlab_domain::pipeline::PullMessage::Job(wearlab_domain::pipeline::Job::PollAll {}).body();
+        wearlab_domain::ports::Queue::send(
+            &self.queue,
+            QueueName::Pull,
+            vec![wearlab_domain::ports::Outgoing::now(body)],
+        )
+        .await
+        .map_err(|e| DomainError::Busy(e.to_string()))
+    }
+
     /// The hourly maintenance: erasure sweep, then the expiry purge DynamoDB's TTL would do.
     pub async fn hourly(&self) -> Result<(), DomainError> {
         let sweep = serde_json_event();
@@ -103,6 +159,36 @@ impl LocalStack {
 
     /// Runs the job poll and the hourly maintenance until the process ends.
     pub fn spawn_workers(&self) {
+        let webhooks = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(QUEUE_POLL);
+            loop {
+                tick.tick().await;
+                if let Err(e) = webhooks.run_webhooks_once().await {
+                    tracing::warn!(error = %e, "webhook queue poll failed");
+                }
+            }
+        });
+        let pulls = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(QUEUE_POLL);
+            loop {
+                tick.tick().await;
+                if let Err(e) = pulls.run_pulls_once().await {
+                    tracing::warn!(error = %e, "pull queue poll failed");
+                }
+            }
+        });
+        let poller = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(DATA_POLL_EVERY);
+            loop {
+                tick.tick().await;
+                if let Err(e) = poller.schedule_poll().await {
+                    tracing::warn!(error = %e, "data poll not scheduled");
+                }
+            }
+        });
         let jobs = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(JOB_POLL);
@@ -128,12 +214,101 @@ impl LocalStack {
 
 /// Every API function's routes, documented together.
 pub fn routes() -> wearlab_web::Routes {
-    user_api::routes().merge(link_api::routes()).merge(lab_api::routes())
+    user_api::routes().merge(link_api::routes()).merge(lab_api::routes()).merge(data_api::routes())
 }
 
 /// Every router of every API function, served together, `/openapi.json` included.
 pub fn app(state: AppState) -> App {
-    wearlab_web::app(routes(), state)
+    wearlab_web::app(served_routes(), state)
+}
+
+/// The documented routes plus the undocumented browser pages: the simulated providers' OAuth
+/// consent page (the OAuth callback and hosted link page are part of link-api).
+fn served_routes() -> wearlab_web::Routes {
+    routes().merge(wearlab_web::Routes::from(wearlab_sim::routes::<AppState>()))
+}
+
+/// The local bus as deployed on AWS: every event is kept (and feeds the webhook queue), and
+/// `provider.connection.created` also goes to the pull queue, as the EventBridge rule to the
+/// pull queue does, so a new connection starts its historical pull.
+struct PullRuleBus {
+    bus: MemoryBus,
+    queue: TableQueue,
+}
+
+#[async_trait::async_trait]
+impl wearlab_domain::ports::EventBus for PullRuleBus {
+    async fn publish(
+        &self,
+        events: Vec<wearlab_domain::ports::EventEnvelope>,
+    ) -> Result<(), wearlab_domain::ports::BusError> {
+        use wearlab_domain::ports::{BusError, Outgoing, Queue};
+        let pulls: Vec<Outgoing> = events
+            .iter()
+            .filter(|e| e.event_type == wearlab_domain::linking::connections::CONNECTION_CREATED)
+            .map(|e| Outgoing::now(wearlab_domain::pipeline::PullMessage::Event(e.clone()).body()))
+            .collect();
+        let n = events.len();
+        self.bus.publish(events).await?;
+        if !pulls.is_empty() {
+            self.queue
+                .send(QueueName::Pull, pulls)
+                .await
+                .map_err(|e| BusError::NotPublished { failed: n, reason: e.to_string() })?;
+        }
+        Ok(())
+    }
+}
+
+/// The local-only debug route listing published events.
+pub const LOCAL_EVENTS_PATH: &str = "/local/events";
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct EventsQuery {
+    #[serde(default)]
+    event_type: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+impl EventsQuery {
+    fn select(
+        &self,
+        events: Vec<wearlab_domain::ports::EventEnvelope>,
+    ) -> Vec<wearlab_domain::ports::EventEnvelope> {
+        let mut kept: Vec<_> = events
+            .into_iter()
+            .filter(|e| self.event_type.as_ref().is_none_or(|t| &e.event_type == t))
+            .collect();
+        if let Some(n) = self.limit {
+            kept.drain(..kept.len().saturating_sub(n));
+        }
+        kept
+    }
+}
+
+/// The local data key: `WEARLAB_DATA_KEY` (base64 of 32 bytes) if set, else the key kept in
+/// `data_dir/data_key`, generated on first start (mode 0600, like the API key file).
+fn local_data_key(data_dir: &Path) -> Result<DataKey, DomainError> {
+    let unusable = |what: &str, e: &dyn std::fmt::Display| {
+        DomainError::Rejected(format!("{what} is not a usable data key: {e}"))
+    };
+    if let Ok(k) = std::env::var("WEARLAB_DATA_KEY") {
+        return DataKey::from_base64(&k).map_err(|e| unusable("WEARLAB_DATA_KEY", &e));
+    }
+    let file = data_dir.join("data_key");
+    if let Ok(saved) = std::fs::read_to_string(&file) {
+        return DataKey::from_base64(&saved).map_err(|e| unusable(&file.display().to_string(), &e));
+    }
+    let (key, encoded) = DataKey::generate();
+    std::fs::write(&file, &encoded).map_err(|e| unusable(&file.display().to_string(), &e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| unusable(&file.display().to_string(), &e))?;
+    }
+    Ok(key)
 }
 
 /// The OpenAPI document of the whole API, as `docs/openapi.json` holds it.

@@ -19,12 +19,7 @@ pub async fn aws_config_from_env() -> SdkConfig {
 /// Clients for an emulator such as moto: fixed region and dummy credentials, so nothing from
 /// the developer's real AWS profile can leak into (or be used by) tests.
 pub async fn clients_for_endpoint(endpoint: &str) -> (aws_sdk_dynamodb::Client, aws_sdk_scheduler::Client) {
-    let config = aws_config::defaults(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "wearlab-test"))
-        .endpoint_url(endpoint)
-        .load()
-        .await;
+    let config = config_for_endpoint(endpoint).await;
     (aws_sdk_dynamodb::Client::new(&config), aws_sdk_scheduler::Client::new(&config))
 }
 
@@ -36,6 +31,8 @@ pub struct AwsEnv {
     pub erasure_target_arn: String,
     pub scheduler_role_arn: String,
     pub event_bus_name: String,
+    /// `WEARLAB_DATA_KEY`: base64 of the 32-byte key that seals secrets at rest.
+    pub data_key: String,
 }
 
 impl AwsEnv {
@@ -51,11 +48,15 @@ impl AwsEnv {
             erasure_target_arn: var("WEARLAB_ERASURE_TARGET_ARN")?,
             scheduler_role_arn: var("WEARLAB_SCHEDULER_ROLE_ARN")?,
             event_bus_name: var("WEARLAB_EVENT_BUS_NAME")?,
+            data_key: var("WEARLAB_DATA_KEY")?,
         })
     }
 
-    /// The adapters for these resources on `config`.
-    pub fn deps(&self, config: &SdkConfig) -> Deps {
+    /// The adapters for these resources on `config`. Providers are the simulator until real
+    /// provider adapters exist. Fails only on an unusable `WEARLAB_DATA_KEY`.
+    pub fn deps(&self, config: &SdkConfig) -> Result<Deps, String> {
+        let data_key = wearlab_domain::linking::DataKey::from_base64(&self.data_key)
+            .map_err(|e| format!("WEARLAB_DATA_KEY: {e}"))?;
         let table = DynamoDbTable::new(aws_sdk_dynamodb::Client::new(config), &self.table_name);
         let scheduler = EventBridgeScheduler::new(
             aws_sdk_scheduler::Client::new(config),
@@ -66,17 +67,53 @@ impl AwsEnv {
             },
         );
         let bus = EventBridgeBus::new(aws_sdk_eventbridge::Client::new(config), &self.event_bus_name);
-        Deps {
+        Ok(Deps {
             table: Arc::new(table),
             scheduler: Arc::new(scheduler),
             clock: Arc::new(SystemClock),
             bus: Arc::new(bus),
+            providers: Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
+            data_key: Arc::new(data_key),
+        })
+    }
+}
+
+/// An SDK configuration for an emulator such as moto (fixed region, dummy credentials), for
+/// clients beyond the two of `clients_for_endpoint` (EventBridge, SQS).
+pub async fn config_for_endpoint(endpoint: &str) -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "wearlab-test"))
+        .endpoint_url(endpoint)
+        .load()
+        .await
+}
+
+/// The SQS queues named by `WEARLAB_PULL_QUEUE_URL`, `WEARLAB_BULK_QUEUE_URL` and
+/// `WEARLAB_WEBHOOK_QUEUE_URL` (those that are set: a function gets the queues it uses).
+pub async fn sqs_queue_from_env(
+    clock: Arc<dyn wearlab_domain::ports::Clock>,
+) -> Result<crate::SqsQueue, String> {
+    use wearlab_domain::ports::QueueName;
+    let mut urls = std::collections::HashMap::new();
+    for (name, var) in [
+        (QueueName::Pull, "WEARLAB_PULL_QUEUE_URL"),
+        (QueueName::Bulk, "WEARLAB_BULK_QUEUE_URL"),
+        (QueueName::Webhook, "WEARLAB_WEBHOOK_QUEUE_URL"),
+    ] {
+        if let Ok(url) = std::env::var(var) {
+            urls.insert(name, url);
         }
     }
+    if urls.is_empty() {
+        return Err("no WEARLAB_*_QUEUE_URL variable is set".into());
+    }
+    let client = aws_sdk_sqs::Client::new(&aws_config_from_env().await);
+    Ok(crate::SqsQueue::new(client, urls, clock))
 }
 
 /// Everything a Lambda handler needs, built once per execution environment.
 pub async fn deps_from_env() -> Result<Deps, String> {
     let env = AwsEnv::from_env()?;
-    Ok(env.deps(&aws_config_from_env().await))
+    env.deps(&aws_config_from_env().await)
 }

@@ -9,8 +9,12 @@ mod dynamodb;
 mod error;
 mod eventbridge;
 mod scheduler;
+mod sqs;
 
-pub use config::{AwsEnv, aws_config_from_env, clients_for_endpoint, deps_from_env};
+pub use config::{
+    AwsEnv, aws_config_from_env, clients_for_endpoint, config_for_endpoint, deps_from_env, sqs_queue_from_env,
+};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use scheduler::{EventBridgeScheduler, SchedulerTarget, ensure_schedule_group};
+pub use sqs::{SqsQueue, handle_sqs_batch, plan_batches};

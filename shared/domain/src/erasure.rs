@@ -45,6 +45,7 @@ pub async fn erase_user(deps: &Deps, user_id: UserId) -> Result<Erasure, DomainE
             .filter(|k| *k != user_root)
             .collect();
     keys_to_delete.push(keys::deleted_client_user_id(record.team_id, &record.client_user_id, user_id));
+    keys_to_delete.extend(keys::lab::outside_keys(&keys_to_delete));
     // The user record goes last, together with the pending marker: if erasure stops half way,
     // the marker and the record remain and the next run (schedule retry or sweep) finishes it.
     let count = keys_to_delete.len() + 1;

@@ -8,9 +8,14 @@ pub mod error;
 pub mod idempotency;
 pub mod ids;
 pub mod keys;
+pub mod lab;
+pub mod linking;
+pub mod pipeline;
 pub mod ports;
 pub mod teams;
+pub mod throttle;
 pub mod users;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -24,6 +29,10 @@ pub struct Deps {
     pub scheduler: Arc<dyn Scheduler>,
     pub clock: Arc<dyn Clock>,
     pub bus: Arc<dyn EventBus>,
+    /// What each wearable or health-data provider does (the simulator until real adapters exist).
+    pub providers: Arc<dyn linking::Providers>,
+    /// Seals secrets at rest (provider credentials, MFA sessions, team OAuth secrets).
+    pub data_key: Arc<linking::DataKey>,
 }
 
 impl Deps {

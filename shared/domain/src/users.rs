@@ -50,6 +50,10 @@ pub struct UserRecord {
     pub ingestion_end: Option<NaiveDate>,
     #[serde(default)]
     pub deletion: Option<Deletion>,
+    /// The user's provider connections (the items are in the user's partition); written in the
+    /// same transaction as them.
+    #[serde(default)]
+    pub connections: Vec<crate::linking::connections::ConnectionRef>,
 }
 
 impl UserRecord {
@@ -59,7 +63,11 @@ impl UserRecord {
             team_id: self.team_id.0,
             client_user_id: self.client_user_id.to_string(),
             created_on: self.created_on,
-            connected_sources: vec![],
+            connected_sources: self
+                .connections
+                .iter()
+                .map(|c| crate::linking::catalog().connected_source(&c.provider, c.created_on))
+                .collect(),
             fallback_time_zone: self.fallback_time_zone.clone(),
             fallback_birth_date: self.fallback_birth_date.clone(),
             ingestion_start: self.ingestion_start,
@@ -69,7 +77,7 @@ impl UserRecord {
 
     /// The item for this record at `version`. Active users are listed through GSI1; deleted
     /// ones leave the index and carry the erasure time as expiry (a backstop for the eraser).
-    fn to_item(&self, version: u64) -> Item {
+    pub(crate) fn to_item(&self, version: u64) -> Item {
         let mut item = Item::new(keys::user(self.user_id), to_body(self));
         item.version = version;
         match &self.deletion {
@@ -226,6 +234,7 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewUser) -> Result<User, Dom
         ingestion_start: new.ingestion_start,
         ingestion_end: new.ingestion_end,
         deletion: None,
+        connections: vec![],
     };
     let reservation = Item::new(
         keys::client_user_id(team, &record.client_user_id),
@@ -479,8 +488,11 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
     let erase_at = now + Duration::days(GRACE_PERIOD_DAYS);
     let mut deleted = current.clone();
     deleted.deletion = Some(Deletion { deleted_at: now, erase_at });
+    // Every connection goes now, in the same transaction; the providers are told after it.
+    deleted.connections.clear();
+    let (removals, connections) = crate::linking::connections::removal(deps, team, user_id).await?;
     let expiry = Some(erase_at.timestamp());
-    let ops = vec![
+    let mut ops = vec![
         WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
         WriteOp::Delete {
             key: keys::client_user_id(team, &current.client_user_id),
@@ -503,12 +515,14 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
             condition: Condition::None,
         },
     ];
+    ops.extend(removals);
     match deps.table.transact(ops).await {
         Ok(()) => {}
         // Someone changed or deleted the user between our read and write.
         Err(StoreError::ConditionFailed { .. }) => return Err(not_found(user_id)),
         Err(e) => return Err(e.into()),
     }
+    crate::linking::connections::deregister_at_providers(deps, user_id, connections).await;
     let schedule = Schedule {
         name: keys::erasure_schedule_name(user_id),
         at: erase_at,
@@ -604,19 +618,13 @@ pub fn refresh_timeout(raw: Option<f64>) -> Result<std::time::Duration, DomainEr
     Ok(std::time::Duration::from_secs_f64(t))
 }
 
-/// Refreshes the user's connected sources. A user without connections refreshes at once.
+/// Refreshes the user's connected sources through the providers, waiting up to `timeout`;
+/// sources not done by then are reported in progress and finish in the background.
 pub async fn refresh(
     deps: &Deps,
     team: TeamId,
     user_id: UserId,
-    _timeout: std::time::Duration,
+    timeout: std::time::Duration,
 ) -> Result<RefreshResult, DomainError> {
-    load_active(deps, team, user_id).await?;
-    Ok(RefreshResult {
-        success: true,
-        user_id: user_id.0,
-        refreshed_sources: vec![],
-        in_progress_sources: vec![],
-        failed_sources: vec![],
-    })
+    crate::linking::refresh::refresh(deps, team, user_id, timeout).await
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use wearlab_domain::ports::{BusError, EventBus, EventEnvelope};
+use wearlab_domain::ports::{BusError, EventBus, EventEnvelope, Outgoing, Queue, QueueName};
 
 /// Most events kept; older ones are dropped first.
 const KEEP: usize = 100_000;
@@ -12,11 +12,18 @@ const KEEP: usize = 100_000;
 #[derive(Clone, Default)]
 pub struct MemoryBus {
     events: Arc<Mutex<Vec<EventEnvelope>>>,
+    /// Where every event also goes, as the EventBridge rule sends events to the webhook queue.
+    webhook_queue: Option<Arc<dyn Queue>>,
 }
 
 impl MemoryBus {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A bus that also puts every event on the webhook queue.
+    pub fn feeding(queue: Arc<dyn Queue>) -> Self {
+        Self { webhook_queue: Some(queue), ..Self::default() }
     }
 
     /// Every event published so far, oldest first.
@@ -28,6 +35,16 @@ impl MemoryBus {
 #[async_trait]
 impl EventBus for MemoryBus {
     async fn publish(&self, events: Vec<EventEnvelope>) -> Result<(), BusError> {
+        if let Some(queue) = &self.webhook_queue {
+            let messages = events
+                .iter()
+                .map(|e| Outgoing::now(serde_json::to_value(e).expect("events serialize")))
+                .collect();
+            queue
+                .send(QueueName::Webhook, messages)
+                .await
+                .map_err(|e| BusError::NotPublished { failed: events.len(), reason: e.to_string() })?;
+        }
         let mut kept = self.events.lock().map_err(|_| BusError::NotPublished {
             failed: events.len(),
             reason: "bus lock poisoned".into(),

@@ -2,9 +2,11 @@
 //! tests), the `Scheduler` port on that table plus a timer loop, and an in-memory `EventBus`.
 
 mod bus;
+mod queue;
 mod redb_table;
 mod scheduler;
 
 pub use bus::MemoryBus;
+pub use queue::{MAX_ATTEMPTS, TableQueue};
 pub use redb_table::RedbTable;
 pub use scheduler::TableScheduler;

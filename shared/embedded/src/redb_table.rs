@@ -238,12 +238,14 @@ fn run_query(db: &Database, q: &Query) -> Result<Page, StoreError> {
     let items = txn.open_table(ITEMS).map_err(unavailable)?;
     let cursor_key = match &q.cursor {
         None => None,
+        // A cursor of another partition would widen the range: refuse it.
         Some(c) => Some(match q.index {
-            Index::Primary => join(&[&c.pk, &c.sk]),
-            Index::Gsi1 => {
-                let (gp, gs) = c.gsi1.as_ref().ok_or(StoreError::InvalidCursor)?;
-                join(&[gp, gs, &c.pk, &c.sk])
-            }
+            Index::Primary if c.pk == q.pk => join(&[&c.pk, &c.sk]),
+            Index::Gsi1 => match c.gsi1.as_ref() {
+                Some((gp, gs)) if *gp == q.pk => join(&[gp, gs, &c.pk, &c.sk]),
+                _ => return Err(StoreError::InvalidCursor),
+            },
+            Index::Primary => return Err(StoreError::InvalidCursor),
         }),
     };
     let (mut lo_b, mut hi_b) = bounds(q);

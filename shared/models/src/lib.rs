@@ -2,11 +2,16 @@
 //!
 //! Nothing here validates beyond the JSON shape; rules live in `wearlab-domain`.
 
+pub mod data;
 mod enums;
 pub mod errors;
 pub mod events;
+pub mod lab;
+pub mod link;
 pub mod patch;
+pub mod provider;
 pub mod user;
+pub mod webhooks;
 
 #[doc(hidden)]
 pub use utoipa as __utoipa;
@@ -14,4 +19,6 @@ pub use utoipa as __utoipa;
 pub use enums::*;
 pub use errors::*;
 pub use events::*;
+pub use link::*;
+pub use provider::*;
 pub use user::*;

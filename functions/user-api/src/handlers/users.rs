@@ -17,7 +17,7 @@ use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams, path_user
 type Answer<T> = Result<T, ApiError>;
 
 /// Creates a user.
-#[utoipa::path(post, path = "/v2/user", tag = "users", request_body = CreateUserBody,
+#[utoipa::path(operation_id = "create_user", post, path = "/v2/user", tag = "users", request_body = CreateUserBody,
     responses(
         (status = 200, description = "The new user.", body = User),
         (status = 400, description = "client_user_id is taken; names the user holding it.", body = ConflictBody),
@@ -45,7 +45,7 @@ pub struct ListParams {
 }
 
 /// Lists the team's users, oldest first.
-#[utoipa::path(get, path = "/v2/user", tag = "users", params(ListParams),
+#[utoipa::path(operation_id = "list_users", get, path = "/v2/user", tag = "users", params(ListParams),
     responses((status = 200, description = "A page of users and the total.", body = UserPage)))]
 pub async fn list(
     State(s): State<AppState>,
@@ -57,7 +57,7 @@ pub async fn list(
 }
 
 /// Reads a user.
-#[utoipa::path(get, path = "/v2/user/{user_id}", tag = "users",
+#[utoipa::path(operation_id = "get_user", get, path = "/v2/user/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
     responses(
         (status = 200, description = "The user.", body = User),
@@ -72,7 +72,7 @@ pub async fn get(
 }
 
 /// Reads a user by the team's own id for it.
-#[utoipa::path(get, path = "/v2/user/resolve/{client_user_id}", tag = "users",
+#[utoipa::path(operation_id = "resolve_user", get, path = "/v2/user/resolve/{client_user_id}", tag = "users",
     params(("client_user_id" = String, Path, description = "The team's id for the user.")),
     responses(
         (status = 200, description = "The user.", body = User),
@@ -87,7 +87,7 @@ pub async fn resolve(
 }
 
 /// Updates a user: omitted fields are kept, `null` clears.
-#[utoipa::path(patch, path = "/v2/user/{user_id}", tag = "users", request_body = PatchUserBody,
+#[utoipa::path(operation_id = "update_user", patch, path = "/v2/user/{user_id}", tag = "users", request_body = PatchUserBody,
     params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
     responses(
         (status = 204, description = "Updated."),
@@ -109,7 +109,7 @@ pub async fn patch(
 
 /// Deletes a user: connections are deregistered now, data is erased after a 7-day grace period
 /// unless the deletion is undone.
-#[utoipa::path(delete, path = "/v2/user/{user_id}", tag = "users",
+#[utoipa::path(operation_id = "delete_user", delete, path = "/v2/user/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
     responses(
         (status = 200, description = "Deleted.", body = SuccessBody),
@@ -137,7 +137,7 @@ pub struct UndoParams {
 }
 
 /// Restores a deleted user within the grace period. Connections are not restored.
-#[utoipa::path(post, path = "/v2/user/undo_delete", tag = "users", params(UndoParams),
+#[utoipa::path(operation_id = "undo_delete_user", post, path = "/v2/user/undo_delete", tag = "users", params(UndoParams),
     responses(
         (status = 200, description = "Restored.", body = SuccessBody),
         (status = 400, description = "Another user holds the client_user_id now.", body = DetailBody),
@@ -179,7 +179,7 @@ pub struct RefreshParams {
 }
 
 /// Refreshes the user's connected sources, waiting up to `timeout` seconds.
-#[utoipa::path(post, path = "/v2/user/refresh/{user_id}", tag = "users",
+#[utoipa::path(operation_id = "refresh_user", post, path = "/v2/user/refresh/{user_id}", tag = "users",
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), RefreshParams),
     responses(
         (status = 200, description = "What was refreshed, what is still running, what failed.", body = RefreshResult),

@@ -99,3 +99,18 @@ fn every_operation_documents_auth_and_its_errors() {
         }
     }
 }
+
+#[test]
+fn operation_ids_are_unique() {
+    let doc: Value = serde_json::from_str(&wearlab_local::openapi_json()).unwrap();
+    let mut seen = std::collections::HashMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for m in METHODS {
+            if let Some(id) = item.get(m).and_then(|op| op["operationId"].as_str())
+                && let Some(first) = seen.insert(id.to_owned(), format!("{m} {path}"))
+            {
+                panic!("operationId {id} is used by {first} and {m} {path}");
+            }
+        }
+    }
+}

@@ -166,7 +166,24 @@ pub async fn expiry_is_kept(t: Arc<dyn Table>) {
 
 pub async fn invalid_cursor_is_refused(t: Arc<dyn Table>) {
     assert!(matches!(wearlab_domain::ports::Cursor::decode("not-a-cursor"), Err(StoreError::InvalidCursor)));
-    let _ = t;
+    // A cursor from another partition must not open a window onto it.
+    let (mine, theirs) = (part("MINE"), part("THEIRS"));
+    for p in [&mine, &theirs] {
+        for n in 0..3u64 {
+            t.put(
+                item(p, &format!("I#{n}"), n).with_gsi1(format!("{p}#IDX"), format!("{n}")),
+                Condition::None,
+            )
+            .await
+            .unwrap();
+        }
+    }
+    let foreign = t.query(Query::partition(&theirs).limit(1)).await.unwrap().next_cursor;
+    let r = t.query(Query::partition(&mine).after(foreign)).await;
+    assert!(matches!(r, Err(StoreError::InvalidCursor)), "{r:?}");
+    let foreign = t.query(Query::gsi1(format!("{theirs}#IDX")).limit(1)).await.unwrap().next_cursor;
+    let r = t.query(Query::gsi1(format!("{mine}#IDX")).after(foreign)).await;
+    assert!(matches!(r, Err(StoreError::InvalidCursor)), "{r:?}");
 }
 
 pub async fn concurrent_conditional_puts_have_one_winner(t: Arc<dyn Table>) {

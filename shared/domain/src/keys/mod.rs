@@ -2,6 +2,11 @@
 //! access patterns. Everything that belongs to a user lives in the partition
 //! `user_partition(user_id)`, which erasure removes whole.
 
+pub mod lab;
+pub mod linking;
+pub mod pipeline;
+pub mod webhooks;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::ids::{ClientUserId, TeamId, UserId};

@@ -3,11 +3,13 @@
 
 pub mod bus;
 pub mod clock;
+pub mod queue;
 pub mod scheduler;
 pub mod table;
 
 pub use bus::{BusError, EventBus, EventEnvelope};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use queue::{Envelope, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
     Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, SkRange, StoreError, Table,

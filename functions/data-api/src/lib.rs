@@ -1,0 +1,26 @@
+//! `/v2/summary/**` and `/v2/timeseries/**`: the read side of ingested data. Handlers parse,
+//! call one use case from `wearlab_domain::pipeline::read`, and answer.
+
+mod handlers;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use wearlab_web::{AppState, Routes};
+
+/// The routes of this function with their documentation.
+pub fn routes() -> Routes {
+    OpenApiRouter::new()
+        .routes(routes!(handlers::activity))
+        .routes(routes!(handlers::sleep))
+        .routes(routes!(handlers::sleep_cycle))
+        .routes(routes!(handlers::workouts))
+        .routes(routes!(handlers::body))
+        .routes(routes!(handlers::meal))
+        .routes(routes!(handlers::profile))
+        .routes(routes!(handlers::timeseries))
+}
+
+/// The function as served, `/openapi.json` included.
+pub fn app(state: AppState) -> wearlab_web::App {
+    wearlab_web::app(routes(), state)
+}

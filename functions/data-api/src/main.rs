@@ -1,0 +1,9 @@
+//! The data-api Lambda: the summary and timeseries router on the AWS adapters.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    wearlab_web::init_tracing();
+    let deps = wearlab_aws::deps_from_env().await?;
+    let app = data_api::app(wearlab_web::AppState::new(deps));
+    lambda_http::run(app).await
+}

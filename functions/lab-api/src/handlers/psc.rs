@@ -1,0 +1,67 @@
+//! `/v3/order/{order_id}/psc/info`: patient service centers near an order's patient.
+
+use axum::Extension;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Uri};
+use utoipa::IntoParams;
+use wearlab_domain::lab::psc;
+use wearlab_models::DetailBody;
+use wearlab_models::lab::{PscCapability, PscInfo};
+use wearlab_web::{ApiError, AppState, AuthTeam};
+
+use super::orders::{Net, order_id};
+use crate::links::links;
+use crate::query::RawParams;
+
+/// Query of the listing (documentation; read by `RawParams`).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct PscParams {
+    /// Search radius in miles: 10, 20, 25 (default), 50 or 100.
+    #[param(inline)]
+    radius: Option<PscRadius>,
+    /// Keep only centers with every one of these capabilities (repeated keys).
+    capabilities: Option<Vec<PscCapability>>,
+}
+
+/// A search radius in miles (documentation of `radius`).
+pub struct PscRadius;
+
+impl utoipa::PartialSchema for PscRadius {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .enum_values(Some(psc::RADII.iter().map(|r| serde_json::Value::from(*r))))
+            .default(Some(serde_json::Value::from(psc::DEFAULT_RADIUS)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for PscRadius {}
+
+/// Lists the patient service centers of the order's lab near the patient, nearest first.
+#[utoipa::path(get, path = "/v3/order/{order_id}/psc/info", operation_id = "get_order_psc_info", tag = "lab",
+    params(("order_id" = uuid::Uuid, Path, description = "The order's id."), PscParams),
+    responses(
+        (status = 200, description = "Centers within the radius, nearest first.", body = PscInfo),
+        (status = 400, description = "The patient's ZIP code has no known location.", body = DetailBody),
+        (status = 404, description = "No such order in this team.", body = DetailBody),
+    ))]
+pub async fn info(
+    State(s): State<AppState>,
+    Extension(net): Extension<Net>,
+    AuthTeam(team): AuthTeam,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Json<PscInfo>, ApiError> {
+    let id = order_id(&id)?;
+    let q = RawParams::parse(uri.query());
+    let radius = psc::parse_radius(q.string("radius").as_deref())?;
+    let caps = psc::parse_capabilities(&q.all_strings("capabilities"))?;
+    q.finish()?;
+    Ok(Json(psc::for_order(&s.deps, net.as_ref(), team, id, radius, &caps, &links(&headers)).await?))
+}

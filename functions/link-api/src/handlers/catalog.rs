@@ -1,0 +1,24 @@
+use axum::Json;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use wearlab_domain::linking::catalog;
+use wearlab_models::ProviderEntry;
+use wearlab_web::{ApiError, AuthTeam, QueryParams};
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only providers of this auth type (oauth, team_oauth, sdk, password, email, app).
+    #[serde(default)]
+    source_type: Option<String>,
+}
+
+/// Lists the supported providers and the resources each supplies.
+#[utoipa::path(operation_id = "list_providers", get, path = "/v2/providers", tag = "providers", params(ListParams),
+    responses((status = 200, description = "The provider catalog.", body = Vec<ProviderEntry>)))]
+pub async fn list(
+    AuthTeam(_team): AuthTeam,
+    QueryParams(p): QueryParams<ListParams>,
+) -> Result<Json<Vec<ProviderEntry>>, ApiError> {
+    Ok(Json(catalog().list(p.source_type.as_deref())))
+}

@@ -1,0 +1,24 @@
+//! The pull-worker Lambda: SQS batches with partial batch responses; "retry after" (a
+//! throttle's exact wait) re-sends the message for later.
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{LambdaEvent, service_fn};
+use wearlab_domain::ports::QueueName;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    wearlab_web::init_tracing();
+    let deps = wearlab_aws::deps_from_env().await?;
+    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        let (deps, queue) = (&deps, &queue);
+        async move {
+            let response = wearlab_aws::handle_sqs_batch(queue, QueueName::Pull, event.payload, |env, _| {
+                pull_worker::handle(deps, queue, env)
+            })
+            .await;
+            Ok::<_, lambda_runtime::Error>(response)
+        }
+    }))
+    .await
+}

@@ -1,0 +1,25 @@
+//! The webhook-worker Lambda: SQS batches with partial batch responses.
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{LambdaEvent, service_fn};
+use wearlab_domain::ports::QueueName;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    wearlab_web::init_tracing();
+    let deps = wearlab_aws::deps_from_env().await?;
+    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
+    let sender = webhook_worker::HttpSender::new();
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        let (deps, queue, sender) = (&deps, &queue, &sender);
+        async move {
+            let response =
+                wearlab_aws::handle_sqs_batch(queue, QueueName::Webhook, event.payload, |env, _| {
+                    webhook_worker::handle(deps, queue, sender, env)
+                })
+                .await;
+            Ok::<_, lambda_runtime::Error>(response)
+        }
+    }))
+    .await
+}

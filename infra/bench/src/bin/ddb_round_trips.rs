@@ -1,0 +1,194 @@
+//! DynamoDB requests per operation, counted on the wire by `DynamoDbTable::round_trips()`
+//! against an emulator (moto): `scripts/with-moto target/release/ddb-round-trips`.
+//!
+//! For each operation it reports the use case alone (`wearlab_domain::users::*`) and a whole
+//! request through the router, where auth adds one GetItem of the API key unless the key is
+//! cached (`AppState::new` caches 60 s per process; `AppState::without_auth_cache` does not).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+use wearlab_aws::{DynamoDbTable, EventBridgeScheduler, SchedulerTarget};
+use wearlab_bench::{request, send, user_id_of};
+use wearlab_domain::ids::UserId;
+use wearlab_domain::ports::SystemClock;
+use wearlab_domain::teams;
+use wearlab_domain::users::{self, NewUser, PageRequest};
+use wearlab_models::CreateUserBody;
+use wearlab_web::{App, AppState};
+
+/// Users of the team before `list` is counted: one page of DynamoDB's 1 MB holds them all.
+const TEAM_USERS: usize = 5;
+const LIST_LIMIT: u64 = 100;
+
+type Error = Box<dyn std::error::Error>;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Error> {
+    let endpoint = std::env::var("WEARLAB_TEST_AWS_ENDPOINT")
+        .map_err(|_| "WEARLAB_TEST_AWS_ENDPOINT is not set: run under scripts/with-moto")?;
+    let host = endpoint.trim_start_matches("http://");
+    if !(host.starts_with("127.0.0.1:") || host.starts_with("localhost:")) {
+        return Err(format!("refusing a non-loopback endpoint: {endpoint}").into());
+    }
+    let (ddb, sched) = wearlab_aws::clients_for_endpoint(&endpoint).await;
+    let name = format!("wearlab-bench-{}", uuid::Uuid::new_v4().simple());
+    wearlab_aws::create_table_for_tests(&ddb, &name).await?;
+    let table = Arc::new(DynamoDbTable::new(ddb, name));
+    let scheduler = EventBridgeScheduler::new(
+        sched,
+        SchedulerTarget {
+            group: "default".into(),
+            target_arn: "arn:aws:lambda:us-east-1:123456789012:function:erasure-worker".into(),
+            role_arn: "arn:aws:iam::123456789012:role/wearlab-scheduler".into(),
+        },
+    );
+    // The local stack's in-memory adapters for everything but the table and the scheduler, so
+    // that this keeps compiling as `Deps` grows ports the users use cases do not touch.
+    let mut deps = wearlab_local::LocalStack::in_memory(Arc::new(SystemClock)).deps;
+    deps.table = table.clone();
+    deps.scheduler = Arc::new(scheduler);
+    let team = teams::create_team(&deps, "Bench team").await?.team_id;
+    let key = teams::issue_key(&deps, team, "bench").await?.secret;
+    let today = deps.now().date_naive();
+    let new_user = |cid: &str| -> Result<NewUser, Error> {
+        let body = CreateUserBody {
+            client_user_id: cid.to_owned(),
+            fallback_time_zone: None,
+            fallback_birth_date: None,
+            ingestion_start: None,
+            ingestion_end: None,
+        };
+        Ok(NewUser::parse(body, today)?)
+    };
+    for i in 0..TEAM_USERS - 1 {
+        users::create(&deps, team, new_user(&format!("seed-{i}"))?).await?;
+    }
+
+    let mut rows = Vec::new();
+
+    // The use cases alone.
+    let (user, create) = counted(&table, users::create(&deps, team, new_user("uc-create")?)).await;
+    let user_id = UserId(user?.user_id);
+    let (r, get) = counted(&table, users::get(&deps, team, user_id)).await;
+    r?;
+    let (r, list) =
+        counted(&table, users::list(&deps, team, PageRequest::parse(None, Some(LIST_LIMIT))?)).await;
+    assert_eq!(r?.total, TEAM_USERS as u64);
+    let (r, resolve) = counted(&table, users::resolve(&deps, team, "uc-create")).await;
+    r?;
+
+    // Whole requests: warm auth cache (after one request that fills it) and no cache.
+    let warm = wearlab_local::app(AppState::new(deps.clone()));
+    let uncached = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+    let (_, cold_first) =
+        counted(&table, call(&warm, Method::GET, &format!("/v2/user/{}", user_id.0), &key, None)).await;
+    let mut per_request = Vec::new();
+    for (i, app) in [&warm, &uncached].into_iter().enumerate() {
+        let cid = format!("req-create-{i}");
+        let body = format!(r#"{{"client_user_id":"{cid}"}}"#);
+        let (created, c) = counted(&table, call(app, Method::POST, "/v2/user", &key, Some(body))).await;
+        let id = user_id_of(&created?);
+        let (r, g) = counted(&table, call(app, Method::GET, &format!("/v2/user/{id}"), &key, None)).await;
+        r?;
+        let (r, l) =
+            counted(&table, call(app, Method::GET, &format!("/v2/user?limit={LIST_LIMIT}"), &key, None))
+                .await;
+        r?;
+        let (r, rs) =
+            counted(&table, call(app, Method::GET, &format!("/v2/user/resolve/{cid}"), &key, None)).await;
+        r?;
+        per_request.push([c, g, l, rs]);
+    }
+
+    // POST with an idempotency key: the first answer is kept, a repeat replays it.
+    let idem = |cid: &str| {
+        let mut req =
+            request(Method::POST, "/v2/user", &key, Some(format!(r#"{{"client_user_id":"{cid}"}}"#)));
+        req.headers_mut().insert("x-idempotency-key", http::HeaderValue::from_static("bench-idempotency-1"));
+        req
+    };
+    let (r, idem_first) = counted(&table, send(&warm, idem("req-idem"))).await;
+    check_ok("POST with x-idempotency-key", r)?;
+    let (r, idem_replay) = counted(&table, send(&warm, idem("req-idem"))).await;
+    check_ok("POST with x-idempotency-key, replayed", r)?;
+
+    let target = [Some(1), Some(1), Some(1), None];
+    let names = [
+        "create user (POST /v2/user)",
+        "get user (GET /v2/user/{id})",
+        "list users, page 1 (GET /v2/user)",
+        "resolve (GET /v2/user/resolve/{cid})",
+    ];
+    let use_case = [create, get, list, resolve];
+    for i in 0..names.len() {
+        rows.push((names[i], target[i], use_case[i], per_request[0][i], per_request[1][i]));
+    }
+
+    println!(
+        "DynamoDB round trips per operation (moto at {endpoint}; the team has {TEAM_USERS} users when the use \
+         cases run, {} and {} for the two sets of requests; list limit {LIST_LIMIT})",
+        TEAM_USERS + 1,
+        TEAM_USERS + 2
+    );
+    println!(
+        "| operation | target | use case | request, warm auth cache | request, no auth cache | use case vs target |"
+    );
+    println!("|---|---:|---:|---:|---:|---|");
+    let mut missed = false;
+    for (name, target, uc, warm, none) in rows {
+        let verdict = match target {
+            Some(t) if uc <= t => "met".to_owned(),
+            Some(_) => {
+                missed = true;
+                "MISSED".to_owned()
+            }
+            None => "-".to_owned(),
+        };
+        let t = target.map_or("-".to_owned(), |t| t.to_string());
+        println!("| {name} | {t} | {uc} | {warm} | {none} | {verdict} |");
+    }
+    println!("first request of a process (auth cache cold), GET user: {cold_first} round trips");
+    println!(
+        "POST /v2/user with x-idempotency-key, warm auth cache: first {idem_first}, replay {idem_replay} round trips"
+    );
+    if missed {
+        println!("round-trip targets: MISSED");
+    } else {
+        println!("round-trip targets: met");
+    }
+    Ok(())
+}
+
+/// Runs `fut` and returns its output with the DynamoDB requests it sent.
+async fn counted<T>(table: &DynamoDbTable, fut: impl Future<Output = T>) -> (T, u64) {
+    let before = table.round_trips();
+    let out = fut.await;
+    (out, table.round_trips() - before)
+}
+
+/// An error unless the answer is 200.
+fn check_ok(what: &str, (status, body): (StatusCode, axum::body::Bytes)) -> Result<(), String> {
+    if status == StatusCode::OK {
+        Ok(())
+    } else {
+        Err(format!("{what}: {status} {}", String::from_utf8_lossy(&body)))
+    }
+}
+
+/// One request through `app`; the answer body when 200.
+async fn call(
+    app: &App,
+    method: Method,
+    path: &str,
+    key: &str,
+    body: Option<String>,
+) -> Result<Vec<u8>, String> {
+    let (status, bytes) = send(app, request(method, path, key, body)).await;
+    if status == StatusCode::OK {
+        Ok(bytes.to_vec())
+    } else {
+        Err(format!("{path}: {status} {}", String::from_utf8_lossy(&bytes)))
+    }
+}

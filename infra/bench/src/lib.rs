@@ -1,0 +1,194 @@
+//! What the Wearlab benchmarks share: a stack in memory driven through its router with
+//! `oneshot` (as the integration tests do), request builders, and percentiles.
+//!
+//! `scripts/bench` runs everything; `docs/PERFORMANCE.md` records the figures.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+use wearlab_domain::ports::SystemClock;
+use wearlab_local::LocalStack;
+use wearlab_web::{App, AppState};
+
+/// The API key header of every request.
+pub const API_KEY_HEADER: &str = "x-service-api-key";
+
+/// The fixed key of benchmark runs: `sk_bench_` and 48 hex characters.
+pub const BENCH_KEY: &str = "sk_bench_0123456789abcdef0123456789abcdef0123456789abcdef";
+
+/// A user as `GET /v2/user/{id}` answers it, for the bare server to answer the same size.
+pub const SAMPLE_USER_JSON: &str = r#"{"user_id":"0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10","team_id":"00000000-0000-4000-8000-000000000001","client_user_id":"bench-user","created_on":"2026-03-01T09:00:00.000000Z","connected_sources":[],"fallback_time_zone":null,"ingestion_start":null,"ingestion_end":null}"#;
+
+/// The local stack in memory, its router and a user to read.
+pub struct InProc {
+    pub stack: LocalStack,
+    pub app: App,
+    pub key: String,
+    pub user_id: String,
+    created: AtomicU64,
+}
+
+impl InProc {
+    /// A stack in memory on the system clock with the local team, [`BENCH_KEY`] and one user.
+    /// `auth_cache` chooses `AppState::new` (keys cached 60 s, as a warm Lambda) or
+    /// `AppState::without_auth_cache` (one key read per request).
+    pub async fn new(auth_cache: bool) -> Self {
+        let stack = LocalStack::in_memory(Arc::new(SystemClock));
+        let key = stack.ensure_team_key(Some(BENCH_KEY)).await.expect("bench key registered");
+        let state = if auth_cache {
+            AppState::new(stack.deps.clone())
+        } else {
+            AppState::without_auth_cache(stack.deps.clone())
+        };
+        let app = stack.app(state);
+        let mut this = Self { stack, app, key, user_id: String::new(), created: AtomicU64::new(0) };
+        let (status, body) = this.send(this.create_user_request()).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        this.user_id = user_id_of(&body);
+        this
+    }
+
+    /// `GET /v2/user/{id}` of the user made by [`InProc::new`].
+    pub fn get_user_request(&self) -> Request<Body> {
+        self.request(Method::GET, &format!("/v2/user/{}", self.user_id), None)
+    }
+
+    /// `POST /v2/user` with a `client_user_id` no earlier request of this process used.
+    pub fn create_user_request(&self) -> Request<Body> {
+        let n = self.created.fetch_add(1, Ordering::Relaxed);
+        let body = format!(r#"{{"client_user_id":"bench-{}-{n}"}}"#, std::process::id());
+        self.request(Method::POST, "/v2/user", Some(body))
+    }
+
+    /// `GET /v2/user?limit=..`.
+    pub fn list_users_request(&self, limit: u64) -> Request<Body> {
+        self.request(Method::GET, &format!("/v2/user?limit={limit}"), None)
+    }
+
+    fn request(&self, method: Method, path: &str, body: Option<String>) -> Request<Body> {
+        request(method, path, &self.key, body)
+    }
+
+    /// Runs one request through the router and reads the whole answer.
+    pub async fn send(&self, req: Request<Body>) -> (StatusCode, Bytes) {
+        send(&self.app, req).await
+    }
+
+    /// The time of one request, from handing it to the router to the last byte of the answer.
+    /// Panics on anything but 200: a benchmark of errors would measure the wrong thing.
+    pub async fn timed(&self, req: Request<Body>) -> Duration {
+        let start = Instant::now();
+        let (status, body) = self.send(req).await;
+        let took = start.elapsed();
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        took
+    }
+}
+
+/// A request with the API key, and a JSON body when given.
+pub fn request(method: Method, path: &str, key: &str, body: Option<String>) -> Request<Body> {
+    let mut req = Request::builder().method(method).uri(path).header(API_KEY_HEADER, key);
+    if body.is_some() {
+        req = req.header("content-type", "application/json");
+    }
+    req.body(body.map(Body::from).unwrap_or_else(Body::empty)).expect("valid request")
+}
+
+/// Runs one request through `app` with `oneshot` and reads the whole answer.
+pub async fn send(app: &App, req: Request<Body>) -> (StatusCode, Bytes) {
+    let res = app.clone().oneshot(req).await.expect("the router is infallible");
+    let status = res.status();
+    let body = res.into_body().collect().await.expect("body reads").to_bytes();
+    (status, body)
+}
+
+/// The `user_id` of a user answer.
+pub fn user_id_of(body: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(body).expect("a JSON answer");
+    v["user_id"].as_str().expect("an answer with user_id").to_owned()
+}
+
+/// Order statistics of a set of timings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: Duration,
+    pub min: Duration,
+    pub median: Duration,
+    pub p90: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+impl Summary {
+    /// Sorts `samples` and summarises them (nearest-rank percentiles). Panics when empty.
+    pub fn of(samples: &mut [Duration]) -> Self {
+        assert!(!samples.is_empty(), "no samples");
+        samples.sort_unstable();
+        let total: Duration = samples.iter().sum();
+        Self {
+            n: samples.len(),
+            mean: total / samples.len() as u32,
+            min: samples[0],
+            median: percentile(samples, 50.0),
+            p90: percentile(samples, 90.0),
+            p99: percentile(samples, 99.0),
+            max: samples[samples.len() - 1],
+        }
+    }
+}
+
+/// The nearest-rank `p`th percentile of sorted `samples`.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Microseconds with one decimal.
+pub fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+/// Milliseconds with two decimals.
+pub fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut s: Vec<Duration> = (1..=100).rev().map(Duration::from_millis).collect();
+        let sum = Summary::of(&mut s);
+        assert_eq!(sum.median, Duration::from_millis(50));
+        assert_eq!(sum.p99, Duration::from_millis(99));
+        assert_eq!(sum.min, Duration::from_millis(1));
+        assert_eq!(sum.max, Duration::from_millis(100));
+        assert_eq!(percentile(&[Duration::from_millis(7)], 99.0), Duration::from_millis(7));
+    }
+
+    #[test]
+    fn bench_key_is_well_formed() {
+        let hex = BENCH_KEY.strip_prefix("sk_bench_").unwrap();
+        assert!(hex.len() >= 40 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert!(wearlab_domain::teams::is_well_formed_key(BENCH_KEY));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_process_requests_answer() {
+        let p = InProc::new(true).await;
+        assert!(p.timed(p.get_user_request()).await > Duration::ZERO);
+        let (status, body) = p.send(p.create_user_request()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_ne!(user_id_of(&body), p.user_id);
+        let (status, _) = p.send(p.list_users_request(10)).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+}

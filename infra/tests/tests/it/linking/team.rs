@@ -1,0 +1,86 @@
+use http::{Method, StatusCode};
+use wearlab_domain::keys;
+
+use crate::helpers::{TestApp, error_locs};
+
+const APP: &str = r#"{"client_id": "my-app", "client_secret": "very-secret-value"}"#;
+
+#[tokio::test]
+async fn oauth_app_put_get_delete_never_shows_the_secret() {
+    let t = TestApp::embedded().await;
+    let path = "/v2/team/oauth_app/dexcom_v3";
+    assert_eq!(t.get(path).await.status, StatusCode::NOT_FOUND);
+    let put = t.send(Method::PUT, path, Some(&t.key), Some(APP)).await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+    assert_eq!(put.body["provider"], "dexcom_v3");
+    assert_eq!(put.body["client_id"], "my-app");
+    assert_eq!(put.body["client_secret_set"], true);
+    assert!(!put.body.to_string().contains("very-secret-value"));
+    let got = t.get(path).await;
+    assert_eq!(got.body, put.body);
+    // Stored sealed.
+    let item = t.deps.table.get(&keys::linking::team_oauth_app(t.team, "dexcom_v3")).await.unwrap().unwrap();
+    assert!(!item.body.to_string().contains("very-secret-value"));
+    // Replacing keeps created_on.
+    t.clock.advance(chrono::Duration::hours(1));
+    let again = t
+        .send(Method::PUT, path, Some(&t.key), Some(r#"{"client_id": "my-app-2", "client_secret": "s"}"#))
+        .await;
+    assert_eq!(again.body["created_on"], put.body["created_on"]);
+    assert_ne!(again.body["updated_on"], put.body["updated_on"]);
+    // Another team does not see it.
+    let other = t.other_team_key().await;
+    assert_eq!(t.send(Method::GET, path, Some(&other), None).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(t.delete(path).await.body["success"], true);
+    assert_eq!(t.delete(path).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(t.get(path).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn oauth_app_refuses_bad_input() {
+    let t = TestApp::embedded().await;
+    let path = "/v2/team/oauth_app/strava";
+    for (body, loc) in [
+        (r#"{"client_id": "x"}"#, vec!["body", "client_secret"]),
+        (r#"{"client_id": "", "client_secret": "s"}"#, vec!["body", "client_id"]),
+        (r#"{"client_id": "x", "client_secret": "  "}"#, vec!["body", "client_secret"]),
+        (r#"{"client_id": 3, "client_secret": "s"}"#, vec!["body", "client_id"]),
+    ] {
+        let a = t.send(Method::PUT, path, Some(&t.key), Some(body)).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error_locs(&a.body), [loc], "{body}");
+    }
+    assert_eq!(
+        t.send(Method::PUT, "/v2/team/oauth_app/myspace", Some(&t.key), Some(APP)).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let pw = t.send(Method::PUT, "/v2/team/oauth_app/peloton", Some(&t.key), Some(APP)).await;
+    assert_eq!(pw.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(t.send(Method::PUT, path, None, Some(APP)).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(t.send(Method::GET, path, None, None).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(t.send(Method::DELETE, path, None, None).await.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn link_config_defaults_and_changes() {
+    let t = TestApp::embedded().await;
+    let a = t.get("/v2/team/link_config").await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.body["reject_duplicate_connection"], false);
+    let p = t.patch("/v2/team/link_config", serde_json::json!({"reject_duplicate_connection": true})).await;
+    assert_eq!(p.body["reject_duplicate_connection"], true);
+    assert_eq!(
+        t.patch("/v2/team/link_config", serde_json::json!({})).await.body["reject_duplicate_connection"],
+        true
+    );
+    let bad =
+        t.patch("/v2/team/link_config", serde_json::json!({"reject_duplicate_connection": "yes"})).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let other = t.other_team_key().await;
+    let theirs = t.send(Method::GET, "/v2/team/link_config", Some(&other), None).await;
+    assert_eq!(theirs.body["reject_duplicate_connection"], false);
+    assert_eq!(
+        t.send(Method::GET, "/v2/team/link_config", None, None).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}

@@ -1,0 +1,515 @@
+//! The data pipeline on the embedded stack with the manual clock and the simulator: historical
+//! pulls started by new connections, one event per resource after the last chunk, the read
+//! API, duplicate deliveries, the poll, throttles, erasure.
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use wearlab_domain::ids::UserId;
+use wearlab_domain::keys;
+use wearlab_domain::linking::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers, Secret,
+};
+use wearlab_domain::pipeline::{Job, PollJob, PullMessage};
+use wearlab_domain::ports::{EventEnvelope, Outgoing, Query, Queue, QueueName, query_all};
+
+use crate::helpers::{TestApp, error_locs};
+
+/// Runs the pull queue until nothing is due (bounded).
+async fn drain(t: &TestApp) -> usize {
+    let stack = t.stack.as_ref().unwrap();
+    let mut total = 0;
+    for _ in 0..50 {
+        let n = stack.run_pulls_once().await.unwrap();
+        total += n;
+        if n == 0 {
+            break;
+        }
+    }
+    total
+}
+
+fn events(t: &TestApp, prefix: &str) -> Vec<EventEnvelope> {
+    t.stack
+        .as_ref()
+        .unwrap()
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type.starts_with(prefix))
+        .collect()
+}
+
+fn counts(events: &[EventEnvelope]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for e in events {
+        *out.entry(e.event_type.clone()).or_default() += 1;
+    }
+    out
+}
+
+async fn data_items(t: &TestApp, user: &str) -> Vec<(String, Value)> {
+    let uid = UserId::parse(user).unwrap();
+    let q = Query::partition(keys::user_partition(uid)).prefix("DATA#");
+    query_all(t.deps.table.as_ref(), q, 1_000_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.key.sk, i.body))
+        .collect()
+}
+
+async fn user_with(t: &TestApp, client_user_id: &str) -> String {
+    let a = t
+        .post(
+            "/v2/user",
+            json!({"client_user_id": client_user_id, "fallback_time_zone": "Europe/Berlin",
+                "fallback_birth_date": "1986-06-15"}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    a.body["user_id"].as_str().unwrap().to_owned()
+}
+
+async fn connect(t: &TestApp, user: &str, provider: &str) {
+    let a = t.post("/v2/link/connect/demo", json!({"user_id": user, "provider": provider})).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+}
+
+#[tokio::test]
+async fn pipeline_new_connection_pulls_history_with_one_event_per_resource() {
+    let t = TestApp::embedded().await;
+    let user = user_with(&t, "pl-1").await;
+    connect(&t, &user, "fitbit").await;
+    assert!(events(&t, "historical.").is_empty(), "nothing before the worker runs");
+    drain(&t).await;
+    let historical = events(&t, "historical.");
+    let c = counts(&historical);
+    for r in [
+        "activity",
+        "sleep",
+        "sleep_cycle",
+        "workouts",
+        "body",
+        "meal",
+        "profile",
+        "heartrate",
+        "steps",
+        "hrv",
+        "weight",
+        "blood_oxygen",
+        "calories_active",
+    ] {
+        assert_eq!(c.get(&format!("historical.data.{r}.created")), Some(&1), "{r}: {c:?}");
+    }
+    assert!(c.values().all(|n| *n == 1), "{c:?}");
+    assert!(!c.keys().any(|k| k.contains("hypnogram")), "hypnogram events are off by default");
+    let e = &historical[0];
+    assert_eq!(e.user_id.to_string(), user);
+    assert_eq!(e.client_user_id, "pl-1");
+    assert_eq!(e.data["start_date"], "2025-12-02", "90 days back, today included");
+    assert_eq!(e.data["end_date"], "2026-03-01");
+    assert_eq!(e.data["provider"], "fitbit");
+    // The events come after the data: 90 days of hourly heart rate are there.
+    let items = data_items(&t, &user).await;
+    assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(), 90);
+    assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#SUM#activity#")).count(), 90);
+}
+
+#[tokio::test]
+async fn pipeline_summaries_and_timeseries_read_back() {
+    let t = TestApp::embedded().await;
+    let user = user_with(&t, "pl-2").await;
+    connect(&t, &user, "fitbit").await;
+    drain(&t).await;
+    let range = "start_date=2026-02-20&end_date=2026-02-28";
+
+    let a = t.get(&format!("/v2/summary/activity/{user}?{range}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let days = a.body["activity"].as_array().unwrap();
+    assert_eq!(days.len(), 9);
+    let d = &days[0];
+    assert_eq!(d["calendar_date"], "2026-02-20");
+    assert_eq!(d["timezone"], "Europe/Berlin", "the user's fallback time zone");
+    assert_eq!(d["timezone_offset"], 3600);
+    assert!(d["distance"].as_f64().unwrap() >= 1800.0, "meters");
+    assert!(d["low"].as_f64().unwrap() >= 3600.0, "seconds");
+    assert!(d["calories_total"].as_f64().unwrap() > d["calories_active"].as_f64().unwrap());
+    let src = &d["source"];
+    assert_eq!(src["provider"], "fitbit");
+    assert_eq!(src["type"], "unknown");
+    assert!(src.get("app_id").is_some());
+    assert_eq!(src["slug"], "fitbit");
+    assert!(src["name"].as_str().is_some());
+
+    let a = t.get(&format!("/v2/summary/sleep/{user}?{range}")).await;
+    let s = &a.body["sleep"][0];
+    assert_eq!(s["duration"].as_i64().unwrap(), s["total"].as_i64().unwrap() + s["awake"].as_i64().unwrap());
+    assert!(s["duration"].as_i64().unwrap() >= 5 * 3600);
+    let a = t.get(&format!("/v2/summary/sleep_cycle/{user}?{range}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let c = &a.body["sleep_cycle"][0];
+    let ends = c["stage_end_offset_second"].as_array().unwrap();
+    assert_eq!(ends.len(), c["stage_type"].as_array().unwrap().len());
+    assert_eq!(ends.last().unwrap(), &s["duration"], "the stages cover the session");
+
+    let a = t.get(&format!("/v2/summary/profile/{user}")).await;
+    let birth_year = a.body["birth_year"].as_i64().unwrap();
+    let a = t.get(&format!("/v2/summary/workouts/{user}?start_date=2025-12-02&end_date=2026-03-01")).await;
+    let w = &a.body["workouts"].as_array().unwrap()[0];
+    let year: i64 = w["calendar_date"].as_str().unwrap()[..4].parse().unwrap();
+    assert_eq!(
+        w["max_hr"].as_f64().unwrap(),
+        (220 - (year - birth_year)) as f64,
+        "220 - age from the provider's profile"
+    );
+    assert_eq!(w["hr_zones"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        w["hr_zones"].as_array().unwrap().iter().map(|z| z.as_i64().unwrap()).sum::<i64>(),
+        w["duration"].as_i64().unwrap()
+    );
+
+    let a = t.get(&format!("/v2/summary/body/{user}?{range}")).await;
+    let kg = a.body["body"][0]["weight"].as_f64().unwrap();
+    assert!((61.0..62.5).contains(&kg), "kg");
+    let a = t.get(&format!("/v2/summary/meal/{user}?{range}&provider=fitbit")).await;
+    assert_eq!(a.body["meals"].as_array().unwrap().len(), 9);
+    assert!(a.body["meals"][0]["energy"].as_f64().unwrap() >= 1500.0, "kcal");
+    let a = t.get(&format!("/v2/summary/meal/{user}?{range}&provider=oura")).await;
+    assert_eq!(a.body["meals"], json!([]), "another provider's data only");
+    let a = t.get(&format!("/v2/summary/profile/{user}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let h = a.body["height"].as_f64().unwrap();
+    assert_eq!(a.body["source"]["provider"], "fitbit");
+    let a = t.get(&format!("/v2/summary/profile/{user}?provider=oura")).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "no oura profile");
+    assert!((1.5..2.0).contains(&h), "meters");
+
+    // Timeseries: grouped by provider, 7 days a page.
+    let path = format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-02-20&end_date=2026-03-01");
+    let a = t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let groups = a.body["groups"]["fitbit"].as_array().unwrap();
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["source"]["provider"], "fitbit");
+    let samples = groups[0]["data"].as_array().unwrap();
+    assert_eq!(samples.len(), 7 * 24);
+    assert_eq!(samples[0]["timestamp"], "2026-02-20T00:00:00Z");
+    assert_eq!(samples[0]["unit"], "bpm");
+    assert_eq!(samples[0]["timezone_offset"], 3600);
+    let cursor = a.body["next_cursor"].as_str().unwrap().to_owned();
+    let a = t.get(&format!("{path}&next_cursor={cursor}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let rest = a.body["groups"]["fitbit"][0]["data"].as_array().unwrap();
+    assert_eq!(rest.len(), 3 * 24);
+    assert_eq!(rest[0]["timestamp"], "2026-02-27T00:00:00Z");
+    assert!(a.body["next_cursor"].is_null());
+    for r in ["steps", "hrv", "blood_oxygen", "calories_active", "weight"] {
+        let a = t
+            .get(&format!("/v2/timeseries/{user}/{r}/grouped?start_date=2026-02-28&end_date=2026-02-28"))
+            .await;
+        assert_eq!(a.body["groups"]["fitbit"][0]["data"].as_array().unwrap().len(), 24, "{r}");
+    }
+    let a = t
+        .get(&format!("/v2/timeseries/{user}/weight/grouped?start_date=2026-02-28&end_date=2026-02-28"))
+        .await;
+    assert_eq!(a.body["groups"]["fitbit"][0]["data"][0]["unit"], "kg");
+}
+
+#[tokio::test]
+async fn pipeline_read_api_refusals() {
+    let t = TestApp::embedded().await;
+    let user = user_with(&t, "pl-3").await;
+    let ok = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-02-01&end_date=2026-02-02")).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
+    assert_eq!(ok.body, json!({"activity": []}));
+    let a = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-02-31")).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_locs(&a.body), vec![vec!["query".to_owned(), "start_date".to_owned()]]);
+    let a = t.get(&format!("/v2/summary/sleep/{user}?start_date=2026-02-05&end_date=2026-02-01")).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(error_locs(&a.body), vec![vec!["query".to_owned(), "end_date".to_owned()]]);
+    let a = t.get(&format!("/v2/summary/sleep/{user}")).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "start_date is required");
+    let a = t.get(&format!("/v2/timeseries/{user}/not_a_thing/grouped?start_date=2026-02-01")).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let a = t
+        .get(&format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-02-01&next_cursor=zzz"))
+        .await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let unknown = uuid::Uuid::new_v4();
+    let a = t.get(&format!("/v2/summary/workouts/{unknown}?start_date=2026-02-01")).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND);
+    let a = t.get(&format!("/v2/summary/profile/{unknown}")).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND);
+    let a = t.get(&format!("/v2/summary/profile/{user}")).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "no profile data yet");
+    let other = t.other_team_key().await;
+    for path in [
+        format!("/v2/summary/activity/{user}?start_date=2026-02-01"),
+        format!("/v2/summary/profile/{user}"),
+        format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-02-01"),
+    ] {
+        let a = t.send(Method::GET, &path, Some(&other), None).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "another team's user: {path}");
+        let a = t.send(Method::GET, &path, None, None).await;
+        assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn pipeline_duplicate_delivery_of_every_message_kind_changes_nothing() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    let user = user_with(&t, "pl-4").await;
+    connect(&t, &user, "fitbit").await;
+    drain(&t).await;
+    let before_items = data_items(&t, &user).await;
+    let before_events = stack.bus.published().len();
+    let created = events(&t, "provider.connection.created").pop().unwrap();
+    let uid = UserId::parse(&user).unwrap();
+    // The connection event again (as EventBridge may deliver it twice), the pull job it became,
+    // a poll twice with nothing new, and the scheduled poll.
+    let pull_sk =
+        query_all(t.deps.table.as_ref(), Query::partition(keys::user_partition(uid)).prefix("PULL#"), 10)
+            .await
+            .unwrap()
+            .pop()
+            .unwrap()
+            .key
+            .sk;
+    let pull_id = pull_sk.rsplit('#').next().unwrap().to_owned();
+    let pull = serde_json::from_value::<wearlab_domain::pipeline::PullJob>(json!({
+        "team_id": t.team, "user_id": user, "provider": "fitbit", "pull_id": pull_id,
+    }))
+    .unwrap();
+    let poll = PollJob { team_id: t.team, user_id: uid, provider: "fitbit".into() };
+    let messages = [
+        PullMessage::Event(created.clone()),
+        PullMessage::Event(created),
+        PullMessage::Job(Job::Pull(pull.clone())),
+        PullMessage::Job(Job::Pull(pull)),
+        PullMessage::Job(Job::Poll(poll.clone())),
+        PullMessage::Job(Job::Poll(poll)),
+        PullMessage::Job(Job::PollAll {}),
+    ];
+    stack
+        .queue
+        .send(QueueName::Pull, messages.iter().map(|m| Outgoing::now(m.body())).collect())
+        .await
+        .unwrap();
+    drain(&t).await;
+    assert_eq!(stack.bus.published().len(), before_events, "no event a second time");
+    assert_eq!(data_items(&t, &user).await, before_items, "nothing stored twice or changed");
+}
+
+#[tokio::test]
+async fn pipeline_poll_emits_daily_created_and_updated_only_on_change() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    let user = user_with(&t, "pl-5").await;
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    assert!(events(&t, "daily.").is_empty());
+    // Later the same day: today's activity grew.
+    t.clock.advance(Duration::hours(3));
+    stack.schedule_poll().await.unwrap();
+    drain(&t).await;
+    let c = counts(&events(&t, "daily."));
+    assert_eq!(c.get("daily.data.activity.updated"), Some(&1), "{c:?}");
+    assert!(!c.contains_key("daily.data.heartrate.updated"), "unchanged data: no event {c:?}");
+    assert!(!c.contains_key("daily.data.activity.created"), "{c:?}");
+    // A new day: new data for every resource.
+    t.clock.advance(Duration::days(1));
+    stack.schedule_poll().await.unwrap();
+    drain(&t).await;
+    let c = counts(&events(&t, "daily."));
+    for r in ["activity", "sleep", "sleep_cycle", "heartrate", "steps"] {
+        assert_eq!(c.get(&format!("daily.data.{r}.created")), Some(&1), "{r}: {c:?}");
+    }
+    let e = events(&t, "daily.data.heartrate.created").pop().unwrap();
+    assert_eq!(e.data["start_date"], "2026-03-02");
+    // Nothing new: nothing emitted.
+    let n = stack.bus.published().len();
+    stack.schedule_poll().await.unwrap();
+    drain(&t).await;
+    assert_eq!(stack.bus.published().len(), n);
+}
+
+#[tokio::test]
+async fn pipeline_preferences_bounds_and_hypnogram_setting() {
+    let t = TestApp::embedded().await;
+    let a = t.get("/v2/team/data_pull_preferences").await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body, json!({"default_history_days": 90, "history_days": {}, "hypnogram_events": false}));
+    let bad = json!({"default_history_days": 366, "history_days": {"oura": 0, "nope": 5}});
+    let a = t.send(Method::PUT, "/v2/team/data_pull_preferences", Some(&t.key), Some(&bad.to_string())).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.body);
+    assert_eq!(error_locs(&a.body).len(), 3);
+    let good = json!({"default_history_days": 90, "history_days": {"oura": 10}, "hypnogram_events": true});
+    let a =
+        t.send(Method::PUT, "/v2/team/data_pull_preferences", Some(&t.key), Some(&good.to_string())).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(t.get("/v2/team/data_pull_preferences").await.body, good);
+
+    // 10 days, bounded further by the user's ingestion_start.
+    let user = user_with(&t, "pl-6").await;
+    let a = t.patch(&format!("/v2/user/{user}"), json!({"ingestion_start": "2026-02-25"})).await;
+    assert_eq!(a.status, StatusCode::NO_CONTENT, "{}", a.body);
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    let e = events(&t, "historical.data.sleep.created").pop().unwrap();
+    assert_eq!(e.data["start_date"], "2026-02-25");
+    assert_eq!(e.data["end_date"], "2026-03-01");
+    let c = counts(&events(&t, "historical."));
+    assert_eq!(c.get("historical.timeseries.hypnogram.created"), Some(&1), "switched on: {c:?}");
+    assert_eq!(c.get("historical.data.sleep_cycle.created"), Some(&1));
+}
+
+#[tokio::test]
+async fn pipeline_waits_for_throttle_capacity() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    // The team used oura's whole window (150 per 5 minutes) a minute ago.
+    t.clock.advance(Duration::minutes(-1));
+    for i in 0..150 {
+        wearlab_domain::throttle::acquire(&t.deps, t.team, "oura", &format!("other-{i}")).await.unwrap();
+    }
+    t.clock.advance(Duration::minutes(1));
+    let user = user_with(&t, "pl-7").await;
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    assert!(events(&t, "historical.").is_empty(), "no capacity yet");
+    assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1, "waiting on the queue");
+    t.clock.advance(Duration::minutes(4));
+    drain(&t).await;
+    assert!(!events(&t, "historical.").is_empty(), "pulled once capacity came back");
+}
+
+#[tokio::test]
+async fn pipeline_erasure_leaves_no_data_item() {
+    let t = TestApp::embedded().await;
+    let user = user_with(&t, "pl-8").await;
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    assert!(!data_items(&t, &user).await.is_empty());
+    let a = t.delete(&format!("/v2/user/{user}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    t.clock.advance(Duration::days(7) + Duration::minutes(1));
+    t.run_due_jobs().await;
+    let uid = UserId::parse(&user).unwrap();
+    let left =
+        query_all(t.deps.table.as_ref(), Query::partition(keys::user_partition(uid)), 10).await.unwrap();
+    assert!(left.is_empty(), "{:?}", left.iter().map(|i| &i.key.sk).collect::<Vec<_>>());
+    let polled = query_all(t.deps.table.as_ref(), Query::gsi1(keys::pipeline::POLL_INDEX), 10).await.unwrap();
+    assert!(polled.is_empty(), "no longer polled");
+}
+
+/// The simulator, except that one chunk of one resource fails once.
+struct FlakyProviders {
+    inner: std::sync::Arc<dyn Providers>,
+    resource: &'static str,
+    chunk_start: chrono::NaiveDate,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Providers for FlakyProviders {
+    async fn password_login(&self, p: &str, login: PasswordLogin) -> Result<LoginOutcome, ProviderError> {
+        self.inner.password_login(p, login).await
+    }
+    async fn complete_mfa(&self, p: &str, s: &Secret, code: &str) -> Result<ProviderAccount, ProviderError> {
+        self.inner.complete_mfa(p, s, code).await
+    }
+    fn platform_oauth_client(&self, p: &str) -> Option<OauthClient> {
+        self.inner.platform_oauth_client(p)
+    }
+    fn authorize_url(&self, p: &str, r: &AuthorizeRequest) -> Result<String, ProviderError> {
+        self.inner.authorize_url(p, r)
+    }
+    async fn exchange_code(&self, p: &str, e: CodeExchange) -> Result<ProviderAccount, ProviderError> {
+        self.inner.exchange_code(p, e).await
+    }
+    async fn refresh_credentials(
+        &self,
+        p: &str,
+        c: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.inner.refresh_credentials(p, c).await
+    }
+    async fn fetch(
+        &self,
+        p: &str,
+        a: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        if resource == self.resource
+            && range.start == self.chunk_start
+            && !self.failed.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(ProviderError::Api("500".into()));
+        }
+        self.inner.fetch(p, a, resource, range).await
+    }
+    async fn deregister(&self, p: &str, c: &ProviderCredentials) -> Result<(), ProviderError> {
+        self.inner.deregister(p, c).await
+    }
+    async fn connect_demo(&self, p: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
+        self.inner.connect_demo(p, seed).await
+    }
+}
+
+#[tokio::test]
+async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
+    let base = TestApp::embedded().await;
+    let stack = base.stack.clone().unwrap();
+    let mut deps = stack.deps.clone();
+    deps.providers = std::sync::Arc::new(FlakyProviders {
+        inner: stack.deps.providers.clone(),
+        resource: "heartrate",
+        // 90 days from 2025-12-02 in chunks of 30: the second chunk.
+        chunk_start: "2026-01-01".parse().unwrap(),
+        failed: Default::default(),
+    });
+    let t = TestApp::on(deps.clone(), base.clock.clone()).await;
+    let user = user_with(&t, "pl-9").await;
+    connect(&t, &user, "oura").await;
+    let run =
+        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+    run().await.unwrap();
+    let heartrate = |t: &TestApp| {
+        stack
+            .bus
+            .published()
+            .iter()
+            .filter(|e| e.event_type == "historical.data.heartrate.created" && e.team_id == t.team.0)
+            .count()
+    };
+    assert_eq!(heartrate(&t), 0, "the resource's last chunk is not fetched yet");
+    let items = data_items(&t, &user).await;
+    assert_eq!(
+        items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(),
+        30,
+        "the first chunk is kept"
+    );
+    assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1, "the message comes back");
+    t.clock.advance(Duration::seconds(5));
+    run().await.unwrap();
+    assert_eq!(heartrate(&t), 1);
+    let items = data_items(&t, &user).await;
+    assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(), 90);
+    assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 0);
+    let c = counts(
+        &stack
+            .bus
+            .published()
+            .into_iter()
+            .filter(|e| e.event_type.starts_with("historical."))
+            .collect::<Vec<_>>(),
+    );
+    assert!(c.values().all(|n| *n == 1), "one event per resource: {c:?}");
+}

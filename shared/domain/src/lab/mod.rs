@@ -1,0 +1,20 @@
+//! Lab ordering: demographics and insurance of users, the lab catalog, orders on a
+//! `LabNetwork` (simulated by `sim_lab`), results, patient service centers and portal links.
+//!
+//! Everything of a user is stored in the user's partition, so erasure removes it; the two
+//! pointer items outside it are listed by `keys::lab::outside_keys`.
+
+pub mod catalog;
+pub mod demographics;
+pub mod insurance;
+pub mod network;
+pub mod orders;
+pub mod portal;
+pub mod psc;
+pub mod signing;
+pub mod sim_lab;
+pub mod validate;
+
+pub use network::LabNetwork;
+pub use orders::Links;
+pub use sim_lab::SimulatedLab;

@@ -1,0 +1,223 @@
+//! Portal links: a page pre-authorized for one user, showing their lab orders. A link carries a
+//! token `<claims>.<signature>` (base64url JSON claims with an expiry, HMAC-SHA256 signed with
+//! the deployment's key). `launch` links live 10 minutes; `communications` links live 4 weeks
+//! and are short: a random code whose pointer item holds the token (and expires with it).
+
+use base64::Engine;
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+use wearlab_models::PortalContext;
+use wearlab_models::lab::{Order, PortalUrl, PortalUrlBody};
+
+use super::network::LabNetwork;
+use super::orders::{self, Links};
+use super::signing;
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::{TeamId, UserId};
+use crate::keys::lab as keys;
+use crate::ports::{Condition, Item, WriteOp};
+use crate::teams::to_body;
+use crate::users::{load, load_active};
+
+pub const LAUNCH_LIFETIME: Duration = Duration::minutes(10);
+pub const COMMUNICATIONS_LIFETIME: Duration = Duration::weeks(4);
+/// Length of a short link's code (base62: about 71 bits).
+pub const CODE_LEN: usize = 12;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Claims {
+    #[serde(rename = "u")]
+    user_id: UserId,
+    #[serde(rename = "t")]
+    team_id: TeamId,
+    #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
+    order_id: Option<Uuid>,
+    #[serde(rename = "c")]
+    context: String,
+    exp: i64,
+}
+
+/// A short link's pointer (outside the user's partition).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ShortLink {
+    token: String,
+    user_id: UserId,
+}
+
+/// The user's record of a short link (in the user's partition, so erasure finds the pointer).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ShortLinkRecord {
+    expires_at: DateTime<Utc>,
+}
+
+fn b64() -> base64::engine::GeneralPurpose {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+}
+
+fn encode_token(key: &[u8], claims: &Claims) -> String {
+    let payload = b64().encode(serde_json::to_vec(claims).expect("claims serialize"));
+    let sig = signing::sign(key, &payload);
+    format!("{payload}.{sig}")
+}
+
+fn random_code() -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut bytes = Vec::with_capacity(32);
+    bytes.extend_from_slice(Uuid::new_v4().as_bytes());
+    bytes.extend_from_slice(Uuid::new_v4().as_bytes());
+    bytes.iter().take(CODE_LEN).map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect()
+}
+
+/// Creates a portal link for an active user of the team who has demographics.
+pub async fn create(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+    body: PortalUrlBody,
+    links: &Links,
+) -> Result<PortalUrl, DomainError> {
+    load_active(deps, team, user_id).await?;
+    if PortalContext::known(body.context.as_str()).is_none() {
+        return Err(DomainError::invalid(
+            &["body", "context"],
+            format!("'{}' is not one of: {}", body.context, PortalContext::KNOWN.join(", ")),
+            "enum",
+        ));
+    }
+    if super::demographics::find(deps, user_id).await?.is_none() {
+        return Err(DomainError::invalid(
+            &["path", "user_id"],
+            "the user has no demographics: set them with PATCH /v2/user/{user_id}/info first",
+            "missing_demographics",
+        ));
+    }
+    if let Some(order_id) = body.order_id
+        && !orders::belongs_to(deps, user_id, order_id).await?
+    {
+        return Err(DomainError::invalid(&["body", "order_id"], "not an order of this user", "value_error"));
+    }
+    let now = deps.now();
+    let lifetime = match body.context {
+        PortalContext::Launch => LAUNCH_LIFETIME,
+        _ => COMMUNICATIONS_LIFETIME,
+    };
+    let expires_at = now + lifetime;
+    let claims = Claims {
+        user_id,
+        team_id: team,
+        order_id: body.order_id,
+        context: body.context.to_string(),
+        exp: expires_at.timestamp(),
+    };
+    let key = signing::key(deps).await?;
+    let token = encode_token(&key, &claims);
+    let url = match body.context {
+        PortalContext::Launch => format!("{}/v3/portal?token={token}", links.base_url),
+        _ => {
+            let code = random_code();
+            let expiry = Some(expires_at.timestamp());
+            deps.table
+                .transact(vec![
+                    WriteOp::Put {
+                        item: Item::new(keys::portal_pointer(&code), to_body(&ShortLink { token, user_id }))
+                            .with_expiry(expiry),
+                        condition: Condition::NotExists,
+                    },
+                    WriteOp::Put {
+                        item: Item::new(
+                            keys::portal_link(user_id, &code),
+                            to_body(&ShortLinkRecord { expires_at }),
+                        )
+                        .with_expiry(expiry),
+                        condition: Condition::NotExists,
+                    },
+                ])
+                .await?;
+            format!("{}/v3/p/{code}", links.base_url)
+        }
+    };
+    tracing::info!(team_id = %team, user_id = %user_id, context = %body.context, "portal link created");
+    Ok(PortalUrl { url, expires_in: lifetime.num_seconds() })
+}
+
+/// Why a portal link does not open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    /// Not a link we issued (bad signature or malformed).
+    Invalid,
+    /// Issued, but its time is over.
+    Expired,
+    /// The user is gone (deleted or erased).
+    Gone,
+}
+
+/// Who a link opens the portal for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Access {
+    pub team_id: TeamId,
+    pub user_id: UserId,
+    pub order_id: Option<Uuid>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Checks a token: the outcome, or why it does not open.
+pub async fn check_token(deps: &Deps, token: &str) -> Result<Result<Access, Denied>, DomainError> {
+    let Some((payload, sig)) = token.split_once('.') else { return Ok(Err(Denied::Invalid)) };
+    let key = signing::key(deps).await?;
+    if !signing::verify(&key, payload, sig) {
+        return Ok(Err(Denied::Invalid));
+    }
+    let Some(claims) = b64().decode(payload).ok().and_then(|b| serde_json::from_slice::<Claims>(&b).ok())
+    else {
+        return Ok(Err(Denied::Invalid));
+    };
+    let Some(expires_at) = DateTime::from_timestamp(claims.exp, 0) else { return Ok(Err(Denied::Invalid)) };
+    if expires_at <= deps.now() {
+        return Ok(Err(Denied::Expired));
+    }
+    match load(deps, claims.team_id, claims.user_id).await? {
+        Some((u, _)) if u.deletion.is_none() => {}
+        _ => return Ok(Err(Denied::Gone)),
+    }
+    Ok(Ok(Access { team_id: claims.team_id, user_id: claims.user_id, order_id: claims.order_id, expires_at }))
+}
+
+/// Checks a short link's code, then its token.
+pub async fn check_code(deps: &Deps, code: &str) -> Result<Result<Access, Denied>, DomainError> {
+    if code.len() != CODE_LEN || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Ok(Err(Denied::Invalid));
+    }
+    let Some(item) = deps.table.get(&keys::portal_pointer(code)).await? else {
+        return Ok(Err(Denied::Invalid));
+    };
+    // The TTL deletes lazily: an expired pointer may still be there; its token says so.
+    let link: ShortLink = item.decode()?;
+    check_token(deps, &link.token).await
+}
+
+/// What the portal page shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub first_name: String,
+    pub orders: Vec<Order>,
+    pub focus: Option<Uuid>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The page's content for an opened link.
+pub async fn view(
+    deps: &Deps,
+    net: &dyn LabNetwork,
+    access: &Access,
+    links: &Links,
+) -> Result<View, DomainError> {
+    let first_name =
+        super::demographics::find(deps, access.user_id).await?.map(|d| d.first_name).unwrap_or_default();
+    let mut orders = orders::of_user(deps, net, access.user_id, links).await?;
+    if let Some(focus) = access.order_id {
+        orders.retain(|o| o.id == focus);
+    }
+    Ok(View { first_name, orders, focus: access.order_id, expires_at: access.expires_at })
+}

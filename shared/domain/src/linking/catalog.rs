@@ -1,0 +1,191 @@
+//! The provider catalog: reference data kept in `infra/data/providers.json` (see the README
+//! there for where each fact came from), compiled into the binary.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use wearlab_models::{AuthType, ConnectedSource, ProviderEntry, ProviderRef, Resource};
+
+const PROVIDERS_JSON: &str = include_str!("../../../../infra/data/providers.json");
+
+/// Providers that can be connected with a demo account (POST /v2/link/connect/demo).
+pub const DEMO_PROVIDERS: [&str; 4] = ["apple_health_kit", "fitbit", "freestyle_libre", "oura"];
+
+/// One provider as the reference data describes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ProviderInfo {
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub logo: Option<String>,
+    pub auth_type: Option<AuthType>,
+    pub supported_resources: Vec<Resource>,
+    /// Regions the provider serves (password providers with regional services); `None` when
+    /// the provider has no regions, in which case a given region is ignored.
+    #[serde(default)]
+    pub regions: Option<Vec<String>>,
+}
+
+impl ProviderInfo {
+    pub fn entry(&self) -> ProviderEntry {
+        ProviderEntry {
+            name: self.name.clone(),
+            slug: self.slug.clone(),
+            description: self.description.clone(),
+            logo: self.logo.clone(),
+            auth_type: self.auth_type.clone(),
+            supported_resources: self.supported_resources.clone(),
+        }
+    }
+
+    pub fn reference(&self) -> ProviderRef {
+        ProviderRef { name: self.name.clone(), slug: self.slug.clone(), logo: self.logo.clone() }
+    }
+
+    pub fn is(&self, auth: &AuthType) -> bool {
+        self.auth_type.as_ref() == Some(auth)
+    }
+
+    /// OAuth providers, whether on the platform's app or only on the team's own.
+    pub fn is_oauth(&self) -> bool {
+        self.is(&AuthType::Oauth) || self.is(&AuthType::TeamOauth)
+    }
+
+    /// Resources whose data can be fetched (everything but the `connection` marker).
+    pub fn data_resources(&self) -> impl Iterator<Item = &Resource> {
+        self.supported_resources.iter().filter(|r| **r != Resource::Connection)
+    }
+}
+
+pub struct Catalog {
+    providers: Vec<ProviderInfo>,
+}
+
+static CATALOG: LazyLock<Catalog> = LazyLock::new(|| Catalog {
+    providers: serde_json::from_str(PROVIDERS_JSON)
+        .expect("infra/data/providers.json is a list of providers"),
+});
+
+/// The compiled-in catalog.
+pub fn catalog() -> &'static Catalog {
+    &CATALOG
+}
+
+impl Catalog {
+    pub fn get(&self, slug: &str) -> Option<&ProviderInfo> {
+        self.providers.iter().find(|p| p.slug == slug)
+    }
+
+    pub fn all(&self) -> &[ProviderInfo] {
+        &self.providers
+    }
+
+    /// GET /v2/providers: every provider, or those whose auth type is `source_type`.
+    pub fn list(&self, source_type: Option<&str>) -> Vec<ProviderEntry> {
+        self.providers
+            .iter()
+            .filter(|p| match source_type {
+                None | Some("") => true,
+                Some(t) => p.auth_type.as_ref().is_some_and(|a| a.as_str() == t),
+            })
+            .map(ProviderInfo::entry)
+            .collect()
+    }
+
+    /// How a provider is named on users and events; a slug no longer in the catalog keeps its
+    /// slug as name.
+    pub fn reference(&self, slug: &str) -> ProviderRef {
+        self.get(slug).map(ProviderInfo::reference).unwrap_or_else(|| ProviderRef {
+            name: slug.to_owned(),
+            slug: slug.to_owned(),
+            logo: None,
+        })
+    }
+
+    pub fn connected_source(&self, slug: &str, created_on: DateTime<Utc>) -> ConnectedSource {
+        let provider = self.reference(slug);
+        ConnectedSource { source: provider.clone(), provider, created_on }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PASSWORD: [&str; 12] = [
+        "whoop",
+        "renpho",
+        "peloton",
+        "zwift",
+        "eight_sleep",
+        "beurer_api",
+        "dexcom",
+        "hammerhead",
+        "my_fitness_pal",
+        "kardia",
+        "abbott_libreview",
+        "tandem_source",
+    ];
+    const OAUTH: [&str; 16] = [
+        "oura",
+        "fitbit",
+        "garmin",
+        "strava",
+        "wahoo",
+        "ihealth",
+        "withings",
+        "google_fit",
+        "dexcom_v3",
+        "polar",
+        "cronometer",
+        "omron",
+        "whoop_v2",
+        "my_fitness_pal_v2",
+        "ultrahuman",
+        "runkeeper",
+    ];
+
+    #[test]
+    fn catalog_holds_the_documented_providers() {
+        let c = catalog();
+        assert!((35..=60).contains(&c.all().len()));
+        for slug in PASSWORD {
+            assert!(c.get(slug).unwrap().is(&AuthType::Password), "{slug}");
+        }
+        for slug in OAUTH {
+            assert!(c.get(slug).unwrap().is_oauth(), "{slug}");
+        }
+        for slug in ["strava", "dexcom_v3", "whoop_v2", "my_fitness_pal_v2", "map_my_fitness"] {
+            assert!(c.get(slug).unwrap().is(&AuthType::TeamOauth), "{slug}");
+        }
+        assert!(c.get("freestyle_libre").unwrap().is(&AuthType::Email));
+        for slug in ["apple_health_kit", "health_connect", "samsung_health"] {
+            assert!(c.get(slug).unwrap().is(&AuthType::Sdk), "{slug}");
+        }
+        for slug in DEMO_PROVIDERS {
+            assert!(c.get(slug).is_some(), "{slug}");
+        }
+    }
+
+    #[test]
+    fn catalog_values_are_documented_ones() {
+        let mut slugs = std::collections::HashSet::new();
+        for p in catalog().all() {
+            assert!(slugs.insert(p.slug.clone()), "duplicate slug {}", p.slug);
+            assert!(!matches!(p.auth_type, Some(AuthType::Other(_)) | None), "{}", p.slug);
+            assert!(p.supported_resources.iter().all(|r| !matches!(r, Resource::Other(_))), "{}", p.slug);
+            assert!(p.logo.as_deref().is_some_and(|l| l.starts_with("https://")), "{}", p.slug);
+            for r in p.regions.iter().flatten() {
+                assert!(wearlab_models::Region::known(r).is_some(), "{}: {r}", p.slug);
+            }
+        }
+    }
+
+    #[test]
+    fn filter_by_source_type() {
+        assert_eq!(catalog().list(Some("password")).len(), 12);
+        assert_eq!(catalog().list(None).len(), catalog().all().len());
+        assert!(catalog().list(Some("carrier_pigeon")).is_empty());
+    }
+}

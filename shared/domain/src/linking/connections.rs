@@ -1,0 +1,410 @@
+//! Connections of a user to providers. Each is an item in the user's partition (so erasure
+//! covers it) holding the provider credentials sealed; the user record lists them (for
+//! `connected_sources`), written in the same transaction; a marker per provider account in the
+//! team's partition finds duplicate connections.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use wearlab_models::{
+    AvailabilityStatus, ConnectionErrorDetails, ConnectionStatus, EventEnvelope, ResourceAvailability,
+    UserConnection, UserConnections,
+};
+
+use super::crypto::Sealed;
+use super::providers::{ProviderAccount, ProviderCredentials};
+use super::tokens::{TokenState, ValidToken};
+use super::{ProviderInfo, catalog, corrupt, known_provider, team};
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::{TeamId, UserId};
+use crate::keys;
+use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
+use crate::teams::to_body;
+use crate::users::{self, UserRecord};
+
+/// The event a new connection emits.
+pub const CONNECTION_CREATED: &str = "provider.connection.created";
+/// Attempts of a write that lost a race with another writer of the user.
+const TRIES: usize = 4;
+/// Most connections one user can have (bounded by the catalog; keeps deletion in one batch).
+pub const MAX_CONNECTIONS: usize = 45;
+
+/// A connection as the user record lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRef {
+    pub provider: String,
+    pub created_on: DateTime<Utc>,
+}
+
+/// How far a resource of a connection was refreshed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncState {
+    pub refreshed_at: DateTime<Utc>,
+    /// Last day fetched.
+    pub through: NaiveDate,
+    pub records: usize,
+}
+
+/// The stored connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRecord {
+    pub provider: String,
+    pub team_id: TeamId,
+    pub user_id: UserId,
+    pub created_on: DateTime<Utc>,
+    pub status: ConnectionStatus,
+    pub external_user_id: String,
+    /// `ProviderCredentials`, sealed with the data key, bound to this item's key.
+    pub credentials: Sealed,
+    #[serde(default)]
+    pub error_details: Option<ConnectionErrorDetails>,
+    /// A demo connection: synthetic data.
+    #[serde(default)]
+    pub demo: bool,
+    /// Per resource.
+    #[serde(default)]
+    pub synced: BTreeMap<String, SyncState>,
+}
+
+fn seal_context(key: &Key) -> String {
+    format!("{}|{}", key.pk, key.sk)
+}
+
+impl ConnectionRecord {
+    pub fn key(&self) -> Key {
+        keys::linking::connection(self.user_id, &self.provider)
+    }
+
+    pub fn credentials(&self, deps: &Deps) -> Result<ProviderCredentials, DomainError> {
+        deps.data_key
+            .open_json(&self.credentials, &seal_context(&self.key()))
+            .map_err(|_| corrupt("connection credentials do not open with the data key"))
+    }
+
+    pub fn account(&self, deps: &Deps) -> Result<ProviderAccount, DomainError> {
+        Ok(ProviderAccount {
+            external_user_id: self.external_user_id.clone(),
+            credentials: self.credentials(deps)?,
+        })
+    }
+
+    pub fn set_credentials(&mut self, deps: &Deps, credentials: &ProviderCredentials) {
+        self.credentials = deps.data_key.seal_json(credentials, &seal_context(&self.key()));
+    }
+
+    pub(crate) fn to_item(&self, version: u64) -> Item {
+        let mut item = Item::new(self.key(), to_body(self));
+        item.version = version;
+        item
+    }
+
+    pub fn to_wire(&self) -> UserConnection {
+        let provider = catalog().reference(&self.provider);
+        let status = if self.status == ConnectionStatus::Connected {
+            AvailabilityStatus::Available
+        } else {
+            AvailabilityStatus::Unavailable
+        };
+        let resource_availability = catalog()
+            .get(&self.provider)
+            .map(|p| {
+                p.data_resources()
+                    .map(|r| {
+                        (
+                            r.as_str().to_owned(),
+                            ResourceAvailability { status: status.clone(), scope_requirements: None },
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        UserConnection {
+            name: provider.name,
+            slug: provider.slug,
+            logo: provider.logo,
+            created_on: self.created_on,
+            status: self.status.clone(),
+            external_user_id: Some(self.external_user_id.clone()),
+            error_details: self.error_details.clone(),
+            resource_availability,
+        }
+    }
+}
+
+/// A connection about to be made.
+pub struct NewConnection {
+    pub provider: &'static ProviderInfo,
+    pub account: ProviderAccount,
+    pub demo: bool,
+    /// The link token the connection consumes.
+    pub token: Option<ValidToken>,
+    /// Writes that must happen with the connection (e.g. removing a one-time OAuth state).
+    pub extra_ops: Vec<WriteOp>,
+}
+
+/// How a commit ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    Connected {
+        external_user_id: String,
+    },
+    /// The team rejects duplicate connections and this one is.
+    Duplicate,
+    /// The token was consumed by a concurrent request.
+    TokenConsumed,
+    /// The user was deleted meanwhile.
+    UserGone,
+}
+
+async fn load_connection(
+    deps: &Deps,
+    user_id: UserId,
+    provider: &str,
+) -> Result<Option<(ConnectionRecord, u64)>, DomainError> {
+    Ok(match deps.table.get(&keys::linking::connection(user_id, provider)).await? {
+        Some(item) => Some((item.decode()?, item.version)),
+        None => None,
+    })
+}
+
+async fn account_is_connected(
+    deps: &Deps,
+    team: TeamId,
+    provider: &str,
+    external_user_id: &str,
+) -> Result<bool, DomainError> {
+    let q = Query::partition(keys::team(team).pk)
+        .prefix(keys::linking::provider_account_prefix(provider, external_user_id))
+        .limit(1);
+    Ok(!deps.table.query(q).await?.items.is_empty())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct AccountMarker {
+    user_id: UserId,
+}
+
+/// Stores a new connection (replacing one to the same provider), consumes the token, updates
+/// the user's list, all in one transaction; then emits `provider.connection.created`.
+pub async fn commit(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+    new: NewConnection,
+) -> Result<Committed, DomainError> {
+    let slug = new.provider.slug.as_str();
+    let external = new.account.external_user_id.as_str();
+    let mut token = new.token.clone();
+    for _ in 0..TRIES {
+        let Some((user, user_version)) = users::load(deps, team, user_id).await? else {
+            return Ok(Committed::UserGone);
+        };
+        if user.deletion.is_some() {
+            return Ok(Committed::UserGone);
+        }
+        let existing = load_connection(deps, user_id, slug).await?;
+        if team::link_config(deps, team).await?.reject_duplicate_connection
+            && (existing.is_some() || account_is_connected(deps, team, slug, external).await?)
+        {
+            return Ok(Committed::Duplicate);
+        }
+        if existing.is_none() && user.connections.len() >= MAX_CONNECTIONS {
+            return Err(DomainError::Rejected("The user has too many connections.".into()));
+        }
+        let now = deps.now();
+        let credentials = deps
+            .data_key
+            .seal_json(&new.account.credentials, &seal_context(&keys::linking::connection(user_id, slug)));
+        let record = ConnectionRecord {
+            provider: slug.to_owned(),
+            team_id: team,
+            user_id,
+            created_on: now,
+            status: ConnectionStatus::Connected,
+            external_user_id: external.to_owned(),
+            credentials,
+            error_details: None,
+            demo: new.demo,
+            synced: BTreeMap::new(),
+        };
+        let mut next_user = user.clone();
+        next_user.connections.retain(|c| c.provider != slug);
+        next_user.connections.push(ConnectionRef { provider: slug.to_owned(), created_on: now });
+        let mut ops = vec![
+            match &existing {
+                Some((_, v)) => {
+                    WriteOp::Put { item: record.to_item(v + 1), condition: Condition::VersionIs(*v) }
+                }
+                None => WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
+            },
+            WriteOp::Put {
+                item: next_user.to_item(user_version + 1),
+                condition: Condition::VersionIs(user_version),
+            },
+            WriteOp::Put {
+                item: Item::new(
+                    keys::linking::provider_account(team, slug, external, user_id),
+                    to_body(&AccountMarker { user_id }),
+                ),
+                condition: Condition::None,
+            },
+        ];
+        if let Some((old, _)) = &existing
+            && old.external_user_id != external
+        {
+            ops.push(WriteOp::Delete {
+                key: keys::linking::provider_account(team, slug, &old.external_user_id, user_id),
+                condition: Condition::None,
+            });
+        }
+        if let Some(t) = &token {
+            ops.push(t.consume_op(slug, now));
+        }
+        ops.extend(new.extra_ops.iter().cloned());
+        match deps.table.transact(ops).await {
+            Ok(()) => {
+                tracing::info!(team_id = %team, user_id = %user_id, provider = slug, demo = new.demo, "connection created");
+                emit_created(deps, &user, slug).await;
+                return Ok(Committed::Connected { external_user_id: external.to_owned() });
+            }
+            Err(StoreError::ConditionFailed { .. }) => {
+                if let Some(t) = &token {
+                    match super::tokens::load_by_key(deps, &t.key).await? {
+                        Some(fresh) if !matches!(fresh.record.state, TokenState::Consumed { .. }) => {
+                            token = Some(fresh);
+                        }
+                        _ => return Ok(Committed::TokenConsumed),
+                    }
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(DomainError::Busy("the user is being changed concurrently, retry".into()))
+}
+
+/// `provider.connection.created` with `provider` and the deprecated `source` (same content).
+async fn emit_created(deps: &Deps, user: &UserRecord, slug: &str) {
+    let provider = catalog().reference(slug);
+    let event = EventEnvelope {
+        event_type: CONNECTION_CREATED.into(),
+        user_id: user.user_id.0,
+        client_user_id: user.client_user_id.to_string(),
+        team_id: user.team_id.0,
+        data: serde_json::json!({
+            "user_id": user.user_id,
+            "provider": provider,
+            "source": provider,
+        }),
+    };
+    if let Err(e) = deps.bus.publish(vec![event]).await {
+        tracing::error!(team_id = %user.team_id, user_id = %user.user_id, provider = slug, error = %e,
+            "provider.connection.created not published");
+    }
+}
+
+/// GET /v2/user/providers/{user_id}: the user's connections, oldest first.
+pub async fn list(deps: &Deps, team: TeamId, user_id: UserId) -> Result<UserConnections, DomainError> {
+    users::load_active(deps, team, user_id).await?;
+    let mut records = load_all(deps, user_id).await?;
+    records.sort_by(|a, b| a.0.created_on.cmp(&b.0.created_on).then_with(|| a.0.provider.cmp(&b.0.provider)));
+    Ok(UserConnections { providers: records.iter().map(|(r, _)| r.to_wire()).collect() })
+}
+
+/// Every connection item of the user with its version.
+pub async fn load_all(deps: &Deps, user_id: UserId) -> Result<Vec<(ConnectionRecord, u64)>, DomainError> {
+    let q = Query::partition(keys::user_partition(user_id)).prefix(keys::linking::CONNECTION_PREFIX);
+    query_all(deps.table.as_ref(), q, 1_000)
+        .await?
+        .iter()
+        .map(|i| Ok((i.decode::<ConnectionRecord>()?, i.version)))
+        .collect()
+}
+
+/// DELETE /v2/user/{user_id}/{provider}: removes the connection now and tells the provider.
+pub async fn deregister(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+    provider: &str,
+) -> Result<(), DomainError> {
+    let info = known_provider(provider)?;
+    for _ in 0..TRIES {
+        let (user, user_version) = users::load_active(deps, team, user_id).await?;
+        let Some((conn, version)) = load_connection(deps, user_id, &info.slug).await? else {
+            return Err(DomainError::NotFound(format!("User {user_id} has no connection to {provider}.")));
+        };
+        let mut next_user = user.clone();
+        next_user.connections.retain(|c| c.provider != info.slug);
+        let ops = vec![
+            WriteOp::Delete { key: conn.key(), condition: Condition::VersionIs(version) },
+            WriteOp::Put {
+                item: next_user.to_item(user_version + 1),
+                condition: Condition::VersionIs(user_version),
+            },
+            WriteOp::Delete {
+                key: keys::linking::provider_account(team, &conn.provider, &conn.external_user_id, user_id),
+                condition: Condition::None,
+            },
+        ];
+        match deps.table.transact(ops).await {
+            Ok(()) => {
+                tracing::info!(team_id = %team, user_id = %user_id, provider, "connection removed");
+                deregister_at_providers(deps, user_id, vec![conn]).await;
+                return Ok(());
+            }
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(DomainError::Busy("the user is being changed concurrently, retry".into()))
+}
+
+/// The writes removing every connection of a user (with their markers), for user deletion,
+/// and the connections, to deregister once the writes are done.
+pub(crate) async fn removal(
+    deps: &Deps,
+    team: TeamId,
+    user_id: UserId,
+) -> Result<(Vec<WriteOp>, Vec<ConnectionRecord>), DomainError> {
+    let conns: Vec<ConnectionRecord> = load_all(deps, user_id).await?.into_iter().map(|(c, _)| c).collect();
+    let mut ops = Vec::with_capacity(conns.len() * 2);
+    for c in &conns {
+        ops.push(WriteOp::Delete { key: c.key(), condition: Condition::None });
+        ops.push(WriteOp::Delete {
+            key: keys::linking::provider_account(team, &c.provider, &c.external_user_id, user_id),
+            condition: Condition::None,
+        });
+    }
+    Ok((ops, conns))
+}
+
+/// Tells each provider Wearlab no longer acts for the user. Best effort: the connection is
+/// already gone on our side; a provider that fails is logged (ids only).
+pub(crate) async fn deregister_at_providers(deps: &Deps, user_id: UserId, conns: Vec<ConnectionRecord>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in conns {
+        let deps = deps.clone();
+        tasks.spawn(async move {
+            let creds = match c.credentials(&deps) {
+                Ok(creds) => creds,
+                Err(e) => return (c.provider, Err(e.to_string())),
+            };
+            let r = deps.providers.deregister(&c.provider, &creds).await.map_err(|e| e.to_string());
+            (c.provider, r)
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok((provider, Ok(()))) => {
+                tracing::info!(user_id = %user_id, provider, "deregistered at provider")
+            }
+            Ok((provider, Err(e))) => {
+                tracing::warn!(user_id = %user_id, provider, error = %e, "deregistration at provider failed")
+            }
+            Err(e) => tracing::warn!(user_id = %user_id, error = %e, "deregistration task failed"),
+        }
+    }
+}

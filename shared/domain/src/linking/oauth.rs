@@ -1,0 +1,253 @@
+//! OAuth linking: the link token opens a consent at the provider (with the platform's app, or
+//! the team's own for team_oauth providers); the provider sends the browser back to the
+//! callback, which exchanges the code, stores the connection, consumes the token and sends the
+//! browser on to the token's `redirect_url` with `state`, `error_type` and `error`.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use wearlab_models::{AuthType, LinkErrorType, LinkResult, OauthProviderEntry};
+
+use super::connections::{self, NewConnection};
+use super::crypto::Secret;
+use super::password::said;
+use super::providers::{AuthorizeRequest, CodeExchange};
+use super::tokens::{self, ValidToken};
+use super::{LinkOutcome, ProviderInfo, encode, known_provider, random_hex, sha256_hex, team, with_query};
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::{TeamId, UserId};
+use crate::keys;
+use crate::ports::{Condition, Item, Key, WriteOp};
+use crate::teams::to_body;
+
+/// A consent in progress, by the hash of its `state`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct OauthStateRecord {
+    team_id: TeamId,
+    user_id: UserId,
+    provider: String,
+    token_key: Key,
+    client_id: String,
+    /// The consent runs on the team's own app (else the platform's).
+    team_app: bool,
+    redirect_uri: String,
+    expires_at: DateTime<Utc>,
+}
+
+/// The callback address of `provider` under the API's public address.
+pub fn callback_url(base_url: &str, provider: &str) -> String {
+    format!("{}/v2/link/provider/oauth/{}/callback", base_url.trim_end_matches('/'), encode(provider))
+}
+
+fn oauth_provider(slug: &str) -> Result<&'static ProviderInfo, DomainError> {
+    let p = known_provider(slug)?;
+    if !p.is_oauth() {
+        return Err(DomainError::invalid(
+            &["path", "provider"],
+            format!("{slug} does not link by OAuth"),
+            "enum",
+        ));
+    }
+    Ok(p)
+}
+
+/// GET /v2/link/provider/oauth/{provider}: the provider entry with the consent URL. `team` is
+/// the API key's team (`None` on the hosted link page, where the token alone authorises).
+pub async fn start(
+    deps: &Deps,
+    team: Option<TeamId>,
+    raw_token: Option<&str>,
+    provider: &str,
+    base_url: &str,
+) -> Result<OauthProviderEntry, DomainError> {
+    let p = oauth_provider(provider)?;
+    let slug = p.slug.as_str();
+    let token = match tokens::check(deps, team, raw_token, slug).await? {
+        Ok(t) => t,
+        Err(r) => return Err(DomainError::Rejected(format!("{}: {}", r.error_type, r.error))),
+    };
+    let team_id = token.record.team_id;
+    let (client_id, team_app) = match team::team_client(deps, team_id, slug).await? {
+        Some(c) => (c.client_id, true),
+        None if p.is(&AuthType::TeamOauth) => {
+            return Err(DomainError::Rejected(format!(
+                "{slug} links only through the team's own OAuth app; register it with PUT /v2/team/oauth_app/{slug}."
+            )));
+        }
+        None => match deps.providers.platform_oauth_client(slug) {
+            Some(c) => (c.client_id, false),
+            None => {
+                return Err(DomainError::Rejected(format!(
+                    "{slug} has no platform OAuth app here; register the team's own with PUT /v2/team/oauth_app/{slug}."
+                )));
+            }
+        },
+    };
+    let state = random_hex();
+    let redirect_uri = callback_url(base_url, slug);
+    let record = OauthStateRecord {
+        team_id,
+        user_id: token.record.user_id,
+        provider: slug.to_owned(),
+        token_key: token.key.clone(),
+        client_id: client_id.clone(),
+        team_app,
+        redirect_uri: redirect_uri.clone(),
+        expires_at: token.record.expires_at,
+    };
+    let item = Item::new(keys::linking::oauth_state(&sha256_hex(&state)), to_body(&record))
+        .with_expiry(Some(token.record.expires_at.timestamp() + 3600));
+    deps.table.put(item, Condition::NotExists).await?;
+    let oauth_url = deps
+        .providers
+        .authorize_url(slug, &AuthorizeRequest { client_id, redirect_uri, state })
+        .map_err(|e| DomainError::Rejected(e.to_string()))?;
+    tracing::info!(team_id = %team_id, user_id = %token.record.user_id, provider = slug, team_app, "oauth consent started");
+    let e = p.entry();
+    Ok(OauthProviderEntry {
+        name: e.name,
+        slug: e.slug,
+        description: e.description,
+        logo: e.logo,
+        auth_type: e.auth_type,
+        supported_resources: e.supported_resources,
+        oauth_url,
+    })
+}
+
+/// What the provider sent back to the callback.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct CallbackParams {
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Where the browser goes after the callback, and the result it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallbackOutcome {
+    /// The token's redirect URL with the outcome as query parameters, when it has one.
+    pub redirect_to: Option<String>,
+    pub result: LinkResult,
+}
+
+fn outcome(slug: &str, redirect_url: Option<String>, o: LinkOutcome) -> CallbackOutcome {
+    let result = o.result(slug, redirect_url.clone());
+    let redirect_to = redirect_url.map(|url| {
+        let mut params = vec![("state", result.state.as_str().to_owned()), ("provider", slug.to_owned())];
+        if let Some(t) = &result.error_type {
+            params.push(("error_type", t.as_str().to_owned()));
+        }
+        if let Some(e) = &result.error {
+            params.push(("error", e.clone()));
+        }
+        let pairs: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        with_query(&url, &pairs)
+    });
+    CallbackOutcome { redirect_to, result }
+}
+
+/// GET /v2/link/provider/oauth/{provider}/callback (the browser, no API key).
+pub async fn callback(
+    deps: &Deps,
+    provider: &str,
+    params: CallbackParams,
+) -> Result<CallbackOutcome, DomainError> {
+    let p = oauth_provider(provider)?;
+    let slug = p.slug.as_str();
+    let invalid = || {
+        outcome(
+            slug,
+            None,
+            LinkOutcome::failed(LinkErrorType::InvalidToken, "Unknown or already used OAuth state."),
+        )
+    };
+    let Some(state) = params.state.as_deref().filter(|s| !s.is_empty() && s.len() <= 256) else {
+        return Ok(invalid());
+    };
+    let state_key = keys::linking::oauth_state(&sha256_hex(state));
+    let Some(item) = deps.table.get(&state_key).await? else { return Ok(invalid()) };
+    let record: OauthStateRecord = item.decode()?;
+    if record.provider != slug {
+        return Ok(invalid());
+    }
+    let Some(token) = tokens::load_by_key(deps, &record.token_key).await? else { return Ok(invalid()) };
+    let token: ValidToken = match tokens::judge(deps, Some(record.team_id), token, Some(slug)).await? {
+        Ok(t) => t,
+        Err(r) => {
+            forget(deps, &state_key).await;
+            return Ok(outcome(slug, r.redirect_url, LinkOutcome::failed(r.error_type, r.error)));
+        }
+    };
+    let redirect = token.record.redirect_url.clone();
+    if let Some(error) = params.error.as_deref() {
+        forget(deps, &state_key).await;
+        let o = if error == "access_denied" {
+            LinkOutcome::failed(LinkErrorType::UserCancelled, "The user declined access at the provider.")
+        } else {
+            let code: String =
+                error.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(64).collect();
+            LinkOutcome::failed(
+                LinkErrorType::ProviderApiError,
+                format!("The provider answered with error {code}."),
+            )
+        };
+        tracing::info!(team_id = %record.team_id, user_id = %record.user_id, provider = slug, "oauth consent not given");
+        return Ok(outcome(slug, redirect, o));
+    }
+    let Some(code) = params.code.filter(|c| !c.is_empty()) else {
+        forget(deps, &state_key).await;
+        return Ok(outcome(
+            slug,
+            redirect,
+            LinkOutcome::failed(LinkErrorType::ProviderApiError, "The provider sent no authorization code."),
+        ));
+    };
+    let client = if record.team_app {
+        team::team_client(deps, record.team_id, slug).await?
+    } else {
+        deps.providers.platform_oauth_client(slug)
+    };
+    let Some(client) = client.filter(|c| c.client_id == record.client_id) else {
+        forget(deps, &state_key).await;
+        return Ok(outcome(
+            slug,
+            redirect,
+            LinkOutcome::failed(
+                LinkErrorType::ProviderApiError,
+                "The OAuth app this consent started with was changed or removed; start again.",
+            ),
+        ));
+    };
+    let exchange =
+        CodeExchange { code: Secret::new(code), redirect_uri: record.redirect_uri.clone(), client };
+    let o = match deps.providers.exchange_code(slug, exchange).await {
+        Ok(account) => {
+            let new = NewConnection {
+                provider: p,
+                account,
+                demo: false,
+                token: Some(token),
+                extra_ops: vec![WriteOp::Delete { key: state_key.clone(), condition: Condition::Exists }],
+            };
+            said(connections::commit(deps, record.team_id, record.user_id, new).await?)
+        }
+        Err(e) => {
+            forget(deps, &state_key).await;
+            tracing::info!(team_id = %record.team_id, user_id = %record.user_id, provider = slug,
+                error_type = %e.link_error_type(), "oauth code exchange refused");
+            LinkOutcome::failed(e.link_error_type(), e.to_string())
+        }
+    };
+    Ok(outcome(slug, redirect, o))
+}
+
+/// Removes a used OAuth state (best effort: it expires with its token anyway).
+async fn forget(deps: &Deps, key: &Key) {
+    if let Err(e) = deps.table.delete(key, Condition::None).await {
+        tracing::warn!(error = %e, "oauth state not removed");
+    }
+}

@@ -1,0 +1,200 @@
+//! The team's self-service linking settings: its own OAuth applications (the secret sealed,
+//! never returned) and whether duplicate connections are rejected.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use wearlab_models::{LinkConfig, LinkConfigPatch, OauthApp, OauthAppBody, ValidationIssue};
+
+use super::crypto::{Sealed, Secret};
+use super::providers::OauthClient;
+use super::{ProviderInfo, corrupt, known_provider};
+use crate::Deps;
+use crate::error::{DomainError, issue};
+use crate::ids::TeamId;
+use crate::keys;
+use crate::ports::{Condition, Item, Key, StoreError};
+use crate::teams::to_body;
+
+const MAX_CLIENT_ID: usize = 256;
+const MAX_CLIENT_SECRET: usize = 1024;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct LinkConfigRecord {
+    reject_duplicate_connection: bool,
+}
+
+/// The team's link settings (defaults when it never set them: duplicates allowed).
+pub async fn link_config(deps: &Deps, team: TeamId) -> Result<LinkConfig, DomainError> {
+    Ok(match deps.table.get(&keys::linking::team_link_config(team)).await? {
+        Some(item) => {
+            let r: LinkConfigRecord = item.decode()?;
+            LinkConfig { reject_duplicate_connection: r.reject_duplicate_connection }
+        }
+        None => LinkConfig { reject_duplicate_connection: false },
+    })
+}
+
+pub async fn patch_link_config(
+    deps: &Deps,
+    team: TeamId,
+    patch: LinkConfigPatch,
+) -> Result<LinkConfig, DomainError> {
+    let mut config = link_config(deps, team).await?;
+    if let Some(v) = patch.reject_duplicate_connection {
+        config.reject_duplicate_connection = v;
+    }
+    let record = LinkConfigRecord { reject_duplicate_connection: config.reject_duplicate_connection };
+    deps.table
+        .put(Item::new(keys::linking::team_link_config(team), to_body(&record)), Condition::None)
+        .await?;
+    tracing::info!(team_id = %team, reject_duplicate_connection = config.reject_duplicate_connection, "link config set");
+    Ok(config)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct OauthAppRecord {
+    provider: String,
+    client_id: String,
+    client_secret: Sealed,
+    created_on: DateTime<Utc>,
+    updated_on: DateTime<Utc>,
+}
+
+impl OauthAppRecord {
+    fn to_wire(&self) -> OauthApp {
+        OauthApp {
+            provider: self.provider.clone(),
+            client_id: self.client_id.clone(),
+            client_secret_set: true,
+            created_on: self.created_on,
+            updated_on: self.updated_on,
+        }
+    }
+}
+
+fn context(key: &Key) -> String {
+    format!("{}|{}", key.pk, key.sk)
+}
+
+/// A provider whose OAuth app a team may bring: any OAuth provider (team_oauth ones need it).
+fn oauth_provider(slug: &str) -> Result<&'static ProviderInfo, DomainError> {
+    let p = known_provider(slug)?;
+    if !p.is_oauth() {
+        return Err(DomainError::invalid(
+            &["path", "provider"],
+            format!("{slug} is not an OAuth provider"),
+            "enum",
+        ));
+    }
+    Ok(p)
+}
+
+/// A checked PUT body.
+pub struct NewOauthApp {
+    client_id: String,
+    client_secret: Secret,
+}
+
+impl NewOauthApp {
+    pub fn parse(body: OauthAppBody) -> Result<Self, DomainError> {
+        let mut issues: Vec<ValidationIssue> = Vec::new();
+        let printable = |s: &str| !s.chars().any(char::is_control);
+        if body.client_id.trim().is_empty()
+            || body.client_id.len() > MAX_CLIENT_ID
+            || !printable(&body.client_id)
+        {
+            issues.push(issue(
+                &["body", "client_id"],
+                format!("client_id must be 1-{MAX_CLIENT_ID} printable characters"),
+                "value_error",
+            ));
+        }
+        if body.client_secret.trim().is_empty()
+            || body.client_secret.len() > MAX_CLIENT_SECRET
+            || !printable(&body.client_secret)
+        {
+            issues.push(issue(
+                &["body", "client_secret"],
+                format!("client_secret must be 1-{MAX_CLIENT_SECRET} printable characters"),
+                "value_error",
+            ));
+        }
+        if !issues.is_empty() {
+            return Err(DomainError::Validation(issues));
+        }
+        Ok(Self {
+            client_id: body.client_id.trim().to_owned(),
+            client_secret: Secret::new(body.client_secret),
+        })
+    }
+}
+
+/// PUT /v2/team/oauth_app/{provider}: sets (or replaces) the team's app.
+pub async fn put_oauth_app(
+    deps: &Deps,
+    team: TeamId,
+    provider: &str,
+    app: NewOauthApp,
+) -> Result<OauthApp, DomainError> {
+    let p = oauth_provider(provider)?;
+    let key = keys::linking::team_oauth_app(team, &p.slug);
+    let now = deps.now();
+    let created_on = match deps.table.get(&key).await? {
+        Some(item) => item.decode::<OauthAppRecord>()?.created_on,
+        None => now,
+    };
+    let record = OauthAppRecord {
+        provider: p.slug.clone(),
+        client_id: app.client_id,
+        client_secret: deps.data_key.seal(app.client_secret.expose().as_bytes(), &context(&key)),
+        created_on,
+        updated_on: now,
+    };
+    deps.table.put(Item::new(key, to_body(&record)), Condition::None).await?;
+    tracing::info!(team_id = %team, provider, "team OAuth app set");
+    Ok(record.to_wire())
+}
+
+async fn load_app(deps: &Deps, team: TeamId, provider: &str) -> Result<Option<OauthAppRecord>, DomainError> {
+    Ok(match deps.table.get(&keys::linking::team_oauth_app(team, provider)).await? {
+        Some(item) => Some(item.decode()?),
+        None => None,
+    })
+}
+
+fn no_app(provider: &str) -> DomainError {
+    DomainError::NotFound(format!("The team has no OAuth app for {provider}."))
+}
+
+pub async fn get_oauth_app(deps: &Deps, team: TeamId, provider: &str) -> Result<OauthApp, DomainError> {
+    let p = oauth_provider(provider)?;
+    load_app(deps, team, &p.slug).await?.map(|r| r.to_wire()).ok_or_else(|| no_app(provider))
+}
+
+pub async fn delete_oauth_app(deps: &Deps, team: TeamId, provider: &str) -> Result<(), DomainError> {
+    let p = oauth_provider(provider)?;
+    match deps.table.delete(&keys::linking::team_oauth_app(team, &p.slug), Condition::Exists).await {
+        Ok(()) => {
+            tracing::info!(team_id = %team, provider, "team OAuth app removed");
+            Ok(())
+        }
+        Err(StoreError::ConditionFailed { .. }) => Err(no_app(provider)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The team's app for `provider` with its secret opened (for the code exchange).
+pub(crate) async fn team_client(
+    deps: &Deps,
+    team: TeamId,
+    provider: &str,
+) -> Result<Option<OauthClient>, DomainError> {
+    let Some(r) = load_app(deps, team, provider).await? else { return Ok(None) };
+    let key = keys::linking::team_oauth_app(team, provider);
+    let secret = deps
+        .data_key
+        .open(&r.client_secret, &context(&key))
+        .map_err(|_| corrupt("a team OAuth secret does not open with the data key"))?;
+    let secret = String::from_utf8(secret).map_err(|_| corrupt("a team OAuth secret is not text"))?;
+    Ok(Some(OauthClient { client_id: r.client_id, client_secret: Secret::new(secret) }))
+}

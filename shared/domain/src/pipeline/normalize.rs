@@ -1,0 +1,407 @@
+//! From a provider's records (normalised JSON from the `Providers` port) to the wire types of
+//! `wearlab_models::data`: units (seconds, meters, kcal, kg), calendar dates, time zones (the
+//! data's own, else the user's fallback), source context, heart-rate zones.
+
+use chrono::{DateTime, Datelike, NaiveDate, Offset, TimeZone, Utc};
+use chrono_tz::Tz;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use wearlab_models::data::{
+    ActivitySummary, BodySummary, Macros, MealSummary, ProfileSummary, Sample, SleepCycleSummary,
+    SleepSummary, SourceContext, WorkoutSummary,
+};
+
+use crate::ids::UserId;
+use crate::linking::catalog;
+use crate::teams::to_body;
+
+/// Summary resources (one record per day or per session); every other resource is a timeseries.
+pub const SUMMARIES: [&str; 7] = ["activity", "sleep", "sleep_cycle", "workouts", "body", "meal", "profile"];
+/// Resources the simulator gives that Wearlab does not model yet (not stored, no events).
+const NOT_MODELLED: [&str; 1] = ["menstrual_cycle"];
+
+pub fn is_summary(resource: &str) -> bool {
+    SUMMARIES.contains(&resource)
+}
+
+pub fn is_modelled(resource: &str) -> bool {
+    !NOT_MODELLED.contains(&resource)
+}
+
+/// The resources that fetching `fetched` produces (a sleep fetch also gives the sleep cycle).
+pub fn produced(fetched: &str) -> Vec<&str> {
+    match fetched {
+        "sleep" => vec!["sleep", "sleep_cycle"],
+        r if is_modelled(r) => vec![r],
+        _ => vec![],
+    }
+}
+
+/// Who the data is of and how to read it.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub user_id: UserId,
+    pub provider: String,
+    /// The user's fallback time zone (UTC when the user has none).
+    pub fallback_tz: Tz,
+    /// From the provider's profile, else the user's fallback birth date.
+    pub birth_year: Option<i32>,
+    pub birth_date: Option<NaiveDate>,
+}
+
+/// One thing to store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Summary { resource: &'static str, date: NaiveDate, n: String, value: Value },
+    Series { resource: String, date: NaiveDate, samples: Vec<Sample> },
+    Profile { value: Value },
+}
+
+impl Entry {
+    pub fn resource(&self) -> &str {
+        match self {
+            Entry::Summary { resource, .. } => resource,
+            Entry::Series { resource, .. } => resource,
+            Entry::Profile { .. } => "profile",
+        }
+    }
+
+    pub fn date(&self) -> Option<NaiveDate> {
+        match self {
+            Entry::Summary { date, .. } | Entry::Series { date, .. } => Some(*date),
+            Entry::Profile { .. } => None,
+        }
+    }
+}
+
+pub fn source(provider: &str, record: Option<&Value>) -> SourceContext {
+    let r = catalog().reference(provider);
+    let text = |k: &str| record.and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_owned);
+    SourceContext {
+        provider: r.slug.clone(),
+        source_type: text("source_type").unwrap_or_else(|| "unknown".into()),
+        app_id: text("app_id"),
+        name: r.name,
+        logo: r.logo,
+        slug: r.slug,
+    }
+}
+
+/// A stable id of a stored record.
+fn record_id(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let d = h.finalize();
+    uuid::Builder::from_random_bytes(d[..16].try_into().expect("16 bytes")).into_uuid().to_string()
+}
+
+fn num(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+fn int(v: &Value, k: &str) -> Option<i64> {
+    v.get(k).and_then(|x| x.as_i64().or_else(|| x.as_f64().map(|f| f.round() as i64)))
+}
+
+fn time(v: &Value, k: &str) -> Option<DateTime<Utc>> {
+    v.get(k)
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn date(v: &Value) -> Option<NaiveDate> {
+    v.get("date").and_then(Value::as_str).and_then(|s| s.parse().ok())
+}
+
+impl Context {
+    /// The record's own time zone (`timezone`, IANA), else the fallback.
+    fn tz(&self, record: &Value) -> Tz {
+        record
+            .get("timezone")
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(self.fallback_tz)
+    }
+
+    fn id(&self, resource: &str, day: NaiveDate, n: &str) -> String {
+        record_id(&[&self.user_id.to_string(), &self.provider, resource, &day.to_string(), n])
+    }
+
+    /// Age on `day`, from the profile's birth year or the fallback birth date.
+    fn age_on(&self, day: NaiveDate) -> Option<i32> {
+        if let Some(y) = self.birth_year {
+            return Some(day.year() - y);
+        }
+        let b = self.birth_date?;
+        let mut age = day.year() - b.year();
+        if (day.month(), day.day()) < (b.month(), b.day()) {
+            age -= 1;
+        }
+        Some(age)
+    }
+
+    /// Every entry of one fetched resource's records.
+    pub fn entries(&self, resource: &str, records: &[Value]) -> Vec<Entry> {
+        let mut out = Vec::new();
+        if !is_modelled(resource) {
+            return out;
+        }
+        if resource == "profile" {
+            for r in records {
+                out.push(Entry::Profile { value: to_body(&self.profile(r)) });
+            }
+            return out;
+        }
+        if is_summary(resource) {
+            for (i, r) in records.iter().enumerate() {
+                let Some(day) = date(r) else { continue };
+                let n = match resource {
+                    "workouts" => {
+                        time(r, "time_start").map(|t| t.timestamp().to_string()).unwrap_or(i.to_string())
+                    }
+                    _ => "0".to_owned(),
+                };
+                self.summary(resource, day, &n, r, &mut out);
+            }
+            return out;
+        }
+        // Timeseries: one entry per day (in UTC) of samples.
+        let mut by_day: std::collections::BTreeMap<NaiveDate, Vec<Sample>> = Default::default();
+        for r in records {
+            let (Some(ts), Some(value)) = (time(r, "timestamp"), num(r, "value")) else { continue };
+            let tz = self.tz(r);
+            let offset = tz.offset_from_utc_datetime(&ts.naive_utc()).fix().local_minus_utc();
+            let unit = r.get("unit").and_then(Value::as_str).unwrap_or("").to_owned();
+            by_day.entry(ts.date_naive()).or_default().push(Sample {
+                timestamp: ts,
+                value,
+                unit,
+                timezone_offset: offset,
+            });
+        }
+        for (day, mut samples) in by_day {
+            samples.sort_by_key(|s| s.timestamp);
+            out.push(Entry::Series { resource: resource.to_owned(), date: day, samples });
+        }
+        out
+    }
+
+    fn profile(&self, r: &Value) -> ProfileSummary {
+        ProfileSummary {
+            id: record_id(&[&self.user_id.to_string(), &self.provider, "profile"]),
+            user_id: self.user_id.0,
+            height: num(r, "height_cm").map(|cm| cm / 100.0).or_else(|| num(r, "height_m")),
+            birth_year: int(r, "birth_year").map(|y| y as i32),
+            source: source(&self.provider, Some(r)),
+        }
+    }
+
+    fn summary(&self, resource: &str, day: NaiveDate, n: &str, r: &Value, out: &mut Vec<Entry>) {
+        let tz = self.tz(r);
+        let tz_name = tz.name().to_owned();
+        let offset_at =
+            |t: DateTime<Utc>| tz.offset_from_utc_datetime(&t.naive_utc()).fix().local_minus_utc();
+        let day_offset = offset_at(Utc.from_utc_datetime(&day.and_hms_opt(12, 0, 0).unwrap_or_default()));
+        let src = source(&self.provider, Some(r));
+        let user_id = self.user_id.0;
+        let mut push = |resource: &'static str, value: Value| {
+            out.push(Entry::Summary { resource, date: day, n: n.to_owned(), value });
+        };
+        match resource {
+            "activity" => push(
+                "activity",
+                to_body(&ActivitySummary {
+                    id: self.id(resource, day, n),
+                    user_id,
+                    calendar_date: day,
+                    calories_total: num(r, "calories_total"),
+                    calories_active: num(r, "calories_active"),
+                    steps: num(r, "steps"),
+                    distance: num(r, "distance_m"),
+                    floors_climbed: num(r, "floors_climbed"),
+                    low: num(r, "low_minutes").map(|m| m * 60.0),
+                    high: num(r, "high_minutes").map(|m| m * 60.0),
+                    timezone: tz_name,
+                    timezone_offset: day_offset,
+                    source: src,
+                }),
+            ),
+            "sleep" | "sleep_cycle" => {
+                let (Some(start), Some(stop)) = (time(r, "bedtime_start"), time(r, "bedtime_stop")) else {
+                    return;
+                };
+                let secs = |k: &str| int(r, k).unwrap_or(0);
+                let (deep, rem, light, awake) =
+                    (secs("deep_s"), secs("rem_s"), secs("light_s"), secs("awake_s"));
+                push(
+                    "sleep",
+                    to_body(&SleepSummary {
+                        id: self.id("sleep", day, n),
+                        user_id,
+                        calendar_date: day,
+                        bedtime_start: start,
+                        bedtime_stop: stop,
+                        timezone: tz_name.clone(),
+                        timezone_offset: offset_at(start),
+                        duration: int(r, "duration_s").unwrap_or((stop - start).num_seconds()),
+                        total: deep + rem + light,
+                        awake,
+                        light,
+                        rem,
+                        deep,
+                        efficiency: num(r, "efficiency"),
+                        hr_average: num(r, "hr_average"),
+                        source: src.clone(),
+                    }),
+                );
+                if let Some(stages) = r.get("stages").and_then(Value::as_array) {
+                    let mut cycle = SleepCycleSummary {
+                        id: self.id("sleep_cycle", day, n),
+                        user_id,
+                        calendar_date: day,
+                        session_start: start,
+                        session_end: stop,
+                        timezone: tz_name,
+                        timezone_offset: offset_at(start),
+                        stage_start_offset_second: vec![],
+                        stage_end_offset_second: vec![],
+                        stage_type: vec![],
+                        source: src,
+                    };
+                    for s in stages {
+                        let (Some(a), Some(b)) = (int(s, "start_offset_s"), int(s, "end_offset_s")) else {
+                            continue;
+                        };
+                        cycle.stage_start_offset_second.push(a);
+                        cycle.stage_end_offset_second.push(b);
+                        cycle.stage_type.push(match s.get("stage").and_then(Value::as_str) {
+                            Some("deep") => 1,
+                            Some("light") => 2,
+                            Some("rem") => 3,
+                            Some("awake") => 4,
+                            _ => -1,
+                        });
+                    }
+                    push("sleep_cycle", to_body(&cycle));
+                }
+            }
+            "workouts" => {
+                let (Some(start), Some(end)) = (time(r, "time_start"), time(r, "time_end")) else { return };
+                let duration = (end - start).num_seconds().max(0);
+                let average_hr = num(r, "average_hr");
+                let max_hr = self.age_on(day).map(|age| f64::from(220 - age));
+                let hr_zones = max_hr.map(|max| {
+                    let mut zones = vec![0i64; 6];
+                    if let Some(avg) = average_hr {
+                        let pct = avg / max * 100.0;
+                        let i =
+                            if pct < 50.0 { 0 } else { (((pct - 50.0) / 10.0).floor() as usize + 1).min(5) };
+                        zones[i] = duration;
+                    }
+                    zones
+                });
+                push(
+                    "workouts",
+                    to_body(&WorkoutSummary {
+                        id: self.id(resource, day, n),
+                        user_id,
+                        calendar_date: day,
+                        sport: r.get("sport").and_then(Value::as_str).unwrap_or("other").to_owned(),
+                        time_start: start,
+                        time_end: end,
+                        timezone: tz_name,
+                        timezone_offset: offset_at(start),
+                        duration,
+                        calories: num(r, "calories"),
+                        distance: num(r, "distance_m"),
+                        average_hr,
+                        max_hr,
+                        hr_zones,
+                        source: src,
+                    }),
+                );
+            }
+            "body" => push(
+                "body",
+                to_body(&BodySummary {
+                    id: self.id(resource, day, n),
+                    user_id,
+                    calendar_date: day,
+                    weight: num(r, "weight_kg"),
+                    fat: num(r, "fat_percent"),
+                    timezone: tz_name,
+                    timezone_offset: day_offset,
+                    source: src,
+                }),
+            ),
+            "meal" => push(
+                "meal",
+                to_body(&MealSummary {
+                    id: self.id(resource, day, n),
+                    user_id,
+                    calendar_date: day,
+                    name: r.get("name").and_then(Value::as_str).unwrap_or("Meal").to_owned(),
+                    energy: num(r, "energy_kcal"),
+                    macros: Macros {
+                        carbs: num(r, "carbohydrates_g"),
+                        protein: num(r, "protein_g"),
+                        fats: num(r, "fat_g"),
+                    },
+                    timezone: tz_name,
+                    source: src,
+                }),
+            ),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx(birth_year: Option<i32>) -> Context {
+        Context {
+            user_id: UserId(uuid::Uuid::nil()),
+            provider: "oura".into(),
+            fallback_tz: "Europe/Berlin".parse().unwrap(),
+            birth_year,
+            birth_date: None,
+        }
+    }
+
+    #[test]
+    fn activity_units_and_fallback_time_zone() {
+        let e = ctx(None).entries(
+            "activity",
+            &[json!({"date": "2026-07-01", "steps": 1000.0, "distance_m": 800.0, "low_minutes": 2.0})],
+        );
+        let Entry::Summary { value, .. } = &e[0] else { panic!() };
+        assert_eq!(value["low"], 120.0);
+        assert_eq!(value["distance"], 800.0);
+        assert_eq!(value["timezone"], "Europe/Berlin");
+        assert_eq!(value["timezone_offset"], 7200);
+        assert_eq!(value["source"]["provider"], "oura");
+        assert_eq!(value["source"]["slug"], "oura");
+    }
+
+    #[test]
+    fn workout_zones_need_an_age() {
+        let w = json!({"date": "2026-07-01", "time_start": "2026-07-01T07:00:00Z",
+            "time_end": "2026-07-01T08:00:00Z", "average_hr": 150.0});
+        let Entry::Summary { value, .. } = &ctx(Some(1986)).entries("workouts", std::slice::from_ref(&w))[0]
+        else {
+            panic!()
+        };
+        // max 180, 150 is 83 %: zone 5 (80-90 %)
+        assert_eq!(value["max_hr"], 180.0);
+        assert_eq!(value["hr_zones"], json!([0, 0, 0, 0, 3600, 0]));
+        let Entry::Summary { value, .. } = &ctx(None).entries("workouts", &[w])[0] else { panic!() };
+        assert!(value["hr_zones"].is_null());
+    }
+}

@@ -1,0 +1,514 @@
+//! Historical pulls and the periodic poll.
+//!
+//! A historical pull of (user, provider) keeps a progress item in the user's partition
+//! (`PULL#<provider>#<pull_id>`): whether it holds throttle capacity, and per resource the next
+//! chunk to fetch and whether it is done. Each chunk is stored, then the progress is saved; only
+//! after a resource's last chunk is its `historical.data.<resource>.created` emitted and the
+//! resource marked done. A redelivered message resumes where the last one stopped, takes no
+//! second throttle capacity, stores the same items again (same keys, so nothing twice) and
+//! emits nothing a second time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{Days, NaiveDate};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use wearlab_models::data::HistoricalPullCompleted;
+use wearlab_models::{ConnectionStatus, EventEnvelope};
+
+use super::normalize::{Context, Entry, is_modelled, produced};
+use super::store::{self, Change};
+use super::{Job, PullMessage, event, event_types, history_days, preferences};
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::{TeamId, UserId};
+use crate::keys::pipeline as keys;
+use crate::linking::catalog;
+use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
+use crate::linking::providers::{DateRange, ProviderAccount, ProviderError};
+use crate::ports::{Condition, Item, Outcome, Outgoing, Query, Queue, QueueName, StoreError};
+use crate::teams::to_body;
+use crate::throttle::{self, Decision};
+use crate::users::{self, UserRecord};
+
+/// Days fetched per chunk.
+pub const CHUNK_DAYS: u64 = 30;
+/// Days before the last polled day the poll fetches again, to see late changes.
+pub const POLL_OVERLAP_DAYS: u64 = 1;
+/// Most poll jobs sent per scheduled run page.
+const POLL_PAGE: u32 = 500;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PullJob {
+    pub team_id: TeamId,
+    pub user_id: UserId,
+    pub provider: String,
+    /// Names the pull: the same id is the same pull (duplicates are no-ops).
+    pub pull_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PollJob {
+    pub team_id: TeamId,
+    pub user_id: UserId,
+    pub provider: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ResourceProgress {
+    next: NaiveDate,
+    done: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Progress {
+    team_id: TeamId,
+    provider: String,
+    /// The connection this pull belongs to (a relink starts another pull).
+    connection_created_on: chrono::DateTime<chrono::Utc>,
+    start: NaiveDate,
+    end: NaiveDate,
+    /// Throttle capacity was taken (never twice for one pull).
+    started: bool,
+    resources: BTreeMap<String, ResourceProgress>,
+    done: bool,
+}
+
+/// The poll's state of a connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SyncRecord {
+    team_id: TeamId,
+    provider: String,
+    /// Last day fetched.
+    through: NaiveDate,
+}
+
+/// Queues a historical pull of the user's connection to `provider` (on demand). Returns its id.
+pub async fn start(
+    deps: &Deps,
+    queue: &dyn Queue,
+    team: TeamId,
+    user_id: UserId,
+    provider: &str,
+) -> Result<String, DomainError> {
+    users::load_active(deps, team, user_id).await?;
+    if deps.table.get(&crate::keys::linking::connection(user_id, provider)).await?.is_none() {
+        return Err(DomainError::NotFound(format!("The user has no connection to {provider}.")));
+    }
+    let pull_id = format!("req-{}", deps.now().timestamp_micros());
+    let job = PullJob { team_id: team, user_id, provider: provider.to_owned(), pull_id: pull_id.clone() };
+    send(queue, Job::Pull(job)).await?;
+    Ok(pull_id)
+}
+
+async fn send(queue: &dyn Queue, job: Job) -> Result<(), DomainError> {
+    queue
+        .send(QueueName::Pull, vec![Outgoing::now(PullMessage::Job(job).body())])
+        .await
+        .map_err(|e| DomainError::Busy(e.to_string()))
+}
+
+/// Handles one message of the pull queue.
+pub async fn handle(deps: &Deps, queue: &dyn Queue, message: PullMessage) -> Outcome {
+    let result = match message {
+        PullMessage::Event(e) => on_event(deps, e).await,
+        PullMessage::Job(Job::Pull(job)) => pull(deps, &job).await,
+        PullMessage::Job(Job::Poll(job)) => poll(deps, &job).await.map(|()| Outcome::Ack),
+        PullMessage::Job(Job::PollAll {}) => poll_all(deps, queue).await.map(|_| Outcome::Ack),
+    };
+    result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))
+}
+
+/// `provider.connection.created` starts the connection's historical pull; other events are
+/// not for this queue.
+async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError> {
+    if e.event_type != CONNECTION_CREATED {
+        return Ok(Outcome::Ack);
+    }
+    let Some(provider) =
+        e.data.get("provider").and_then(|p| p.get("slug").or(Some(p))).and_then(|p| p.as_str())
+    else {
+        return Ok(Outcome::Ack);
+    };
+    let user_id = UserId(e.user_id);
+    let Some(conn) = load_connection(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
+    // One pull per connection: a duplicate event names the same pull.
+    let pull_id = format!("conn-{}", conn.created_on.timestamp_micros());
+    pull(deps, &PullJob { team_id: TeamId(e.team_id), user_id, provider: provider.to_owned(), pull_id }).await
+}
+
+async fn load_connection(
+    deps: &Deps,
+    user: UserId,
+    provider: &str,
+) -> Result<Option<ConnectionRecord>, DomainError> {
+    Ok(match deps.table.get(&crate::keys::linking::connection(user, provider)).await? {
+        Some(item) => Some(item.decode()?),
+        None => None,
+    })
+}
+
+/// The user's active record of the team, else `None` (deleted or another team's: drop the work).
+async fn active_user(deps: &Deps, team: TeamId, user: UserId) -> Result<Option<UserRecord>, DomainError> {
+    Ok(users::load(deps, team, user).await?.map(|(u, _)| u).filter(|u| u.deletion.is_none()))
+}
+
+fn data_resources(provider: &str) -> Vec<String> {
+    let mut out: Vec<String> = catalog()
+        .get(provider)
+        .map(|p| p.data_resources().map(|r| r.as_str().to_owned()).filter(|r| is_modelled(r)).collect())
+        .unwrap_or_default();
+    // The profile first: workouts need its age.
+    out.sort_by_key(|r| r != "profile");
+    out
+}
+
+fn context(deps: &Deps, user: &UserRecord, provider: &str, birth_year: Option<i32>) -> Context {
+    let _ = deps;
+    Context {
+        user_id: user.user_id,
+        provider: provider.to_owned(),
+        fallback_tz: user
+            .fallback_time_zone
+            .as_ref()
+            .and_then(|t| t.id.parse::<Tz>().ok())
+            .unwrap_or(Tz::UTC),
+        birth_year,
+        birth_date: user.fallback_birth_date.as_ref().map(|b| b.value),
+    }
+}
+
+async fn stored_birth_year(deps: &Deps, user: UserId, provider: &str) -> Result<Option<i32>, DomainError> {
+    Ok(match deps.table.get(&keys::profile(user, provider)).await? {
+        Some(item) => {
+            item.decode::<store::Stored>()?.v.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32)
+        }
+        None => None,
+    })
+}
+
+/// Credentials that work now: refreshed (and saved on the connection) when expired.
+async fn account(deps: &Deps, conn: &ConnectionRecord) -> Result<ProviderAccount, ProviderError> {
+    let mut account = conn.account(deps).map_err(|e| ProviderError::Api(e.to_string()))?;
+    if account.credentials.expires_at.is_some_and(|t| t <= deps.now()) {
+        let fresh = deps.providers.refresh_credentials(&conn.provider, &account.credentials).await?;
+        account.credentials = fresh.clone();
+        let key = conn.key();
+        if let Ok(Some(item)) = deps.table.get(&key).await
+            && let Ok(mut current) = item.decode::<ConnectionRecord>()
+            && current.created_on == conn.created_on
+        {
+            current.set_credentials(deps, &fresh);
+            let mut next = Item::new(key, to_body(&current));
+            next.version = item.version + 1;
+            if let Err(e) = deps.table.put(next, Condition::VersionIs(item.version)).await {
+                tracing::warn!(user_id = %conn.user_id, provider = conn.provider, error = %e, "refreshed credentials not saved");
+            }
+        }
+    }
+    Ok(account)
+}
+
+async fn save(
+    deps: &Deps,
+    key: &crate::ports::Key,
+    progress: &Progress,
+    version: &mut u64,
+) -> Result<(), DomainError> {
+    let mut item = Item::new(key.clone(), to_body(progress));
+    item.version = *version + 1;
+    let condition = if *version == 0 { Condition::NotExists } else { Condition::VersionIs(*version) };
+    match deps.table.put(item, condition).await {
+        Ok(()) => {
+            *version += 1;
+            Ok(())
+        }
+        Err(StoreError::ConditionFailed { .. }) => {
+            Err(DomainError::Busy("pull progressed elsewhere; retry".into()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Runs (or resumes) one historical pull.
+pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
+    let (team, user_id, provider) = (job.team_id, job.user_id, job.provider.as_str());
+    let key = keys::pull(user_id, provider, &job.pull_id);
+    let (mut progress, mut version) = match deps.table.get(&key).await? {
+        Some(item) => (Some(item.decode::<Progress>()?), item.version),
+        None => (None, 0),
+    };
+    if progress.as_ref().is_some_and(|p| p.done) {
+        return Ok(Outcome::Ack);
+    }
+    let Some(user) = active_user(deps, team, user_id).await? else {
+        tracing::info!(user_id = %user_id, provider, "pull dropped: user gone");
+        return Ok(Outcome::Ack);
+    };
+    let Some(conn) = load_connection(deps, user_id, provider).await? else {
+        tracing::info!(user_id = %user_id, provider, "pull dropped: no connection");
+        return Ok(Outcome::Ack);
+    };
+    if conn.status != ConnectionStatus::Connected
+        || progress.as_ref().is_some_and(|p| p.connection_created_on != conn.created_on)
+    {
+        tracing::info!(user_id = %user_id, provider, "pull dropped: connection not usable or replaced");
+        return Ok(Outcome::Ack);
+    }
+    let mut p = match progress.take() {
+        Some(p) => p,
+        None => {
+            let prefs = preferences(deps, team).await?;
+            let today = deps.now().date_naive();
+            let days = u64::from(history_days(&prefs, provider));
+            let start = today.checked_sub_days(Days::new(days - 1)).unwrap_or(today);
+            let start = user.ingestion_start.map_or(start, |b| start.max(b));
+            let end = user.ingestion_end.map_or(today, |b| today.min(b));
+            let p = Progress {
+                team_id: team,
+                provider: provider.to_owned(),
+                connection_created_on: conn.created_on,
+                start,
+                end,
+                started: false,
+                resources: data_resources(provider)
+                    .into_iter()
+                    .map(|r| (r, ResourceProgress { next: start, done: false }))
+                    .collect(),
+                done: false,
+            };
+            save(deps, &key, &p, &mut version).await?;
+            p
+        }
+    };
+    // Unique per pull across the team's users (holds a concurrency slot).
+    let holder = format!("{user_id}/{}", job.pull_id);
+    if !p.started {
+        match throttle::acquire(deps, team, provider, &holder).await? {
+            Decision::Wait(wait) => return Ok(Outcome::RetryAfter(wait.max(Duration::from_secs(1)))),
+            Decision::Granted => {
+                p.started = true;
+                save(deps, &key, &p, &mut version).await?;
+            }
+        }
+    }
+    let account = match account(deps, &conn).await {
+        Ok(a) => a,
+        Err(ProviderError::Revoked(_) | ProviderError::CredentialError(_)) => {
+            tracing::warn!(user_id = %user_id, provider, "pull stopped: access revoked");
+            return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
+        }
+        Err(e) => return Ok(Outcome::Fail(format!("credentials: {}", e.link_error_type()))),
+    };
+    let prefs = preferences(deps, team).await?;
+    let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
+    let order: Vec<String> = p.resources.keys().cloned().collect::<Vec<_>>();
+    let mut order = order;
+    order.sort_by_key(|r| r != "profile");
+    for resource in order {
+        if p.resources[&resource].done {
+            continue;
+        }
+        if p.start <= p.end {
+            loop {
+                let next = p.resources[&resource].next;
+                if next > p.end {
+                    break;
+                }
+                let (from, to) = if resource == "profile" {
+                    (p.start, p.end)
+                } else {
+                    (next, next.checked_add_days(Days::new(CHUNK_DAYS - 1)).unwrap_or(p.end).min(p.end))
+                };
+                let fetched = match deps
+                    .providers
+                    .fetch(provider, &account, &resource, DateRange { start: from, end: to })
+                    .await
+                {
+                    Ok(f) => f,
+                    Err(ProviderError::Unsupported(_)) => break,
+                    Err(e) => {
+                        tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "chunk failed; will retry");
+                        return Ok(Outcome::Fail(format!("{provider}/{resource}: fetch failed")));
+                    }
+                };
+                let ctx = context(deps, &user, provider, birth_year);
+                for entry in ctx.entries(&resource, &fetched.records) {
+                    if let Entry::Profile { value } = &entry {
+                        birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
+                    }
+                    store::put(deps, user_id, provider, &entry).await?;
+                }
+                if let Some(r) = p.resources.get_mut(&resource) {
+                    r.next = to.checked_add_days(Days::new(1)).unwrap_or(to);
+                }
+                save(deps, &key, &p, &mut version).await?;
+            }
+            let data = to_body(&HistoricalPullCompleted {
+                user_id: user_id.0,
+                start_date: p.start,
+                end_date: p.end,
+                provider: provider.to_owned(),
+            });
+            let events: Vec<EventEnvelope> = produced(&resource)
+                .into_iter()
+                .flat_map(|r| event_types("historical", r, prefs.hypnogram_events))
+                .map(|t| {
+                    event(format!("{t}.created"), team, user_id, user.client_user_id.as_str(), data.clone())
+                })
+                .collect();
+            deps.bus.publish(events).await?;
+        }
+        if let Some(r) = p.resources.get_mut(&resource) {
+            r.done = true;
+        }
+        save(deps, &key, &p, &mut version).await?;
+    }
+    finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await
+}
+
+async fn finish(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    holder: &str,
+    key: &crate::ports::Key,
+    p: &mut Progress,
+    version: &mut u64,
+) -> Result<Outcome, DomainError> {
+    let provider = p.provider.clone();
+    p.done = true;
+    save(deps, key, p, version).await?;
+    // From now on the poll keeps the connection current (it never goes back before the end).
+    if deps.table.get(&keys::sync(user, &provider)).await?.is_none() {
+        let sync = SyncRecord { team_id: team, provider: provider.clone(), through: p.end };
+        let item = Item::new(keys::sync(user, &provider), to_body(&sync))
+            .with_gsi1(keys::POLL_INDEX, keys::poll_index_sort(team, user, &provider));
+        deps.table.put(item, Condition::NotExists).await.or_else(|e| match e {
+            StoreError::ConditionFailed { .. } => Ok(()),
+            e => Err(e),
+        })?;
+    }
+    throttle::release(deps, team, &provider, holder).await?;
+    Ok(Outcome::Ack)
+}
+
+/// The scheduled run: one poll job per polled connection. Returns how many were sent.
+pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainError> {
+    let mut cursor = None;
+    let mut sent = 0;
+    loop {
+        let page = deps.table.query(Query::gsi1(keys::POLL_INDEX).limit(POLL_PAGE).after(cursor)).await?;
+        let mut jobs = Vec::new();
+        for item in &page.items {
+            let Some(user) = item.key.pk.strip_prefix("USER#").and_then(UserId::parse) else { continue };
+            let s: SyncRecord = item.decode()?;
+            jobs.push(Outgoing::now(
+                PullMessage::Job(Job::Poll(PollJob {
+                    team_id: s.team_id,
+                    user_id: user,
+                    provider: s.provider,
+                }))
+                .body(),
+            ));
+        }
+        sent += jobs.len();
+        if !jobs.is_empty() {
+            queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(sent),
+        }
+    }
+}
+
+/// Polls one connection: fetches from shortly before the last polled day to today, stores what
+/// is new or changed, and emits `daily.data.<resource>.created` / `.updated` (updated only when
+/// content changed). A repeated poll with nothing new emits nothing.
+pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
+    let (team, user_id, provider) = (job.team_id, job.user_id, job.provider.as_str());
+    let sync_key = keys::sync(user_id, provider);
+    let Some(sync_item) = deps.table.get(&sync_key).await? else { return Ok(()) };
+    let mut sync: SyncRecord = sync_item.decode()?;
+    let (Some(user), Some(conn)) =
+        (active_user(deps, team, user_id).await?, load_connection(deps, user_id, provider).await?)
+    else {
+        // The connection or the user is gone: stop polling it.
+        deps.table.delete(&sync_key, Condition::None).await?;
+        return Ok(());
+    };
+    if conn.status != ConnectionStatus::Connected {
+        return Ok(());
+    }
+    let account = match account(deps, &conn).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::warn!(user_id = %user_id, provider, error_type = %e.link_error_type(), "poll skipped");
+            return Ok(());
+        }
+    };
+    let today = deps.now().date_naive();
+    let start = sync.through.checked_sub_days(Days::new(POLL_OVERLAP_DAYS)).unwrap_or(sync.through);
+    let start = user.ingestion_start.map_or(start, |b| start.max(b));
+    let end = user.ingestion_end.map_or(today, |b| today.min(b));
+    if start > end {
+        return Ok(());
+    }
+    let prefs = preferences(deps, team).await?;
+    let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
+    let mut events = Vec::new();
+    for resource in data_resources(provider) {
+        let fetched = match deps
+            .providers
+            .fetch(provider, &account, &resource, DateRange { start, end })
+            .await
+        {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "poll fetch failed");
+                continue;
+            }
+        };
+        // Per produced resource: days created, days updated.
+        let mut changed: BTreeMap<(String, bool), (NaiveDate, NaiveDate)> = BTreeMap::new();
+        let ctx = context(deps, &user, provider, birth_year);
+        for entry in ctx.entries(&resource, &fetched.records) {
+            if let Entry::Profile { value } = &entry {
+                birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
+            }
+            let change = store::put(deps, user_id, provider, &entry).await?;
+            let created = match change {
+                Change::Unchanged => continue,
+                Change::Created => true,
+                Change::Updated => false,
+            };
+            let day = entry.date().unwrap_or(today);
+            let span = changed.entry((entry.resource().to_owned(), created)).or_insert((day, day));
+            span.0 = span.0.min(day);
+            span.1 = span.1.max(day);
+        }
+        for ((r, created), (from, to)) in changed {
+            let data = serde_json::json!({
+                "user_id": user_id.0, "provider": provider, "start_date": from, "end_date": to,
+            });
+            for t in event_types("daily", &r, prefs.hypnogram_events) {
+                let kind = if created { "created" } else { "updated" };
+                events.push(event(
+                    format!("{t}.{kind}"),
+                    team,
+                    user_id,
+                    user.client_user_id.as_str(),
+                    data.clone(),
+                ));
+            }
+        }
+    }
+    deps.bus.publish(events).await?;
+    sync.through = end;
+    let item = Item::new(sync_key, to_body(&sync))
+        .with_gsi1(keys::POLL_INDEX, keys::poll_index_sort(team, user_id, provider));
+    deps.table.put(item, Condition::None).await?;
+    Ok(())
+}

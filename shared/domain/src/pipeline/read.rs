@@ -1,0 +1,173 @@
+//! The read side: summaries by date range and provider, the profile, grouped timeseries with
+//! cursor pagination. Every read checks the user belongs to the team (else 404).
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDate;
+use serde::de::DeserializeOwned;
+use wearlab_models::data::{GroupedTimeseries, ProfileSummary, SampleGroup};
+
+use super::normalize::is_summary;
+use super::store::Stored;
+use crate::Deps;
+use crate::error::{DomainError, issue};
+use crate::ids::{TeamId, UserId};
+use crate::keys::{self, pipeline as pkeys};
+use crate::linking::catalog;
+use crate::ports::{Cursor, Query, StoreError, query_all};
+use crate::users;
+
+/// Day-items (one resource, day and provider each) per timeseries page.
+pub const SERIES_PAGE: u32 = 7;
+/// Most days one summary read may span.
+pub const MAX_RANGE_DAYS: i64 = 366 * 2;
+/// Most items one summary read returns.
+const MAX_ITEMS: usize = 10_000;
+
+/// A validated inclusive range of days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Days {
+    pub start: NaiveDate,
+    pub end: NaiveDate,
+}
+
+/// Parses `start_date` and `end_date` (default: today): each `YYYY-mm-dd`, end not before start.
+pub fn parse_days(deps: &Deps, start: &str, end: Option<&str>) -> Result<Days, DomainError> {
+    let mut issues = Vec::new();
+    let parse = |s: &str, field: &str, issues: &mut Vec<_>| match NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        Ok(d) if s.len() == 10 => Some(d),
+        _ => {
+            issues.push(issue(
+                &["query", field],
+                "Input should be a valid date (YYYY-mm-dd)",
+                "date_from_datetime_parsing",
+            ));
+            None
+        }
+    };
+    let s = parse(start, "start_date", &mut issues);
+    let e = match end {
+        Some(e) => parse(e, "end_date", &mut issues),
+        None => Some(deps.now().date_naive()),
+    };
+    if let (Some(s), Some(e)) = (s, e) {
+        if e < s {
+            issues.push(issue(
+                &["query", "end_date"],
+                "end_date must not be before start_date",
+                "value_error",
+            ));
+        } else if (e - s).num_days() >= MAX_RANGE_DAYS {
+            issues.push(issue(
+                &["query", "end_date"],
+                format!("at most {MAX_RANGE_DAYS} days per request"),
+                "value_error",
+            ));
+        } else if issues.is_empty() {
+            return Ok(Days { start: s, end: e });
+        }
+    }
+    Err(DomainError::Validation(issues))
+}
+
+async fn check_user(deps: &Deps, team: TeamId, user: UserId) -> Result<(), DomainError> {
+    users::load_active(deps, team, user).await.map(|_| ())
+}
+
+/// Summaries of `resource` (activity, sleep, sleep_cycle, workouts, body, meal) in `days`,
+/// oldest first, optionally of one provider.
+pub async fn summaries<T: DeserializeOwned>(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    resource: &str,
+    days: Days,
+    provider: Option<&str>,
+) -> Result<Vec<T>, DomainError> {
+    check_user(deps, team, user).await?;
+    let (from, to) = pkeys::summary_range(resource, days.start, days.end);
+    let items = query_all(
+        deps.table.as_ref(),
+        Query::partition(keys::user_partition(user)).between(from, to),
+        MAX_ITEMS,
+    )
+    .await?;
+    items
+        .iter()
+        .filter(|i| provider.is_none_or(|p| i.key.sk.split('#').nth(4) == Some(p)))
+        .map(|i| {
+            let s: Stored = i.decode()?;
+            serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())
+        })
+        .collect()
+}
+
+/// The user's profile from `provider`, else from the first provider (by slug) that gave one.
+pub async fn profile(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    provider: Option<&str>,
+) -> Result<ProfileSummary, DomainError> {
+    check_user(deps, team, user).await?;
+    let q = Query::partition(keys::user_partition(user)).prefix(pkeys::PROFILE_PREFIX);
+    let items = query_all(deps.table.as_ref(), q, 1_000).await?;
+    let item = items
+        .iter()
+        .find(|i| provider.is_none_or(|p| i.key.sk.strip_prefix(pkeys::PROFILE_PREFIX) == Some(p)))
+        .ok_or_else(|| DomainError::NotFound("No profile data for this user yet.".into()))?;
+    let s: Stored = item.decode()?;
+    serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())
+}
+
+/// Whether `resource` is a timeseries some provider gives.
+pub fn is_timeseries(resource: &str) -> bool {
+    !is_summary(resource)
+        && resource != "connection"
+        && catalog().all().iter().any(|p| p.data_resources().any(|r| r.as_str() == resource))
+}
+
+/// One page of grouped samples of `resource` in `days`.
+pub async fn timeseries(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    resource: &str,
+    days: Days,
+    cursor: Option<&str>,
+) -> Result<GroupedTimeseries, DomainError> {
+    if !is_timeseries(resource) {
+        return Err(DomainError::invalid(&["path", "resource"], "not a timeseries resource", "enum"));
+    }
+    check_user(deps, team, user).await?;
+    let partition = keys::user_partition(user);
+    let (from, to) = pkeys::series_range(resource, days.start, days.end);
+    let cursor = match cursor {
+        Some(c) => {
+            let c = Cursor::decode(c)?;
+            if c.pk != partition || c.sk < from || c.sk > to {
+                return Err(StoreError::InvalidCursor.into());
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    let page = deps
+        .table
+        .query(Query::partition(partition).between(from, to).limit(SERIES_PAGE).after(cursor))
+        .await?;
+    let mut groups: BTreeMap<String, Vec<SampleGroup>> = BTreeMap::new();
+    for item in &page.items {
+        let provider = item.key.sk.split('#').nth(4).unwrap_or_default().to_owned();
+        let s: Stored = item.decode()?;
+        let group: SampleGroup =
+            serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let list = groups.entry(provider).or_default();
+        // One group per source: days of the same source are joined.
+        match list.iter_mut().find(|g| g.source == group.source) {
+            Some(g) => g.data.extend(group.data),
+            None => list.push(group),
+        }
+    }
+    Ok(GroupedTimeseries { groups, next_cursor: page.next_cursor.map(|c| c.encode()) })
+}

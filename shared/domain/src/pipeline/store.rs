@@ -1,0 +1,95 @@
+//! Writes normalised entries into the user's partition. Each item's key is derived from the
+//! data (resource, day, provider, record), so storing the same data again writes the same item:
+//! a repeated chunk stores nothing twice. Each item keeps a hash of its content, so the poll
+//! can tell new data from changed data from unchanged data.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use wearlab_models::data::SampleGroup;
+
+use super::normalize::{Entry, source};
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::UserId;
+use crate::keys::pipeline as keys;
+use crate::ports::{Condition, Item, Key};
+use crate::teams::to_body;
+
+/// A stored data item.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Stored {
+    /// SHA-256 (hex) of `value`.
+    pub h: String,
+    pub v: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+fn hash(v: &Value) -> String {
+    hex::encode(Sha256::digest(serde_json::to_vec(v).expect("values serialize")))
+}
+
+fn key_and_value(user: UserId, provider: &str, entry: &Entry) -> (Key, Value) {
+    match entry {
+        Entry::Summary { resource, date, n, value } => {
+            (keys::summary(user, resource, *date, provider, n), value.clone())
+        }
+        Entry::Series { resource, date, samples } => (
+            keys::series(user, resource, *date, provider),
+            to_body(&SampleGroup { source: source(provider, None), data: samples.clone() }),
+        ),
+        Entry::Profile { value } => (keys::profile(user, provider), value.clone()),
+    }
+}
+
+/// Stores `entry` and says what changed: a new item or new samples are `Created`, other
+/// content changes `Updated`.
+pub(crate) async fn put(
+    deps: &Deps,
+    user: UserId,
+    provider: &str,
+    entry: &Entry,
+) -> Result<Change, DomainError> {
+    let (key, value) = key_and_value(user, provider, entry);
+    let h = hash(&value);
+    let old = deps.table.get(&key).await?;
+    let change = match &old {
+        None => Change::Created,
+        Some(item) => {
+            let old: Stored = item.decode()?;
+            if old.h == h {
+                return Ok(Change::Unchanged);
+            }
+            match entry {
+                Entry::Series { samples, .. } => {
+                    let before: std::collections::HashSet<String> = old
+                        .v
+                        .get("data")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter().filter_map(|s| s.get("timestamp")?.as_str().map(str::to_owned)).collect()
+                        })
+                        .unwrap_or_default();
+                    let any_new = samples.iter().any(|s| {
+                        !before.contains(
+                            &serde_json::to_value(s.timestamp)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                .unwrap_or_default(),
+                        )
+                    });
+                    if any_new { Change::Created } else { Change::Updated }
+                }
+                _ => Change::Updated,
+            }
+        }
+    };
+    deps.table.put(Item::new(key, to_body(&Stored { h, v: value })), Condition::None).await?;
+    Ok(change)
+}

@@ -1,0 +1,191 @@
+//! Historical-pull throttles per team and provider, protecting the provider API limits of the
+//! team's own OAuth credentials. The state is one table item per (team, provider), changed
+//! with optimistic concurrency, so any number of worker instances share it.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::TeamId;
+use crate::ports::{Condition, Item, Key, StoreError};
+use crate::teams::to_body;
+
+/// A provider's policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// At most `limit` pulls start in any window of length `window` (sliding, not calendar).
+    Rate { limit: u32, window: Duration },
+    /// At most `limit` pulls in flight, no time limit.
+    Concurrency { limit: u32 },
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// The provider policy table (per team and provider).
+pub fn policy_for(provider: &str) -> Policy {
+    match provider {
+        "garmin" => Policy::Rate { limit: 2, window: MINUTE },
+        "fitbit" | "polar" => Policy::Concurrency { limit: 250 },
+        "strava" => Policy::Rate { limit: 1, window: 15 * MINUTE },
+        "oura" => Policy::Rate { limit: 150, window: 5 * MINUTE },
+        "withings" => Policy::Rate { limit: 8, window: MINUTE },
+        _ => Policy::Rate { limit: 8, window: MINUTE },
+    }
+}
+
+/// A concurrency slot whose holder never released it (a crashed worker) frees itself after this.
+pub const LEASE: Duration = Duration::from_secs(30 * 60);
+/// How often a pull waiting for a concurrency slot looks again (no exact wait exists).
+pub const SLOT_POLL: Duration = Duration::from_secs(5);
+/// Tries of the optimistic update before giving up (the caller retries the message).
+const TRIES: u32 = 20;
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ThrottleState {
+    /// Start times of the most recent pulls, oldest first (at most `limit` kept).
+    #[serde(default)]
+    starts: VecDeque<DateTime<Utc>>,
+    /// Concurrency slots held: (holder, lease expiry).
+    #[serde(default)]
+    slots: Vec<(String, DateTime<Utc>)>,
+}
+
+impl ThrottleState {
+    /// Frees `holder`'s concurrency slot.
+    pub fn release(&mut self, holder: &str) {
+        self.slots.retain(|(h, _)| h != holder);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Start now; `holder` must `release` a concurrency slot when done.
+    Granted,
+    /// No capacity: try again after exactly this long (rate) or after a short poll (slots).
+    Wait(Duration),
+}
+
+/// The pure rule: may a pull start at `now`, and the state after it does.
+pub fn decide(policy: Policy, state: &mut ThrottleState, holder: &str, now: DateTime<Utc>) -> Decision {
+    match policy {
+        Policy::Rate { limit, window } => {
+            let window = chrono::Duration::from_std(window).expect("windows are small");
+            while state.starts.len() > limit as usize {
+                state.starts.pop_front();
+            }
+            if state.starts.len() == limit as usize {
+                let oldest = state.starts[0];
+                if oldest + window > now {
+                    return Decision::Wait((oldest + window - now).to_std().unwrap_or_default());
+                }
+                state.starts.pop_front();
+            }
+            state.starts.push_back(now);
+            Decision::Granted
+        }
+        Policy::Concurrency { limit } => {
+            state.slots.retain(|(_, expiry)| *expiry > now);
+            if state.slots.iter().any(|(h, _)| h == holder) {
+                return Decision::Granted; // a redelivered message keeps its slot
+            }
+            if state.slots.len() >= limit as usize {
+                let first_expiry = state.slots.iter().map(|(_, e)| *e).min().unwrap_or(now);
+                let until_expiry = (first_expiry - now).to_std().unwrap_or_default();
+                return Decision::Wait(until_expiry.min(SLOT_POLL));
+            }
+            state.slots.push((holder.to_owned(), now + chrono::Duration::from_std(LEASE).expect("small")));
+            Decision::Granted
+        }
+    }
+}
+
+fn key(team: TeamId, provider: &str) -> Key {
+    Key::new(format!("THROTTLE#{team}#{provider}"), "#")
+}
+
+/// Takes capacity for one pull of `holder` (a stable id of the pull, e.g. the user id).
+pub async fn acquire(
+    deps: &Deps,
+    team: TeamId,
+    provider: &str,
+    holder: &str,
+) -> Result<Decision, DomainError> {
+    update(deps, team, provider, |state, now| decide(policy_for(provider), state, holder, now)).await
+}
+
+/// Gives a concurrency slot back (no-op for rate policies).
+pub async fn release(deps: &Deps, team: TeamId, provider: &str, holder: &str) -> Result<(), DomainError> {
+    if !matches!(policy_for(provider), Policy::Concurrency { .. }) {
+        return Ok(());
+    }
+    update(deps, team, provider, |state, _| {
+        state.release(holder);
+        Decision::Granted
+    })
+    .await
+    .map(|_| ())
+}
+
+async fn update(
+    deps: &Deps,
+    team: TeamId,
+    provider: &str,
+    change: impl Fn(&mut ThrottleState, DateTime<Utc>) -> Decision,
+) -> Result<Decision, DomainError> {
+    let k = key(team, provider);
+    for _ in 0..TRIES {
+        let now = deps.now();
+        let (mut state, version) = match deps.table.get(&k).await? {
+            Some(item) => (item.decode::<ThrottleState>()?, Some(item.version)),
+            None => (ThrottleState::default(), None),
+        };
+        let decision = change(&mut state, now);
+        if let Decision::Wait(_) = decision {
+            return Ok(decision);
+        }
+        let mut item = Item::new(k.clone(), to_body(&state));
+        item.version = version.map_or(1, |v| v + 1);
+        let condition = version.map_or(Condition::NotExists, Condition::VersionIs);
+        match deps.table.put(item, condition).await {
+            Ok(()) => return Ok(decision),
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(DomainError::Busy("throttle state contended; retry".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        DateTime::UNIX_EPOCH + chrono::Duration::seconds(secs)
+    }
+
+    #[test]
+    fn rate_waits_exactly_until_the_oldest_start_leaves_the_window() {
+        let p = Policy::Rate { limit: 2, window: MINUTE };
+        let mut s = ThrottleState::default();
+        assert_eq!(decide(p, &mut s, "a", t(0)), Decision::Granted);
+        assert_eq!(decide(p, &mut s, "b", t(10)), Decision::Granted);
+        assert_eq!(decide(p, &mut s, "c", t(20)), Decision::Wait(Duration::from_secs(40)));
+        assert_eq!(decide(p, &mut s, "c", t(60)), Decision::Granted);
+        assert_eq!(decide(p, &mut s, "d", t(61)), Decision::Wait(Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn slots_are_held_until_released_or_expired() {
+        let p = Policy::Concurrency { limit: 1 };
+        let mut s = ThrottleState::default();
+        assert_eq!(decide(p, &mut s, "a", t(0)), Decision::Granted);
+        assert_eq!(decide(p, &mut s, "a", t(1)), Decision::Granted, "redelivery keeps its slot");
+        assert_eq!(decide(p, &mut s, "b", t(1)), Decision::Wait(SLOT_POLL));
+        let after_lease = t(LEASE.as_secs() as i64 + 1);
+        assert_eq!(decide(p, &mut s, "b", after_lease), Decision::Granted, "a crashed holder's slot expires");
+    }
+}

@@ -1,0 +1,194 @@
+//! `Queue` for one process, on the table (so messages survive a restart of the local stack),
+//! with the delivery semantics of SQS: a received message is leased for a visibility timeout
+//! and comes back if its consumer never answers (a crash); failures retry with backoff and end
+//! in a dead-letter partition after `MAX_ATTEMPTS`.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use wearlab_domain::ports::{
+    Clock, Condition, Envelope, Item, Key, Outcome, Outgoing, Query, Queue, QueueError, QueueName, Received,
+    StoreError, Table, WriteOp, query_all,
+};
+
+/// Deliveries before a failing message is dead-lettered (the template's maxReceiveCount).
+pub const MAX_ATTEMPTS: u32 = 5;
+/// How long a received message stays invisible while its consumer works.
+pub const VISIBILITY: Duration = Duration::from_secs(60);
+/// Most messages one poll leases.
+pub const BATCH: usize = 10;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Stored {
+    id: String,
+    envelope: Envelope,
+    /// Deliveries so far.
+    attempts: u32,
+}
+
+#[derive(Clone)]
+pub struct TableQueue {
+    table: Arc<dyn Table>,
+    clock: Arc<dyn Clock>,
+}
+
+fn partition(q: QueueName) -> String {
+    format!("QUEUE#{}", q.as_str())
+}
+
+fn dead_letters(q: QueueName) -> String {
+    format!("DLQ#{}", q.as_str())
+}
+
+fn sort_key(visible_at: DateTime<Utc>, id: &str) -> String {
+    format!("{}#{id}", visible_at.to_rfc3339_opts(SecondsFormat::Micros, true))
+}
+
+fn unavailable(e: StoreError) -> QueueError {
+    QueueError::NotSent { failed: 0, reason: e.to_string() }
+}
+
+/// Backoff of the n-th failed delivery: 1 s, 2 s, 4 s, ... capped at a minute.
+fn backoff(attempts: u32) -> Duration {
+    Duration::from_secs(1u64 << attempts.saturating_sub(1).min(6)).min(Duration::from_secs(60))
+}
+
+impl TableQueue {
+    pub fn new(table: Arc<dyn Table>, clock: Arc<dyn Clock>) -> Self {
+        Self { table, clock }
+    }
+
+    fn item(&self, q: QueueName, visible_at: DateTime<Utc>, stored: &Stored) -> Item {
+        Item::new(
+            Key::new(partition(q), sort_key(visible_at, &stored.id)),
+            serde_json::to_value(stored).expect("queue messages serialize"),
+        )
+    }
+
+    /// Leases up to `max` due messages for `VISIBILITY`.
+    pub async fn receive(&self, q: QueueName, max: usize) -> Result<Vec<Received>, StoreError> {
+        let now = self.clock.now();
+        let upper = sort_key(now, "\u{10FFFF}");
+        let page =
+            self.table.query(Query::partition(partition(q)).between("", upper).limit(max as u32)).await?;
+        let mut leased = Vec::new();
+        for item in page.items {
+            let mut stored: Stored = item.decode()?;
+            stored.attempts += 1;
+            let lease = self.item(q, now + VISIBILITY, &stored);
+            let lease_key = lease.key.sk.clone();
+            let ops = vec![
+                WriteOp::Delete { key: item.key.clone(), condition: Condition::VersionIs(item.version) },
+                WriteOp::Put { item: lease, condition: Condition::NotExists },
+            ];
+            match self.table.transact(ops).await {
+                Ok(()) => leased.push(Received {
+                    id: lease_key,
+                    envelope: stored.envelope,
+                    attempt: stored.attempts,
+                }),
+                // Another poller leased it first.
+                Err(StoreError::ConditionFailed { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(leased)
+    }
+
+    /// Applies a consumer's answer to a leased message.
+    pub async fn settle(&self, q: QueueName, msg: &Received, outcome: Outcome) -> Result<(), StoreError> {
+        let lease = Key::new(partition(q), msg.id.clone());
+        let Some(item) = self.table.get(&lease).await? else { return Ok(()) };
+        let stored: Stored = item.decode()?;
+        let now = self.clock.now();
+        let next = match outcome {
+            Outcome::Ack => None,
+            // A fresh message for later: waiting for capacity is not a failed delivery.
+            Outcome::RetryAfter(wait) => Some(self.item(
+                q,
+                now + chrono::Duration::from_std(wait).unwrap_or_default(),
+                &Stored { attempts: 0, ..stored.clone() },
+            )),
+            Outcome::Fail(reason) if stored.attempts >= MAX_ATTEMPTS => {
+                tracing::warn!(queue = q.as_str(), id = %stored.id, reason = %reason, "message dead-lettered");
+                Some(Item::new(Key::new(dead_letters(q), stored.id.clone()), item.body.clone()))
+            }
+            Outcome::Fail(_) => Some(self.item(
+                q,
+                now + chrono::Duration::from_std(backoff(stored.attempts)).unwrap_or_default(),
+                &stored,
+            )),
+        };
+        let mut ops = vec![WriteOp::Delete { key: lease, condition: Condition::VersionIs(item.version) }];
+        if let Some(next) = next {
+            ops.push(WriteOp::Put { item: next, condition: Condition::None });
+        }
+        match self.table.transact(ops).await {
+            // The lease ran out and someone else holds the message now: their answer counts.
+            Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Receives due messages and hands each to `handler`; returns how many were handled.
+    pub async fn run_once<F, Fut>(&self, q: QueueName, handler: F) -> Result<usize, StoreError>
+    where
+        F: Fn(Envelope, u32) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        let batch = self.receive(q, BATCH).await?;
+        for msg in &batch {
+            let outcome = match Outcome::not_due(&msg.envelope, self.clock.now()) {
+                Some(wait) => wait,
+                None => handler(msg.envelope.clone(), msg.attempt).await,
+            };
+            self.settle(q, msg, outcome).await?;
+        }
+        Ok(batch.len())
+    }
+
+    /// Messages waiting or in flight (tests, debugging).
+    pub async fn depth(&self, q: QueueName) -> Result<usize, StoreError> {
+        Ok(query_all(self.table.as_ref(), Query::partition(partition(q)), 10_000_000).await?.len())
+    }
+
+    /// Dead-lettered message bodies.
+    pub async fn dead_lettered(&self, q: QueueName) -> Result<Vec<Envelope>, StoreError> {
+        query_all(self.table.as_ref(), Query::partition(dead_letters(q)), 10_000_000)
+            .await?
+            .iter()
+            .map(|i| i.decode::<Stored>().map(|s| s.envelope))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Queue for TableQueue {
+    async fn send(&self, q: QueueName, messages: Vec<Outgoing>) -> Result<(), QueueError> {
+        let now = self.clock.now();
+        let total = messages.len();
+        let mut ops = Vec::with_capacity(messages.len());
+        for m in messages {
+            let stored = Stored {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                envelope: Envelope { not_before: m.not_before, body: m.body },
+                attempts: 0,
+            };
+            let visible_at = m.not_before.unwrap_or(now).max(now);
+            ops.push(WriteOp::Put {
+                item: self.item(q, visible_at, &stored),
+                condition: Condition::NotExists,
+            });
+        }
+        for chunk in ops.chunks(25) {
+            self.table.transact(chunk.to_vec()).await.map_err(|e| match unavailable(e) {
+                QueueError::NotSent { reason, .. } => QueueError::NotSent { failed: total, reason },
+            })?;
+        }
+        Ok(())
+    }
+}

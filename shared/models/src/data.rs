@@ -1,0 +1,310 @@
+//! Ingested data as the read API and data events speak it: summaries (activity, sleep,
+//! sleep_cycle, workouts, body, meal, profile) and grouped timeseries samples, each with its
+//! `source` context.
+//!
+//! Units: durations in seconds, distances and heights in meters, energy in kcal, mass in kg.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+/// Where a summary or a group of samples comes from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct SourceContext {
+    /// The provider's slug (details from GET /v2/providers).
+    pub provider: String,
+    /// Kind of source (non-exhaustive): `unknown`, `app`, `watch`, `ring`, `phone`, `scale`, ...
+    #[serde(rename = "type")]
+    pub source_type: String,
+    /// The app that recorded the data, when the provider names one.
+    pub app_id: Option<String>,
+    /// Deprecated: use the providers endpoint.
+    #[schema(deprecated)]
+    pub name: String,
+    /// Deprecated: use the providers endpoint.
+    #[schema(deprecated)]
+    pub logo: Option<String>,
+    /// Deprecated: same as `provider`.
+    #[schema(deprecated)]
+    pub slug: String,
+}
+
+/// One day's activity.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct ActivitySummary {
+    pub id: String,
+    pub user_id: Uuid,
+    pub calendar_date: NaiveDate,
+    /// kcal.
+    pub calories_total: Option<f64>,
+    /// kcal.
+    pub calories_active: Option<f64>,
+    pub steps: Option<f64>,
+    /// Meters.
+    pub distance: Option<f64>,
+    pub floors_climbed: Option<f64>,
+    /// Seconds of low-intensity activity.
+    pub low: Option<f64>,
+    /// Seconds of high-intensity activity.
+    pub high: Option<f64>,
+    /// IANA time zone of the day.
+    pub timezone: String,
+    /// Seconds east of UTC at the start of the day.
+    pub timezone_offset: i32,
+    pub source: SourceContext,
+}
+
+/// One sleep session.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct SleepSummary {
+    pub id: String,
+    pub user_id: Uuid,
+    pub calendar_date: NaiveDate,
+    pub bedtime_start: DateTime<Utc>,
+    pub bedtime_stop: DateTime<Utc>,
+    pub timezone: String,
+    pub timezone_offset: i32,
+    /// Seconds in bed.
+    pub duration: i64,
+    /// Seconds asleep (light + deep + rem).
+    pub total: i64,
+    pub awake: i64,
+    pub light: i64,
+    pub rem: i64,
+    pub deep: i64,
+    /// Percent of the time in bed asleep.
+    pub efficiency: Option<f64>,
+    /// Beats per minute.
+    pub hr_average: Option<f64>,
+    pub source: SourceContext,
+}
+
+/// The hypnogram of one sleep session: stage `i` lasts from `stage_start_offset_second[i]` to
+/// `stage_end_offset_second[i]` after `session_start`. Stage types: 1 deep, 2 light, 3 rem,
+/// 4 awake, -1 unknown.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct SleepCycleSummary {
+    pub id: String,
+    pub user_id: Uuid,
+    pub calendar_date: NaiveDate,
+    pub session_start: DateTime<Utc>,
+    pub session_end: DateTime<Utc>,
+    pub timezone: String,
+    pub timezone_offset: i32,
+    pub stage_start_offset_second: Vec<i64>,
+    pub stage_end_offset_second: Vec<i64>,
+    pub stage_type: Vec<i32>,
+    pub source: SourceContext,
+}
+
+/// One workout.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct WorkoutSummary {
+    pub id: String,
+    pub user_id: Uuid,
+    pub calendar_date: NaiveDate,
+    /// Sport slug, e.g. `running`.
+    pub sport: String,
+    pub time_start: DateTime<Utc>,
+    pub time_end: DateTime<Utc>,
+    pub timezone: String,
+    pub timezone_offset: i32,
+    /// Seconds.
+    pub duration: i64,
+    /// kcal.
+    pub calories: Option<f64>,
+    /// Meters.
+    pub distance: Option<f64>,
+    pub average_hr: Option<f64>,
+    /// Maximum heart rate used for the zones: 220 - age.
+    pub max_hr: Option<f64>,
+    /// Seconds in each of six zones by percent of the maximum heart rate (<50, 50-60, 60-70,
+    /// 70-80, 80-90, >=90); null when no age is known. Estimated from the average heart rate
+    /// when the provider gives no heart-rate stream.
+    pub hr_zones: Option<Vec<i64>>,
+    pub source: SourceContext,
+}
+
+/// Body measurements of one day.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct BodySummary {
+    pub id: String,
+    pub user_id: Uuid,
+    pub calendar_date: NaiveDate,
+    /// kg.
+    pub weight: Option<f64>,
+    /// Percent.
+    pub fat: Option<f64>,
+    pub timezone: String,
+    pub timezone_offset: i32,
+    pub source: SourceContext,
+}
+
+/// Macronutrients in grams.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct Macros {
+    pub carbs: Option<f64>,
+    pub protein: Option<f64>,
+    pub fats: Option<f64>,
+}
+
+/// A meal (or a day's total, when the provider gives only that).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct MealSummary {
+    pub id: String,
+    pub user_id: Uuid,
+    pub calendar_date: NaiveDate,
+    pub name: String,
+    /// kcal.
+    pub energy: Option<f64>,
+    pub macros: Macros,
+    pub timezone: String,
+    pub source: SourceContext,
+}
+
+/// The user's profile at a provider.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct ProfileSummary {
+    pub id: String,
+    pub user_id: Uuid,
+    /// Meters.
+    pub height: Option<f64>,
+    pub birth_year: Option<i32>,
+    pub source: SourceContext,
+}
+
+/// Query of the profile endpoint.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProfileQuery {
+    /// The profile from this provider (slug); default: the first provider with one, by slug.
+    #[serde(default)]
+    pub provider: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct ActivityResponse {
+    pub activity: Vec<ActivitySummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct SleepResponse {
+    pub sleep: Vec<SleepSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct SleepCycleResponse {
+    pub sleep_cycle: Vec<SleepCycleSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct WorkoutsResponse {
+    pub workouts: Vec<WorkoutSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct BodyResponse {
+    pub body: Vec<BodySummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct MealResponse {
+    pub meals: Vec<MealSummary>,
+}
+
+/// One timeseries sample.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct Sample {
+    pub timestamp: DateTime<Utc>,
+    pub value: f64,
+    /// e.g. `bpm`, `count`, `kcal`, `kg`, `mmol/L`, `%`, `ms`, `m`.
+    pub unit: String,
+    /// Seconds east of UTC at the sample.
+    pub timezone_offset: i32,
+}
+
+/// Samples of one source.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct SampleGroup {
+    pub source: SourceContext,
+    pub data: Vec<Sample>,
+}
+
+/// `GET /v2/timeseries/{user_id}/{resource}/grouped`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct GroupedTimeseries {
+    /// Sample groups by provider slug.
+    pub groups: BTreeMap<String, Vec<SampleGroup>>,
+    /// Pass back to get the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Query of the summary endpoints.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SummaryQuery {
+    /// First day, `YYYY-mm-dd`.
+    pub start_date: String,
+    /// Last day (inclusive), `YYYY-mm-dd`; default today.
+    #[serde(default)]
+    pub end_date: Option<String>,
+    /// Only this provider's data (slug).
+    #[serde(default)]
+    pub provider: Option<String>,
+}
+
+/// Query of the grouped timeseries endpoint.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TimeseriesQuery {
+    /// First day, `YYYY-mm-dd`.
+    pub start_date: String,
+    /// Last day (inclusive), `YYYY-mm-dd`; default today.
+    #[serde(default)]
+    pub end_date: Option<String>,
+    /// From the previous page.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// The team's data pull preferences (team self-service).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct DataPullPreferences {
+    /// Days of history a new connection pulls, for providers not listed below (1 to 365;
+    /// default 90).
+    #[serde(default = "default_history_days")]
+    pub default_history_days: u32,
+    /// Days of history per provider slug (1 to 365).
+    #[serde(default)]
+    pub history_days: BTreeMap<String, u32>,
+    /// Also send the deprecated `*.timeseries.hypnogram.*` events (default false); the
+    /// sleep_cycle summary and its events replace them.
+    #[serde(default)]
+    pub hypnogram_events: bool,
+}
+
+fn default_history_days() -> u32 {
+    90
+}
+
+impl Default for DataPullPreferences {
+    fn default() -> Self {
+        Self {
+            default_history_days: default_history_days(),
+            history_days: BTreeMap::new(),
+            hypnogram_events: false,
+        }
+    }
+}
+
+/// Payload of `historical.data.<resource>.created`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct HistoricalPullCompleted {
+    pub user_id: Uuid,
+    pub start_date: NaiveDate,
+    pub end_date: NaiveDate,
+    pub provider: String,
+}

@@ -1,0 +1,208 @@
+//! Deterministic synthetic data: the same account, resource and day always give the same
+//! records, so tests can assert on them and the data pipeline can be built on them.
+//!
+//! Summary resources (activity, sleep, body, workouts, meal, profile, ...) give one record per
+//! day; every other resource gives hourly samples `{timestamp, value, unit}`.
+
+use chrono::{Datelike, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use wearlab_domain::linking::providers::DateRange;
+
+/// A number in `[lo, hi)` that depends only on the inputs.
+fn value(parts: &[&str], lo: f64, hi: f64) -> f64 {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let d = h.finalize();
+    let n = u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+    lo + (hi - lo) * (n as f64 / u64::MAX as f64)
+}
+
+fn round(v: f64, places: i32) -> f64 {
+    let f = 10f64.powi(places);
+    (v * f).round() / f
+}
+
+/// Unit, range and decimals of an hourly sample of `resource`.
+fn series(resource: &str) -> (&'static str, f64, f64, i32) {
+    match resource {
+        "heartrate" => ("bpm", 52.0, 110.0, 0),
+        "hrv" => ("ms", 25.0, 95.0, 1),
+        "glucose" => ("mmol/L", 4.2, 9.5, 1),
+        "blood_oxygen" => ("%", 93.0, 99.5, 1),
+        "blood_pressure" => ("mmHg", 105.0, 135.0, 0),
+        "respiratory_rate" => ("bpm", 12.0, 19.0, 1),
+        "steps" => ("count", 0.0, 1400.0, 0),
+        "calories_active" | "calories_basal" => ("kcal", 5.0, 120.0, 0),
+        "distance" | "workout_distance" => ("m", 0.0, 1100.0, 0),
+        "floors_climbed" => ("count", 0.0, 4.0, 0),
+        "weight" => ("kg", 61.0, 62.5, 2),
+        "fat" => ("percent", 18.0, 24.0, 1),
+        "body_temperature" | "basal_body_temperature" => ("°C", 36.2, 37.3, 2),
+        "body_temperature_delta" => ("°C", -0.6, 0.6, 2),
+        "stress_level" => ("percent", 5.0, 80.0, 0),
+        "vo2_max" => ("mL/kg/min", 38.0, 46.0, 1),
+        "water" => ("mL", 0.0, 400.0, 0),
+        "caffeine" => ("mg", 0.0, 80.0, 0),
+        "insulin_injection" => ("unit", 0.0, 6.0, 1),
+        "carbohydrates" => ("g", 0.0, 60.0, 0),
+        _ => ("count", 0.0, 100.0, 1),
+    }
+}
+
+fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Option<Value> {
+    let d = day.to_string();
+    let v = |field: &str, lo: f64, hi: f64| value(&[provider, account, resource, &d, field], lo, hi);
+    let at = |h: u32, m: u32| {
+        Utc.from_utc_datetime(&day.and_time(NaiveTime::from_hms_opt(h, m, 0).unwrap_or_default()))
+    };
+    Some(match resource {
+        "activity" => json!({
+            "date": d,
+            "steps": round(v("steps", 2500.0, 16000.0), 0),
+            "calories_active": round(v("cal", 150.0, 900.0), 0),
+            "calories_total": round(v("cal", 150.0, 900.0) + 1650.0, 0),
+            "distance_m": round(v("dist", 1800.0, 12000.0), 0),
+            "floors_climbed": round(v("floors", 0.0, 25.0), 0),
+            "low_minutes": round(v("low", 60.0, 240.0), 0),
+            "high_minutes": round(v("high", 0.0, 75.0), 0),
+        }),
+        "sleep" | "sleep_cycle" => {
+            let start = at(22, 0) + chrono::Duration::minutes(v("start", 0.0, 120.0) as i64);
+            let duration = v("duration", 5.5 * 3600.0, 9.0 * 3600.0) as i64;
+            let deep = (duration as f64 * v("deep", 0.12, 0.25)) as i64;
+            let rem = (duration as f64 * v("rem", 0.15, 0.25)) as i64;
+            let awake = (duration as f64 * v("awake", 0.02, 0.08)) as i64;
+            json!({
+                "date": d,
+                "bedtime_start": start,
+                "bedtime_stop": start + chrono::Duration::seconds(duration),
+                "duration_s": duration,
+                "deep_s": deep,
+                "rem_s": rem,
+                "awake_s": awake,
+                "light_s": duration - deep - rem - awake,
+                "efficiency": round(v("eff", 80.0, 97.0), 0),
+                "hr_average": round(v("hr", 50.0, 64.0), 0),
+                "stages": stages(duration, deep, rem, awake),
+            })
+        }
+        "workouts" => {
+            if v("any", 0.0, 1.0) < 0.4 {
+                return None;
+            }
+            let start = at(6, 30) + chrono::Duration::minutes(v("start", 0.0, 660.0) as i64);
+            let minutes = v("minutes", 20.0, 95.0) as i64;
+            let sports = ["running", "cycling", "walking", "swimming", "strength_training"];
+            json!({
+                "date": d,
+                "sport": sports[(v("sport", 0.0, 5.0) as usize).min(4)],
+                "time_start": start,
+                "time_end": start + chrono::Duration::minutes(minutes),
+                "calories": round(v("cal", 120.0, 900.0), 0),
+                "distance_m": round(v("dist", 0.0, 25000.0), 0),
+                "average_hr": round(v("hr", 105.0, 160.0), 0),
+            })
+        }
+        "body" => json!({
+            "date": d,
+            "weight_kg": round(v("w", 61.0, 62.5), 2),
+            "fat_percent": round(v("f", 18.0, 24.0), 1),
+        }),
+        "meal" => json!({
+            "date": d,
+            "name": "Daily total",
+            "energy_kcal": round(v("kcal", 1500.0, 2800.0), 0),
+            "carbohydrates_g": round(v("carb", 150.0, 330.0), 0),
+            "protein_g": round(v("prot", 50.0, 140.0), 0),
+            "fat_g": round(v("fat", 40.0, 110.0), 0),
+        }),
+        "menstrual_cycle" => json!({"date": d, "cycle_day": (day.ordinal0() % 28) + 1}),
+        _ => return None,
+    })
+}
+
+/// The hypnogram of a night: cycles of about 90 minutes (light, deep, light, rem), the awake
+/// time at the end; offsets in seconds from bedtime, the stages add up to `duration`.
+fn stages(duration: i64, deep: i64, rem: i64, awake: i64) -> Value {
+    let light = duration - deep - rem - awake;
+    let cycles = ((duration - awake) / 5400).max(1);
+    let mut out = Vec::new();
+    let mut t = 0i64;
+    let mut push = |stage: &str, len: i64| {
+        if len > 0 {
+            out.push(json!({"stage": stage, "start_offset_s": t, "end_offset_s": t + len}));
+            t += len;
+        }
+    };
+    for c in 0..cycles {
+        let share = |total: i64| total / cycles + if c == cycles - 1 { total % cycles } else { 0 };
+        let l = share(light);
+        push("light", l / 2);
+        push("deep", share(deep));
+        push("light", l - l / 2);
+        push("rem", share(rem));
+    }
+    push("awake", awake);
+    Value::Array(out)
+}
+
+/// The provider's view at `now`: today's activity so far grows through the day (so a poll
+/// sees it change), in proportion to the part of the day (UTC) gone by.
+pub(crate) fn as_of(resource: &str, records: &mut [Value], now: chrono::DateTime<Utc>) {
+    if resource != "activity" {
+        return;
+    }
+    let today = now.date_naive().to_string();
+    let part = f64::from(now.num_seconds_from_midnight()) / 86_400.0;
+    for r in records.iter_mut().filter(|r| r["date"] == today.as_str()) {
+        for field in ["steps", "calories_active", "distance_m", "floors_climbed", "low_minutes", "high_minutes"] {
+            if let Some(x) = r[field].as_f64() {
+                r[field] = json!(round(x * part, 0));
+            }
+        }
+        if let (Some(active), Some(_)) = (r["calories_active"].as_f64(), r["calories_total"].as_f64()) {
+            r["calories_total"] = json!(round(active + 1650.0 * part, 0));
+        }
+    }
+}
+
+fn is_summary(resource: &str) -> bool {
+    matches!(
+        resource,
+        "activity" | "sleep" | "sleep_cycle" | "workouts" | "body" | "meal" | "menstrual_cycle"
+    )
+}
+
+/// The records of `resource` for every day of `range`.
+pub(crate) fn records(provider: &str, account: &str, resource: &str, range: DateRange) -> Vec<Value> {
+    if resource == "profile" {
+        return vec![json!({
+            "height_cm": round(value(&[provider, account, "height"], 155.0, 195.0), 0),
+            "birth_year": round(value(&[provider, account, "birth"], 1955.0, 2004.0), 0),
+        })];
+    }
+    let mut out = Vec::new();
+    for day in range.days() {
+        if is_summary(resource) {
+            out.extend(summary(provider, account, resource, day));
+            continue;
+        }
+        let (unit, lo, hi, places) = series(resource);
+        let d = day.to_string();
+        for hour in 0..24u32 {
+            let ts =
+                Utc.from_utc_datetime(&day.and_time(NaiveTime::from_hms_opt(hour, 0, 0).unwrap_or_default()));
+            let h = hour.to_string();
+            out.push(json!({
+                "timestamp": ts,
+                "value": round(value(&[provider, account, resource, &d, &h], lo, hi), places),
+                "unit": unit,
+            }));
+        }
+    }
+    out
+}
