@@ -150,16 +150,33 @@ fn stages(duration: i64, deep: i64, rem: i64, awake: i64) -> Value {
     Value::Array(out)
 }
 
-/// The provider's view at `now`: today's activity so far grows through the day (so a poll
-/// sees it change), in proportion to the part of the day (UTC) gone by.
-pub(crate) fn as_of(resource: &str, records: &mut [Value], now: chrono::DateTime<Utc>) {
+/// The provider's view at `now`: sleep sessions and workouts that have not ended yet are not
+/// there, and today's activity so far grows through the day (so a poll sees it change), in
+/// proportion to the part of the day (UTC) gone by.
+pub(crate) fn as_of(resource: &str, records: &mut Vec<Value>, now: chrono::DateTime<Utc>) {
+    let end_field = match resource {
+        "sleep" | "sleep_cycle" => Some("bedtime_stop"),
+        "workouts" => Some("time_end"),
+        _ => None,
+    };
+    if let Some(field) = end_field {
+        records.retain(|r| {
+            r[field]
+                .as_str()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .is_none_or(|end| end <= now)
+        });
+        return;
+    }
     if resource != "activity" {
         return;
     }
     let today = now.date_naive().to_string();
     let part = f64::from(now.num_seconds_from_midnight()) / 86_400.0;
     for r in records.iter_mut().filter(|r| r["date"] == today.as_str()) {
-        for field in ["steps", "calories_active", "distance_m", "floors_climbed", "low_minutes", "high_minutes"] {
+        let fields =
+            ["steps", "calories_active", "distance_m", "floors_climbed", "low_minutes", "high_minutes"];
+        for field in fields {
             if let Some(x) = r[field].as_f64() {
                 r[field] = json!(round(x * part, 0));
             }

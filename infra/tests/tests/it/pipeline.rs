@@ -367,6 +367,13 @@ async fn pipeline_preferences_bounds_and_hypnogram_setting() {
     let c = counts(&events(&t, "historical."));
     assert_eq!(c.get("historical.timeseries.hypnogram.created"), Some(&1), "switched on: {c:?}");
     assert_eq!(c.get("historical.data.sleep_cycle.created"), Some(&1));
+    // The daily ones too.
+    t.clock.advance(Duration::days(1));
+    t.stack.as_ref().unwrap().schedule_poll().await.unwrap();
+    drain(&t).await;
+    let c = counts(&events(&t, "daily."));
+    assert_eq!(c.get("daily.timeseries.hypnogram.created"), Some(&1), "{c:?}");
+    assert_eq!(c.get("daily.data.sleep_cycle.created"), Some(&1), "{c:?}");
 }
 
 #[tokio::test]
@@ -512,4 +519,65 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
             .collect::<Vec<_>>(),
     );
     assert!(c.values().all(|n| *n == 1), "one event per resource: {c:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_pull_poll_and_reads_on_dynamodb() {
+    let (t, table, _) = crate::users_on_dynamodb::on_moto().await;
+    let queue = wearlab_embedded::TableQueue::new(table.clone(), t.clock.clone());
+    let user = user_with(&t, "pl-moto").await;
+    connect(&t, &user, "oura").await;
+    let mut prefs = wearlab_models::data::DataPullPreferences::default();
+    prefs.history_days.insert("oura".into(), 10);
+    wearlab_domain::pipeline::set_preferences(&t.deps, t.team, prefs).await.unwrap();
+    let created = EventEnvelope {
+        event_type: "provider.connection.created".into(),
+        user_id: user.parse().unwrap(),
+        client_user_id: "pl-moto".into(),
+        team_id: t.team.0,
+        data: json!({"user_id": user, "provider": {"slug": "oura", "name": "Oura", "logo": null}}),
+    };
+    for _ in 0..2 {
+        let outcome =
+            wearlab_domain::pipeline::handle(&t.deps, &queue, PullMessage::Event(created.clone())).await;
+        assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
+    }
+    let items = data_items(&t, &user).await;
+    assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(), 10);
+    let a = t.get(&format!("/v2/summary/sleep/{user}?start_date=2026-02-20&end_date=2026-03-01")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["sleep"].as_array().unwrap().len(), 9, "tonight's sleep has not happened yet");
+    let path = format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-02-20&end_date=2026-03-01");
+    let a = t.get(&path).await;
+    let cursor = a.body["next_cursor"].as_str().unwrap().to_owned();
+    let b = t.get(&format!("{path}&next_cursor={cursor}")).await;
+    assert_eq!(b.status, StatusCode::OK, "{}", b.body);
+    assert_eq!(b.body["groups"]["oura"][0]["data"].as_array().unwrap().len(), 3 * 24);
+    // The scheduled poll finds the connection through the index and polls it.
+    t.clock.advance(Duration::days(1));
+    let outcome = wearlab_domain::pipeline::handle(&t.deps, &queue, PullMessage::Job(Job::PollAll {})).await;
+    assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
+    let n =
+        queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&t.deps, &queue, env)).await.unwrap();
+    assert_eq!(n, 1);
+    let items = data_items(&t, &user).await;
+    assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(), 11);
+}
+
+#[tokio::test]
+async fn pipeline_pull_on_demand_runs_again() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    let user = user_with(&t, "pl-10").await;
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    let uid = UserId::parse(&user).unwrap();
+    let start = wearlab_domain::pipeline::pull::start;
+    assert!(start(&t.deps, &stack.queue, t.team, uid, "fitbit").await.is_err(), "no fitbit connection");
+    t.clock.advance(Duration::hours(1));
+    start(&t.deps, &stack.queue, t.team, uid, "oura").await.unwrap();
+    drain(&t).await;
+    let c = counts(&events(&t, "historical."));
+    assert_eq!(c.get("historical.data.sleep.created"), Some(&2), "{c:?}");
+    assert!(c.values().all(|n| *n == 2), "{c:?}");
 }

@@ -472,13 +472,15 @@ pub async fn create(
     Ok(rec.to_wire(links, &key, now))
 }
 
-/// The order of the team, with its version; 404 for an unknown order or another team's.
+/// The order of the team, with its version; 404 for an unknown order, another team's, or one
+/// of a deleted user (a deleted user reads as 404 everywhere).
 async fn load(deps: &Deps, team: TeamId, order_id: Uuid) -> Result<(OrderRecord, u64), DomainError> {
     let pointer = deps.table.get(&keys::order_pointer(order_id)).await?.ok_or_else(|| not_found(order_id))?;
     let p: OrderPointer = pointer.decode()?;
     if p.team_id != team {
         return Err(not_found(order_id));
     }
+    load_active(deps, team, p.user_id).await.map_err(|_| not_found(order_id))?;
     load_of_user(deps, p.user_id, order_id).await?.ok_or_else(|| not_found(order_id))
 }
 

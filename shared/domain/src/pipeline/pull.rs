@@ -164,8 +164,7 @@ fn data_resources(provider: &str) -> Vec<String> {
     out
 }
 
-fn context(deps: &Deps, user: &UserRecord, provider: &str, birth_year: Option<i32>) -> Context {
-    let _ = deps;
+fn context(user: &UserRecord, provider: &str, birth_year: Option<i32>) -> Context {
     Context {
         user_id: user.user_id,
         provider: provider.to_owned(),
@@ -303,8 +302,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
     };
     let prefs = preferences(deps, team).await?;
     let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
-    let order: Vec<String> = p.resources.keys().cloned().collect::<Vec<_>>();
-    let mut order = order;
+    let mut order: Vec<String> = p.resources.keys().cloned().collect();
     order.sort_by_key(|r| r != "profile");
     for resource in order {
         if p.resources[&resource].done {
@@ -333,12 +331,12 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                         return Ok(Outcome::Fail(format!("{provider}/{resource}: fetch failed")));
                     }
                 };
-                let ctx = context(deps, &user, provider, birth_year);
+                let ctx = context(&user, provider, birth_year);
                 for entry in ctx.entries(&resource, &fetched.records) {
                     if let Entry::Profile { value } = &entry {
                         birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
                     }
-                    store::put(deps, user_id, provider, &entry).await?;
+                    store::overwrite(deps, user_id, provider, &entry).await?;
                 }
                 if let Some(r) = p.resources.get_mut(&resource) {
                     r.next = to.checked_add_days(Days::new(1)).unwrap_or(to);
@@ -473,7 +471,7 @@ pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
         };
         // Per produced resource: days created, days updated.
         let mut changed: BTreeMap<(String, bool), (NaiveDate, NaiveDate)> = BTreeMap::new();
-        let ctx = context(deps, &user, provider, birth_year);
+        let ctx = context(&user, provider, birth_year);
         for entry in ctx.entries(&resource, &fetched.records) {
             if let Entry::Profile { value } = &entry {
                 birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);

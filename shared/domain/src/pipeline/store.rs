@@ -93,3 +93,16 @@ pub(crate) async fn put(
     deps.table.put(Item::new(key, to_body(&Stored { h, v: value })), Condition::None).await?;
     Ok(change)
 }
+
+/// Stores `entry` without looking at what was there (historical pulls: one write per item).
+pub(crate) async fn overwrite(
+    deps: &Deps,
+    user: UserId,
+    provider: &str,
+    entry: &Entry,
+) -> Result<(), DomainError> {
+    let (key, value) = key_and_value(user, provider, entry);
+    let h = hash(&value);
+    deps.table.put(Item::new(key, to_body(&Stored { h, v: value })), Condition::None).await?;
+    Ok(())
+}

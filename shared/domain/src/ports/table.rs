@@ -56,7 +56,8 @@ impl Item {
 
     /// Decodes the body into a record type.
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, StoreError> {
-        serde_json::from_value(self.body.clone())
+        // Deserialize from the borrowed tree: no copy of the body per read.
+        T::deserialize(&self.body)
             .map_err(|e| StoreError::Corrupt(format!("{}/{}: {e}", self.key.pk, self.key.sk)))
     }
 }

@@ -237,6 +237,21 @@ async fn unknown_or_foreign_user_or_order_is_404() {
 }
 
 #[tokio::test]
+async fn orders_of_a_deleted_user_read_as_404_and_return_with_undo() {
+    let t = TestApp::embedded().await;
+    let (user, o) = place_order(&t, "ord-del").await;
+    let id = o["id"].as_str().unwrap();
+    assert_eq!(t.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
+    for path in
+        [format!("/v3/order/{id}"), format!("/v3/order/{id}/result"), format!("/v3/order/{id}/psc/info")]
+    {
+        assert_eq!(t.get(&path).await.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    assert_eq!(t.post_empty(&format!("/v2/user/undo_delete?user_id={user}")).await.status, StatusCode::OK);
+    assert_eq!(t.get(&format!("/v3/order/{id}")).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn idempotency_key_replays_the_first_order() {
     let t = TestApp::embedded().await;
     let user = t.create_user("ord-14").await;
