@@ -1,0 +1,171 @@
+//! Pipeline throughput of the local stack, in one process on a redb file in a temporary
+//! directory (as `make run` keeps its data):
+//! 1. historical pulls: N users, each with a demo fitbit connection (fitbit's policy is 250 in
+//!    flight, no time limit, so the run is not throttle-bound); connections per second from the
+//!    first connection until the pull queue is empty, and the process's peak memory;
+//! 2. events through the bus and webhook delivery to a receiver on 127.0.0.1: events per second
+//!    from publishing until every delivery is done.
+//!
+//! Usage: pipeline-throughput [USERS=1000] [EVENTS=2000]. Every loop is bounded.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use http::Request;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+use wearlab_domain::ports::{EventEnvelope, QueueName};
+use wearlab_local::LocalStack;
+
+const KEY_HEADER: &str = "x-service-api-key";
+const DEADLINE: Duration = Duration::from_secs(900);
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+async fn call(
+    app: &wearlab_web::App,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(KEY_HEADER, key)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request builds");
+    let res = app.clone().oneshot(req).await.expect("router answers");
+    let status = res.status();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    assert!(status.is_success(), "{method} {path}: {status} {}", String::from_utf8_lossy(&bytes));
+    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null)
+}
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let users: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let events: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let dir = std::env::temp_dir().join(format!("wearlab-pipeline-bench-{}", uuid::Uuid::new_v4().simple()));
+    let stack = LocalStack::open(&dir).expect("stack opens");
+    let key = stack.ensure_team_key(None).await.expect("team");
+    let app = stack.app(stack.state());
+    println!("baseline peak RSS: {:.1} MiB", peak_rss_mib());
+
+    // 1. Historical pulls.
+    let mut ids = Vec::with_capacity(users);
+    for n in 0..users {
+        let u = call(
+            &app,
+            &key,
+            "POST",
+            "/v2/user",
+            serde_json::json!({ "client_user_id": format!("bench-{n}") }),
+        )
+        .await;
+        ids.push(u["user_id"].as_str().expect("user id").to_owned());
+    }
+    let started = Instant::now();
+    for id in &ids {
+        call(
+            &app,
+            &key,
+            "POST",
+            "/v2/link/connect/demo",
+            serde_json::json!({ "user_id": id, "provider": "fitbit" }),
+        )
+        .await;
+    }
+    let mut handled = 0;
+    while started.elapsed() < DEADLINE {
+        let n = stack.run_pulls_once().await.expect("pull queue");
+        handled += n;
+        if n == 0 && stack.queue.depth(QueueName::Pull).await.expect("depth") == 0 {
+            break;
+        }
+        if n == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let took = started.elapsed();
+    let historical = stack.bus.published().iter().filter(|e| e.event_type.starts_with("historical.")).count();
+    println!(
+        "pulls: {users} connections, {handled} pull messages, {historical} historical events in {:.2} s = {:.1} connections/s; peak RSS {:.1} MiB",
+        took.as_secs_f64(),
+        users as f64 / took.as_secs_f64(),
+        peak_rss_mib()
+    );
+
+    // 2. Events through the bus to a webhook receiver.
+    let received = Arc::new(AtomicUsize::new(0));
+    let counter = received.clone();
+    let receiver = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let c = counter.clone();
+            async move {
+                c.fetch_add(1, Ordering::Relaxed);
+                http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, receiver).await.expect("receiver") });
+    call(
+        &app,
+        &key,
+        "POST",
+        "/v2/team/webhooks",
+        serde_json::json!({ "url": format!("http://{addr}/hook"), "event_types": ["bench.event"] }),
+    )
+    .await;
+    // Drain what the pulls queued for webhooks first (no endpoint matched them).
+    for _ in 0..10_000 {
+        if stack.run_webhooks_once().await.expect("webhook queue") == 0 {
+            break;
+        }
+    }
+    let team = wearlab_local::LOCAL_TEAM_ID.0;
+    let user = ids[0].parse().expect("uuid");
+    let started = Instant::now();
+    for chunk in (0..events).collect::<Vec<_>>().chunks(100) {
+        let batch = chunk
+            .iter()
+            .map(|n| EventEnvelope {
+                event_type: "bench.event".into(),
+                user_id: user,
+                client_user_id: "bench-0".into(),
+                team_id: team,
+                data: serde_json::json!({ "n": n }),
+            })
+            .collect();
+        wearlab_domain::ports::EventBus::publish(stack.deps.bus.as_ref(), batch).await.expect("publish");
+    }
+    while received.load(Ordering::Relaxed) < events && started.elapsed() < DEADLINE {
+        if stack.run_webhooks_once().await.expect("webhook queue") == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let took = started.elapsed();
+    println!(
+        "webhooks: {} of {events} events delivered in {:.2} s = {:.1} events/s; peak RSS {:.1} MiB",
+        received.load(Ordering::Relaxed),
+        took.as_secs_f64(),
+        received.load(Ordering::Relaxed) as f64 / took.as_secs_f64(),
+        peak_rss_mib()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
