@@ -9,7 +9,7 @@ PIP ?= python3 -m pip
 # Architecture of the Lambda artifacts: arm64 when the aarch64 target is installed, else x86_64.
 LAMBDA_ARCH ?= $(shell rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu && echo arm64 || echo x86_64)
 
-.PHONY: help run test tools lint unit cfn-lint contract openapi watch bench package clean-local
+.PHONY: help run test tools lint unit browser cfn-lint contract openapi watch bench package clean-local
 
 help:
 	@echo "make run      start the whole API on http://127.0.0.1:$(PORT) (embedded storage in .local/)"
@@ -37,6 +37,15 @@ lint:
 unit: tools
 	scripts/with-moto $(CARGO) nextest run --workspace --locked --no-fail-fast
 
+# The hosted pages (link widget, user portal) in headless Debian Chromium, driven by the pinned
+# playwright-core against a local stack the tests start (infra/browser-tests; screenshots in
+# target/browser-tests/). Installs Chromium (apt, as root) and the npm packages when missing.
+browser:
+	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y --no-install-recommends chromium)
+	@test -d infra/browser-tests/node_modules || (cd infra/browser-tests && npm ci --no-audit --no-fund)
+	$(CARGO) build --locked --bin wearlab-local
+	cd infra/browser-tests && node --test --test-concurrency=1 --test-reporter=spec hosted-pages.test.mjs
+
 cfn-lint: tools
 	cfn-lint template.yaml
 
@@ -61,7 +70,7 @@ contract: tools
 openapi:
 	$(CARGO) run --quiet --locked --bin wearlab-local -- --print-openapi > docs/openapi.json
 
-test: tools lint unit cfn-lint contract
+test: tools lint unit browser cfn-lint contract
 	@echo "make test: all checks passed"
 
 watch: tools

@@ -41,6 +41,12 @@ pub fn routes_with(network: Arc<dyn LabNetwork>) -> Routes {
         .routes(routes!(psc::info))
         .routes(routes!(portal_page::by_token))
         .routes(routes!(portal_page::by_code))
+        // The portal's other pages and forms: browser-only, like the link widget's, so not in
+        // the OpenAPI document (see docs/HOSTED_PAGES.md).
+        .route(portal_page::ORDER_BY_TOKEN_PATH, axum::routing::get(portal_page::order_by_token))
+        .route(portal_page::ORDER_BY_CODE_PATH, axum::routing::get(portal_page::order_by_code))
+        .route(portal_page::SEND_CODE_PATH, axum::routing::post(portal_page::send_code))
+        .route(portal_page::VERIFY_PATH, axum::routing::post(portal_page::verify))
         .layer(Extension(network))
 }
 

@@ -1,11 +1,13 @@
 //! `/v2/link/**` (except bulk), `/v2/providers`, `/v2/team/**`: provider catalog, link tokens,
 //! password, OAuth and demo linking, and the team's self-service settings.
 //!
-//! Two browser-facing routes carry no API key and are therefore not in the OpenAPI document:
-//! the OAuth callback (`/v2/link/provider/oauth/{provider}/callback`, where the provider sends
-//! the end user back) and the hosted link page (`/v2/link/web`, the `link_web_url` of a token).
+//! Browser-facing routes carry no API key and are therefore not in the OpenAPI document: the
+//! OAuth callback (`/v2/link/provider/oauth/{provider}/callback`, where the provider sends the
+//! end user back) and the hosted link page (`/v2/link/web/**`, the `link_web_url` of a token;
+//! see `docs/HOSTED_PAGES.md`).
 
 mod handlers;
+mod widget_html;
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -30,7 +32,10 @@ pub fn routes() -> Routes {
         .routes(routes!(preferences::get, preferences::put))
         .route(web::CALLBACK_PATH, axum::routing::get(web::oauth_callback))
         .route(web::PAGE_PATH, axum::routing::get(web::page))
+        .route(web::PROVIDER_PATH, axum::routing::get(web::provider))
         .route(web::PAGE_OAUTH_PATH, axum::routing::get(web::page_oauth))
+        .route(web::PASSWORD_PATH, axum::routing::post(web::post_password))
+        .route(web::MFA_PATH, axum::routing::post(web::post_mfa))
 }
 
 /// The function as served, `/openapi.json` included. On Lambda the simulated providers' consent

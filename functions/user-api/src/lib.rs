@@ -20,6 +20,7 @@ pub fn routes() -> Routes {
         .routes(routes!(users::get, users::patch, users::delete))
         .routes(routes!(connections::list))
         .routes(routes!(connections::deregister))
+        .routes(routes!(connections::historical_pull))
         .routes(routes!(demographics::set))
         .routes(routes!(demographics::latest))
         .routes(routes!(insurance::create))

@@ -1,9 +1,13 @@
-//! The user-api Lambda: the users router on the AWS adapters.
+//! The user-api Lambda: the users router on the AWS adapters, with the pull queue
+//! (`WEARLAB_PULL_QUEUE_URL`) for on-demand historical pulls.
+
+use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_web::init_tracing();
     let deps = wearlab_aws::deps_from_env().await?;
-    let app = user_api::app(wearlab_web::AppState::new(deps));
+    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
+    let app = user_api::app(wearlab_web::AppState::new(deps).with_queue(Arc::new(queue)));
     lambda_http::run(app).await
 }

@@ -13,7 +13,7 @@ use wearlab_domain::ports::SystemClock;
 use wearlab_domain::{Deps, teams};
 
 #[derive(Parser)]
-#[command(name = "wearlab-admin", about = "Teams and API keys of a Wearlab installation")]
+#[command(name = "wearlab-admin", about = "Teams, their API keys and features, of a Wearlab installation")]
 struct Cli {
     /// Work on the AWS table (WEARLAB_TABLE_NAME) instead of the local data directory.
     #[arg(long, global = true)]
@@ -43,8 +43,12 @@ enum Command {
 enum TeamCommand {
     /// Creates a team and prints its id.
     Create { name: String },
-    /// Prints a team.
+    /// Prints a team and its features.
     Show { team_id: String },
+    /// Switches the bulk connection operations (`/v2/link/bulk_*`) on for a team.
+    EnableBulk { team_id: String },
+    /// Switches them off again (the endpoints answer 403; operations in flight finish).
+    DisableBulk { team_id: String },
 }
 
 #[derive(Subcommand)]
@@ -115,7 +119,18 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or("team not found")?;
-            serde_json::to_value(t).map_err(|e| e.to_string())?
+            let features = teams::features(&deps, t.team_id).await.map_err(|e| e.to_string())?;
+            serde_json::json!({ "team_id": t.team_id, "name": t.name, "created_on": t.created_on,
+                                "features": features })
+        }
+        Command::Team { command: TeamCommand::EnableBulk { team_id: id } } => {
+            let f = teams::set_bulk_operations(&deps, team_id(id)?, true).await.map_err(|e| e.to_string())?;
+            serde_json::json!({ "team_id": id, "features": f })
+        }
+        Command::Team { command: TeamCommand::DisableBulk { team_id: id } } => {
+            let f =
+                teams::set_bulk_operations(&deps, team_id(id)?, false).await.map_err(|e| e.to_string())?;
+            serde_json::json!({ "team_id": id, "features": f })
         }
         Command::Key { command: KeyCommand::Issue { team, environment } } => {
             let k = teams::issue_key(&deps, team_id(team)?, environment).await.map_err(|e| e.to_string())?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::linking::DataKey;
-use wearlab_domain::ports::{Clock, QueueName, Scheduler, SystemClock, Table};
+use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_web::{App, AppState};
@@ -34,6 +34,8 @@ pub struct LocalStack {
     pub bus: MemoryBus,
     /// The queues of the background workers (pull, bulk, webhook), on the same table.
     pub queue: TableQueue,
+    /// The clock every rule reads, movable forward at `POST /local/clock/advance`.
+    pub clock: Arc<ShiftedClock>,
 }
 
 impl LocalStack {
@@ -50,7 +52,9 @@ impl LocalStack {
         Self::with(RedbTable::in_memory(), clock, DataKey::ephemeral())
     }
 
-    fn with(table: RedbTable, clock: Arc<dyn Clock>, data_key: DataKey) -> Self {
+    fn with(table: RedbTable, inner: Arc<dyn Clock>, data_key: DataKey) -> Self {
+        let shifted = Arc::new(ShiftedClock::new(inner));
+        let clock: Arc<dyn Clock> = shifted.clone();
         let shared: Arc<dyn Table> = Arc::new(table.clone());
         let scheduler = TableScheduler::new(shared.clone());
         let queue = TableQueue::new(shared.clone(), clock.clone());
@@ -63,25 +67,39 @@ impl LocalStack {
             providers: Arc::new(wearlab_sim::SimProviders::new(clock)),
             data_key: Arc::new(data_key),
         };
-        Self { deps, table, scheduler, bus, queue }
+        Self { deps, table, scheduler, bus, queue, clock: shifted }
     }
 
-    /// Every API router on this stack's adapters, plus the local debug route `GET /local/events`
-    /// (what the stack published, oldest first; `?event_type=` filters, `?limit=` keeps the last).
+    /// Every API router on this stack's adapters, plus the local debug routes: `GET /local/events`
+    /// (what the stack published, oldest first; `?event_type=` filters, `?limit=` keeps the last)
+    /// and `POST /local/clock/advance?seconds=N` (moves the stack's clock forward, for tests that
+    /// expire link tokens and portal links; takes the team's API key). Neither exists on Lambda:
+    /// only this function adds them.
     pub fn app(&self, state: AppState) -> App {
         let bus = self.bus.clone();
-        let debug = axum::Router::new().route(
-            LOCAL_EVENTS_PATH,
-            axum::routing::get(move |q: axum::extract::Query<EventsQuery>| {
-                let bus = bus.clone();
-                async move { axum::Json(q.0.select(bus.published())) }
-            }),
-        );
+        let clock = self.clock.clone();
+        let debug = axum::Router::new()
+            .route(
+                LOCAL_EVENTS_PATH,
+                axum::routing::get(move |q: axum::extract::Query<EventsQuery>| {
+                    let bus = bus.clone();
+                    async move { axum::Json(q.0.select(bus.published())) }
+                }),
+            )
+            .route(
+                LOCAL_CLOCK_PATH,
+                axum::routing::post(
+                    move |_: wearlab_web::AuthTeam, q: axum::extract::Query<AdvanceQuery>| {
+                        let clock = clock.clone();
+                        async move { advance(&clock, q.0.seconds) }
+                    },
+                ),
+            );
         wearlab_web::app(served_routes().merge(wearlab_web::Routes::from(debug)), state)
     }
 
     pub fn state(&self) -> AppState {
-        AppState::new(self.deps.clone())
+        AppState::new(self.deps.clone()).with_queue(Arc::new(self.queue.clone()))
     }
 
     /// Ensures the local team exists and `key` (or a new key) opens it. Returns the key.
@@ -136,6 +154,20 @@ impl LocalStack {
         Ok(n)
     }
 
+    /// Handles the bulk queue's due messages once (imports, historical pull triggers), then its
+    /// dead letters (their items count as failed). Returns how many.
+    pub async fn run_bulk_once(&self) -> Result<usize, DomainError> {
+        let n = self
+            .queue
+            .run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, &self.queue, env))
+            .await?;
+        let dead = self
+            .queue
+            .run_dead_letters_once(QueueName::Bulk, |env| bulk_worker::handle_dead_letter(&self.deps, env))
+            .await?;
+        Ok(n + dead)
+    }
+
     /// What the poll schedule does on AWS: queues one poll of every polled connection.
     pub async fn schedule_poll(&self) -> Result<(), DomainError> {
         let body =
@@ -179,6 +211,16 @@ impl LocalStack {
                 }
             }
         });
+        let bulk = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(QUEUE_POLL);
+            loop {
+                tick.tick().await;
+                if let Err(e) = bulk.run_bulk_once().await {
+                    tracing::warn!(error = %e, "bulk queue poll failed");
+                }
+            }
+        });
         let poller = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(DATA_POLL_EVERY);
@@ -214,7 +256,11 @@ impl LocalStack {
 
 /// Every API function's routes, documented together.
 pub fn routes() -> wearlab_web::Routes {
-    user_api::routes().merge(link_api::routes()).merge(lab_api::routes()).merge(data_api::routes())
+    user_api::routes()
+        .merge(link_api::routes())
+        .merge(bulk_api::routes())
+        .merge(lab_api::routes())
+        .merge(data_api::routes())
 }
 
 /// Every router of every API function, served together, `/openapi.json` included.
@@ -262,6 +308,30 @@ impl wearlab_domain::ports::EventBus for PullRuleBus {
 
 /// The local-only debug route listing published events.
 pub const LOCAL_EVENTS_PATH: &str = "/local/events";
+/// The local-only route that moves the clock forward.
+pub const LOCAL_CLOCK_PATH: &str = "/local/clock/advance";
+/// The most one call may move the clock (a year): enough to cross any expiry.
+pub const MAX_ADVANCE_SECONDS: i64 = 366 * 24 * 3600;
+
+#[derive(Debug, serde::Deserialize)]
+pub struct AdvanceQuery {
+    seconds: i64,
+}
+
+/// `POST /local/clock/advance`: 1 to `MAX_ADVANCE_SECONDS` forward; answers the new now.
+fn advance(
+    clock: &ShiftedClock,
+    seconds: i64,
+) -> Result<axum::Json<serde_json::Value>, wearlab_web::ApiError> {
+    if !(1..=MAX_ADVANCE_SECONDS).contains(&seconds) {
+        return Err(wearlab_web::ApiError::BadRequest(format!(
+            "seconds must be between 1 and {MAX_ADVANCE_SECONDS}"
+        )));
+    }
+    let now = clock.advance_seconds(seconds);
+    tracing::info!(seconds, "local clock moved forward");
+    Ok(axum::Json(serde_json::json!({ "now": now })))
+}
 
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct EventsQuery {

@@ -7,7 +7,7 @@ use aws_credential_types::Credentials;
 use wearlab_domain::Deps;
 use wearlab_domain::ports::SystemClock;
 
-use crate::{DynamoDbTable, EventBridgeBus, EventBridgeScheduler, SchedulerTarget};
+use crate::{DynamoDbTable, EventBridgeBus, EventBridgeScheduler, LazySdkConfig, SchedulerTarget};
 
 /// The SDK's default chain: region, credentials and endpoint from the environment. The SDK
 /// itself honours `AWS_ENDPOINT_URL` (and `AWS_ENDPOINT_URL_DYNAMODB`, `..._SCHEDULER`), which
@@ -55,18 +55,25 @@ impl AwsEnv {
     /// The adapters for these resources on `config`. Providers are the simulator until real
     /// provider adapters exist. Fails only on an unusable `WEARLAB_DATA_KEY`.
     pub fn deps(&self, config: &SdkConfig) -> Result<Deps, String> {
+        self.deps_on_first_use(LazySdkConfig::given(config.clone()))
+    }
+
+    /// The adapters for these resources, whose SDK clients are built from `config` when each
+    /// is first used: making them does no AWS work (no configuration loading, no HTTPS
+    /// connector, no root certificates). Fails only on an unusable `WEARLAB_DATA_KEY`.
+    pub fn deps_on_first_use(&self, config: LazySdkConfig) -> Result<Deps, String> {
         let data_key = wearlab_domain::linking::DataKey::from_base64(&self.data_key)
             .map_err(|e| format!("WEARLAB_DATA_KEY: {e}"))?;
-        let table = DynamoDbTable::new(aws_sdk_dynamodb::Client::new(config), &self.table_name);
-        let scheduler = EventBridgeScheduler::new(
-            aws_sdk_scheduler::Client::new(config),
+        let table = DynamoDbTable::on_first_use(config.clone(), &self.table_name);
+        let scheduler = EventBridgeScheduler::on_first_use(
+            config.clone(),
             SchedulerTarget {
                 group: self.schedule_group.clone(),
                 target_arn: self.erasure_target_arn.clone(),
                 role_arn: self.scheduler_role_arn.clone(),
             },
         );
-        let bus = EventBridgeBus::new(aws_sdk_eventbridge::Client::new(config), &self.event_bus_name);
+        let bus = EventBridgeBus::on_first_use(config, &self.event_bus_name);
         Ok(Deps {
             table: Arc::new(table),
             scheduler: Arc::new(scheduler),
@@ -108,12 +115,12 @@ pub async fn sqs_queue_from_env(
     if urls.is_empty() {
         return Err("no WEARLAB_*_QUEUE_URL variable is set".into());
     }
-    let client = aws_sdk_sqs::Client::new(&aws_config_from_env().await);
-    Ok(crate::SqsQueue::new(client, urls, clock))
+    Ok(crate::SqsQueue::on_first_use(LazySdkConfig::from_env(), urls, clock))
 }
 
-/// Everything a Lambda handler needs, built once per execution environment.
+/// Everything a Lambda handler needs, built once per execution environment. Cheap: the SDK
+/// configuration is loaded, and each SDK client built, on first use (see [`LazySdkConfig`]), so
+/// that a function's init phase does no AWS work.
 pub async fn deps_from_env() -> Result<Deps, String> {
-    let env = AwsEnv::from_env()?;
-    env.deps(&aws_config_from_env().await)
+    AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env())
 }

@@ -15,6 +15,7 @@ use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::{BoxError, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
@@ -22,11 +23,12 @@ use aws_sdk_dynamodb::types::{
     TimeToLiveStatus, TransactWriteItem,
 };
 use wearlab_domain::ports::{
-    Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, SkRange, StoreError, Table, WriteOp,
+    Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
     validate_batch,
 };
 
 use crate::error::{describe, is_code};
+use crate::lazy::{LazyClient, LazySdkConfig};
 
 const PK: &str = "PK";
 const SK: &str = "SK";
@@ -51,7 +53,7 @@ type Attrs = HashMap<String, AttributeValue>;
 /// Clones share the client and the counter.
 #[derive(Clone, Debug)]
 pub struct DynamoDbTable {
-    client: Client,
+    client: LazyClient<Client>,
     table: String,
     round_trips: Arc<AtomicU64>,
 }
@@ -61,7 +63,20 @@ impl DynamoDbTable {
     pub fn new(client: Client, table_name: impl Into<String>) -> Self {
         let round_trips = Arc::new(AtomicU64::new(0));
         let config = client.config().to_builder().interceptor(CountRequests(round_trips.clone())).build();
-        Self { client: Client::from_conf(config), table: table_name.into(), round_trips }
+        Self { client: LazyClient::ready(Client::from_conf(config)), table: table_name.into(), round_trips }
+    }
+
+    /// The table with a client built from `config` on its first request (see [`LazySdkConfig`]).
+    pub fn on_first_use(config: LazySdkConfig, table_name: impl Into<String>) -> Self {
+        let round_trips = Arc::new(AtomicU64::new(0));
+        let counter = round_trips.clone();
+        let client = LazyClient::on_first_use(config, move |sdk| {
+            let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+                .interceptor(CountRequests(counter.clone()))
+                .build();
+            Client::from_conf(config)
+        });
+        Self { client, table: table_name.into(), round_trips }
     }
 
     /// DynamoDB requests sent so far, retries included: what benchmarks report per use case.
@@ -71,6 +86,23 @@ impl DynamoDbTable {
 
     pub fn table_name(&self) -> &str {
         &self.table
+    }
+
+    async fn client(&self) -> &Client {
+        self.client.get().await
+    }
+
+    /// One strongly consistent GetItem.
+    async fn get_item(&self, key: &Key) -> Result<GetItemOutput, StoreError> {
+        self.client()
+            .await
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_attrs(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error("GetItem", &e))
     }
 }
 
@@ -219,6 +251,24 @@ fn decode(attrs: &Attrs) -> Result<Item, StoreError> {
     Ok(Item { key: Key { pk, sk }, gsi1, version, expires_at, body })
 }
 
+/// The key, version and body text of an item, for `get_raw`: the body is not parsed here.
+fn decode_raw(attrs: &Attrs) -> Result<RawItem, StoreError> {
+    let string = |name: &str| match attrs.get(name) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    };
+    let (Some(pk), Some(sk)) = (string(PK), string(SK)) else {
+        return Err(StoreError::Corrupt("item without string PK/SK".into()));
+    };
+    let corrupt = |what: &str| StoreError::Corrupt(format!("{pk}/{sk}: bad {what}"));
+    let version = match attrs.get(VER) {
+        Some(AttributeValue::N(v)) => v.parse::<u64>().map_err(|_| corrupt(VER))?,
+        _ => return Err(corrupt(VER)),
+    };
+    let body = string(DATA).ok_or_else(|| corrupt(DATA))?;
+    Ok(RawItem::from_body_json(Key { pk: pk.clone(), sk: sk.clone() }, version, body.clone()))
+}
+
 /// A condition as a DynamoDB condition expression and its values.
 /// Every item has `PK`, so its presence is the item's presence.
 fn condition(c: Condition) -> (Option<String>, Option<Attrs>) {
@@ -335,23 +385,19 @@ fn cursor_from_key(key: &Attrs, index: Index) -> Option<Cursor> {
 #[async_trait]
 impl Table for DynamoDbTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key_attrs(key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| store_error("GetItem", &e))?;
-        out.item().map(decode).transpose()
+        self.get_item(key).await?.item().map(decode).transpose()
+    }
+
+    async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
+        self.get_item(key).await?.item().map(decode_raw).transpose()
     }
 
     async fn put(&self, item: Item, condition_: Condition) -> Result<(), StoreError> {
         let attrs = encode(&item);
         let (expr, values) = condition(condition_);
+        let client = self.client().await;
         retry_conflicts("PutItem", || async {
-            self.client
+            client
                 .put_item()
                 .table_name(&self.table)
                 .set_item(Some(attrs.clone()))
@@ -367,8 +413,9 @@ impl Table for DynamoDbTable {
 
     async fn delete(&self, key: &Key, condition_: Condition) -> Result<(), StoreError> {
         let (expr, values) = condition(condition_);
+        let client = self.client().await;
         retry_conflicts("DeleteItem", || async {
-            self.client
+            client
                 .delete_item()
                 .table_name(&self.table)
                 .set_key(Some(key_attrs(key)))
@@ -390,8 +437,9 @@ impl Table for DynamoDbTable {
         let items = ops.iter().map(|op| transact_item(&self.table, op)).collect::<Result<Vec<_>, _>>()?;
         // Each attempt gets a fresh idempotency token from the SDK (its own retries reuse it),
         // so a retried-after-conflict batch is a new transaction, as it must be.
+        let client = self.client().await;
         retry_conflicts("TransactWriteItems", || async {
-            self.client
+            client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
                 .send()
@@ -434,7 +482,8 @@ impl Table for DynamoDbTable {
         let exclusive_start = q.cursor.clone().map(|c| start_key(c, &q)).transpose()?;
         let limit = q.limit.map(|l| l.max(1) as usize);
         let out = self
-            .client
+            .client()
+            .await
             .query()
             .table_name(&self.table)
             .set_index_name(index_name)
@@ -564,6 +613,19 @@ mod tests {
         let mut attrs = encode(&Item::new(Key::new("P", "S"), json!({})));
         attrs.insert(DATA.into(), AttributeValue::S("{".into()));
         assert!(matches!(decode(&attrs), Err(StoreError::Corrupt(_))));
+        assert!(matches!(
+            decode_raw(&attrs).unwrap().decode::<serde_json::Value>(),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn raw_items_keep_the_body_text() {
+        let item =
+            Item::new(Key::new("USER#1", "PROFILE"), json!({"a": [1, "x"], "b": null})).with_gsi1("G", "S");
+        let raw = decode_raw(&encode(&item)).unwrap();
+        assert_eq!(raw.key(), &item.key);
+        assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (item.body, item.version));
     }
 
     #[test]

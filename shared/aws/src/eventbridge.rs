@@ -10,6 +10,7 @@ use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use wearlab_domain::ports::{BusError, EventBus, EventEnvelope};
 
 use crate::error::describe;
+use crate::lazy::{LazyClient, LazySdkConfig};
 
 /// `source` of every Wearlab event on the bus; rules match on it.
 pub const EVENT_SOURCE: &str = "wearlab";
@@ -20,13 +21,18 @@ const TRIES: u32 = 5;
 
 #[derive(Clone, Debug)]
 pub struct EventBridgeBus {
-    client: Client,
+    client: LazyClient<Client>,
     bus_name: String,
 }
 
 impl EventBridgeBus {
     pub fn new(client: Client, bus_name: impl Into<String>) -> Self {
-        Self { client, bus_name: bus_name.into() }
+        Self { client: LazyClient::ready(client), bus_name: bus_name.into() }
+    }
+
+    /// The bus with a client built from `config` on its first request (see [`LazySdkConfig`]).
+    pub fn on_first_use(config: LazySdkConfig, bus_name: impl Into<String>) -> Self {
+        Self { client: LazyClient::on_first_use(config, Client::new), bus_name: bus_name.into() }
     }
 
     fn entry(&self, e: &EventEnvelope) -> Result<PutEventsRequestEntry, BusError> {
@@ -43,11 +49,12 @@ impl EventBridgeBus {
     /// Sends one batch, then again only the entries that failed, up to `TRIES` times.
     async fn put_batch(&self, mut entries: Vec<PutEventsRequestEntry>) -> Result<(), BusError> {
         let mut reason = String::new();
+        let client = self.client.get().await;
         for attempt in 0..TRIES {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
             }
-            match self.client.put_events().set_entries(Some(entries.clone())).send().await {
+            match client.put_events().set_entries(Some(entries.clone())).send().await {
                 Ok(out) if out.failed_entry_count() == 0 => return Ok(()),
                 Ok(out) => {
                     // Results are in request order; keep the entries whose result has an error.

@@ -8,6 +8,7 @@ mod config;
 mod dynamodb;
 mod error;
 mod eventbridge;
+mod lazy;
 mod scheduler;
 mod sqs;
 
@@ -16,5 +17,6 @@ pub use config::{
 };
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
+pub use lazy::LazySdkConfig;
 pub use scheduler::{EventBridgeScheduler, SchedulerTarget, ensure_schedule_group};
 pub use sqs::{SqsQueue, handle_sqs_batch, plan_batches};

@@ -8,6 +8,7 @@ use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindow, Flexib
 use wearlab_domain::ports::{Schedule, Scheduler, SchedulerError};
 
 use crate::error::{describe, is_code};
+use crate::lazy::{LazyClient, LazySdkConfig};
 
 /// Where schedules live and what they invoke.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub struct SchedulerTarget {
 
 #[derive(Debug, Clone)]
 pub struct EventBridgeScheduler {
-    client: Client,
+    client: LazyClient<Client>,
     target: SchedulerTarget,
 }
 
@@ -31,7 +32,12 @@ const REPLACE_TRIES: usize = 3;
 
 impl EventBridgeScheduler {
     pub fn new(client: Client, target: SchedulerTarget) -> Self {
-        Self { client, target }
+        Self { client: LazyClient::ready(client), target }
+    }
+
+    /// The scheduler with a client built from `config` on its first request (see [`LazySdkConfig`]).
+    pub fn on_first_use(config: LazySdkConfig, target: SchedulerTarget) -> Self {
+        Self { client: LazyClient::on_first_use(config, Client::new), target }
     }
 
     fn target(&self, payload: &serde_json::Value) -> Result<Target, SchedulerError> {
@@ -81,9 +87,9 @@ impl Scheduler for EventBridgeScheduler {
         check_name(&schedule.name)?;
         let expression = format!("at({})", schedule.at.format("%Y-%m-%dT%H:%M:%S"));
         let target = self.target(&schedule.payload)?;
+        let client = self.client.get().await;
         for _ in 0..REPLACE_TRIES {
-            let created = self
-                .client
+            let created = client
                 .create_schedule()
                 .group_name(&self.target.group)
                 .name(&schedule.name)
@@ -100,8 +106,7 @@ impl Scheduler for EventBridgeScheduler {
                 Err(e) => return Err(scheduler_error("CreateSchedule", &e)),
             }
             // UpdateSchedule replaces every field, so this is a full replacement.
-            let updated = self
-                .client
+            let updated = client
                 .update_schedule()
                 .group_name(&self.target.group)
                 .name(&schedule.name)
@@ -127,7 +132,8 @@ impl Scheduler for EventBridgeScheduler {
 
     async fn cancel(&self, name: &str) -> Result<(), SchedulerError> {
         check_name(name)?;
-        match self.client.delete_schedule().group_name(&self.target.group).name(name).send().await {
+        match self.client.get().await.delete_schedule().group_name(&self.target.group).name(name).send().await
+        {
             Ok(_) => Ok(()),
             Err(e) if is_code(&e, "ResourceNotFoundException") => Ok(()),
             Err(e) => Err(scheduler_error("DeleteSchedule", &e)),

@@ -12,20 +12,24 @@ use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use wearlab_domain::ports::{Clock, Envelope, Outcome, Outgoing, Queue, QueueError, QueueName};
 
 use crate::error::describe;
+use crate::lazy::{LazyClient, LazySdkConfig};
 
-/// SendMessageBatch takes at most 10 entries and 256 KiB in all.
+/// SendMessageBatch takes at most 10 entries and 1 MiB in all (each message at most 1 MiB;
+/// producers keep bodies under `MESSAGE_BUDGET` so that ten fill one call).
 const BATCH_ENTRIES: usize = 10;
-const BATCH_BYTES: usize = 256 * 1024;
+const BATCH_BYTES: usize = 1024 * 1024;
 const TRIES: u32 = 3;
 
 #[derive(Clone)]
 pub struct SqsQueue {
-    client: Client,
+    client: LazyClient<Client>,
     urls: HashMap<QueueName, String>,
     clock: Arc<dyn Clock>,
+    /// SendMessageBatch calls made (benchmarks, tests).
+    batch_calls: Arc<std::sync::atomic::AtomicU64>,
 }
 
-/// Splits message bodies into SendMessageBatch calls: at most 10 entries and 256 KiB each.
+/// Splits message bodies into SendMessageBatch calls: at most 10 entries and 1 MiB each.
 /// Returns index ranges into `sizes`. A single body over the limit gets a call of its own
 /// (and SQS refuses it, which the caller reports).
 pub fn plan_batches(sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
@@ -48,7 +52,26 @@ pub fn plan_batches(sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
 
 impl SqsQueue {
     pub fn new(client: Client, urls: HashMap<QueueName, String>, clock: Arc<dyn Clock>) -> Self {
-        Self { client, urls, clock }
+        Self { client: LazyClient::ready(client), urls, clock, batch_calls: Arc::default() }
+    }
+
+    /// The queues with a client built from `config` on the first send (see [`LazySdkConfig`]).
+    pub fn on_first_use(
+        config: LazySdkConfig,
+        urls: HashMap<QueueName, String>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            client: LazyClient::on_first_use(config, Client::new),
+            urls,
+            clock,
+            batch_calls: Arc::default(),
+        }
+    }
+
+    /// SendMessageBatch calls made so far by this queue and its clones.
+    pub fn send_batch_calls(&self) -> u64 {
+        self.batch_calls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     async fn send_batch(
@@ -61,8 +84,11 @@ impl SqsQueue {
             if attempt > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(50 << attempt)).await;
             }
+            self.batch_calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             match self
                 .client
+                .get()
+                .await
                 .send_message_batch()
                 .queue_url(url)
                 .set_entries(Some(entries.clone()))
@@ -186,8 +212,9 @@ mod tests {
     #[test]
     fn batches_respect_count_and_size() {
         assert_eq!(plan_batches(&[1; 25]), vec![0..10, 10..20, 20..25]);
-        assert_eq!(plan_batches(&[100 * 1024; 5]), vec![0..2, 2..4, 4..5]);
-        assert_eq!(plan_batches(&[300 * 1024, 1]), vec![0..1, 1..2]);
+        assert_eq!(plan_batches(&[400 * 1024; 5]), vec![0..2, 2..4, 4..5]);
+        assert_eq!(plan_batches(&[1100 * 1024, 1]), vec![0..1, 1..2]);
+        assert_eq!(plan_batches(&[wearlab_domain::ports::MESSAGE_BUDGET; 20]), vec![0..10, 10..20]);
         assert!(plan_batches(&[]).is_empty());
     }
 }

@@ -20,6 +20,9 @@ pub enum DomainError {
     /// A refusal that retrying will not change (400).
     #[error("{0}")]
     Rejected(String),
+    /// The team may not do this (403): a feature not enabled for it.
+    #[error("{0}")]
+    Forbidden(String),
     /// Missing or unknown API key (401).
     #[error("{0}")]
     Unauthenticated(String),

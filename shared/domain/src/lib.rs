@@ -3,8 +3,10 @@
 //! Handlers parse input into the types here, call one use case, and map its result to JSON.
 //! Nothing in this crate knows about HTTP, Lambda or AWS.
 
+pub mod bulk;
 pub mod erasure;
 pub mod error;
+pub mod hosted;
 pub mod idempotency;
 pub mod ids;
 pub mod keys;

@@ -179,6 +179,48 @@ pub async fn authenticate(deps: &Deps, secret: &str) -> Result<TeamId, DomainErr
     Ok(rec.team_id)
 }
 
+/// Features an operator switches on per team (off until then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TeamFeatures {
+    /// The bulk connection operations (`/v2/link/bulk_*`), link migration endpoints.
+    #[serde(default)]
+    pub bulk_operations: bool,
+}
+
+pub async fn features(deps: &Deps, team_id: TeamId) -> Result<TeamFeatures, DomainError> {
+    Ok(match deps.table.get(&keys::bulk::team_features(team_id)).await? {
+        Some(item) => item.decode()?,
+        None => TeamFeatures::default(),
+    })
+}
+
+/// Switches bulk operations on or off for a team (operator CLI).
+pub async fn set_bulk_operations(
+    deps: &Deps,
+    team_id: TeamId,
+    enabled: bool,
+) -> Result<TeamFeatures, DomainError> {
+    if get_team(deps, team_id).await?.is_none() {
+        return Err(DomainError::NotFound(format!("team {team_id} not found")));
+    }
+    let mut f = features(deps, team_id).await?;
+    f.bulk_operations = enabled;
+    deps.table.put(Item::new(keys::bulk::team_features(team_id), to_body(&f)), Condition::None).await?;
+    tracing::info!(team_id = %team_id, enabled, "bulk operations switched");
+    Ok(f)
+}
+
+/// 403 unless the operator enabled bulk operations for the team.
+pub async fn require_bulk_operations(deps: &Deps, team_id: TeamId) -> Result<(), DomainError> {
+    if features(deps, team_id).await?.bulk_operations {
+        Ok(())
+    } else {
+        Err(DomainError::Forbidden(
+            "Bulk operations are not enabled for this team; ask the operator to enable them.".into(),
+        ))
+    }
+}
+
 pub(crate) fn to_body<T: Serialize>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).expect("records serialize to JSON")
 }

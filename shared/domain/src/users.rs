@@ -318,9 +318,9 @@ pub async fn load(
     team: TeamId,
     user_id: UserId,
 ) -> Result<Option<(UserRecord, u64)>, DomainError> {
-    let Some(item) = deps.table.get(&keys::user(user_id)).await? else { return Ok(None) };
-    let record: UserRecord = item.decode()?;
-    Ok((record.team_id == team).then_some((record, item.version)))
+    let Some(item) = deps.table.get_raw(&keys::user(user_id)).await? else { return Ok(None) };
+    let (record, version): (UserRecord, u64) = item.decode()?;
+    Ok((record.team_id == team).then_some((record, version)))
 }
 
 /// An active user of the team, or 404. One read.

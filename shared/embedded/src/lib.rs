@@ -7,6 +7,6 @@ mod redb_table;
 mod scheduler;
 
 pub use bus::MemoryBus;
-pub use queue::{MAX_ATTEMPTS, TableQueue};
+pub use queue::{MAX_ATTEMPTS, TableQueue, VISIBILITY};
 pub use redb_table::RedbTable;
 pub use scheduler::TableScheduler;

@@ -123,10 +123,18 @@ impl TableQueue {
                 &stored,
             )),
         };
-        let mut ops = vec![WriteOp::Delete { key: lease, condition: Condition::VersionIs(item.version) }];
-        if let Some(next) = next {
-            ops.push(WriteOp::Put { item: next, condition: Condition::None });
-        }
+        let ops = match next {
+            // Due exactly when the lease runs out: the same key, rewritten in place.
+            Some(mut next) if next.key == lease => {
+                next.version = item.version + 1;
+                vec![WriteOp::Put { item: next, condition: Condition::VersionIs(item.version) }]
+            }
+            Some(next) => vec![
+                WriteOp::Delete { key: lease, condition: Condition::VersionIs(item.version) },
+                WriteOp::Put { item: next, condition: Condition::None },
+            ],
+            None => vec![WriteOp::Delete { key: lease, condition: Condition::VersionIs(item.version) }],
+        };
         match self.table.transact(ops).await {
             // The lease ran out and someone else holds the message now: their answer counts.
             Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
@@ -154,6 +162,36 @@ impl TableQueue {
     /// Messages waiting or in flight (tests, debugging).
     pub async fn depth(&self, q: QueueName) -> Result<usize, StoreError> {
         Ok(query_all(self.table.as_ref(), Query::partition(partition(q)), 10_000_000).await?.len())
+    }
+
+    /// Hands dead-lettered messages to `handler` (as a consumer of the dead-letter queue does
+    /// on AWS): those it acknowledges leave the dead-letter partition, the others stay.
+    /// Returns how many were handled.
+    pub async fn run_dead_letters_once<F, Fut>(&self, q: QueueName, handler: F) -> Result<usize, StoreError>
+    where
+        F: Fn(Envelope) -> Fut,
+        Fut: Future<Output = Outcome>,
+    {
+        let page = self.table.query(Query::partition(dead_letters(q)).limit(BATCH as u32)).await?;
+        let mut handled = 0;
+        for item in &page.items {
+            let stored: Stored = item.decode()?;
+            match handler(stored.envelope).await {
+                Outcome::Ack => {
+                    self.table.delete(&item.key, Condition::VersionIs(item.version)).await.or_else(|e| {
+                        match e {
+                            StoreError::ConditionFailed { .. } => Ok(()),
+                            e => Err(e),
+                        }
+                    })?;
+                    handled += 1;
+                }
+                other => {
+                    tracing::warn!(queue = q.as_str(), id = %stored.id, outcome = ?other, "dead letter kept")
+                }
+            }
+        }
+        Ok(handled)
     }
 
     /// Dead-lettered message bodies.

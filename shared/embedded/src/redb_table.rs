@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use wearlab_domain::ports::{
-    Condition, Cursor, Index, Item, Key, Page, Query, SkRange, StoreError, Table, WriteOp, validate_batch,
+    Condition, Cursor, Index, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
+    validate_batch,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -300,13 +301,27 @@ impl Table for RedbTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         check_part(&key.pk)?;
         check_part(&key.sk)?;
-        let db = self.db.clone();
-        let key = key.clone();
         // Reads are short and never wait for the writer (MVCC), so they run inline.
-        let txn = db.begin_read().map_err(unavailable)?;
+        let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
-        match items.get(primary(&key).as_slice()).map_err(unavailable)? {
+        match items.get(primary(key).as_slice()).map_err(unavailable)? {
             Some(v) => Ok(Some(decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
+        check_part(&key.pk)?;
+        check_part(&key.sk)?;
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let items = txn.open_table(ITEMS).map_err(unavailable)?;
+        match items.get(primary(key).as_slice()).map_err(unavailable)? {
+            // The stored JSON as it is (checked as UTF-8 in one go): decoding it is the caller's
+            // one pass over it.
+            Some(v) => {
+                let json = std::str::from_utf8(v.value()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                Ok(Some(RawItem::from_item_json(key.clone(), json.to_owned())))
+            }
             None => Ok(None),
         }
     }

@@ -300,6 +300,17 @@ impl Default for DataPullPreferences {
     }
 }
 
+/// The answer to POST /v2/user/historical_pull/{user_id}/{provider}: the pull is queued and
+/// starts under the team's throttle for the provider; each resource announces itself with
+/// `historical.data.<resource>.created` when done.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct HistoricalPullStarted {
+    pub user_id: Uuid,
+    pub provider: String,
+    /// Names the pull in logs and support requests.
+    pub pull_id: String,
+}
+
 /// Payload of `historical.data.<resource>.created`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct HistoricalPullCompleted {

@@ -1,11 +1,19 @@
 //! Users and what the users endpoints take and answer.
 
-use chrono::{DateTime, NaiveDate, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize, Serializer};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::patch::Patch;
+
+/// A time as chrono's own `Serialize` writes it (RFC 3339, `Z`, as many fractional digits as
+/// needed: `to_rfc3339_opts(AutoSi, true)` is the same function), but formatted in one piece:
+/// chrono's goes through `collect_str`, whose JSON escaping runs once per character written.
+/// The users' answers carry these on every read.
+fn rfc3339<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+}
 
 /// A provider as it is named on a user or an event: `{name, slug, logo}`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
@@ -19,6 +27,7 @@ pub struct ProviderRef {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ConnectedSource {
     pub provider: ProviderRef,
+    #[serde(serialize_with = "rfc3339")]
     pub created_on: DateTime<Utc>,
     /// Deprecated: the same content as `provider`.
     pub source: ProviderRef,
@@ -29,6 +38,7 @@ pub struct FallbackTimeZone {
     /// IANA time zone identifier, e.g. `Europe/London`.
     pub id: String,
     pub source_slug: String,
+    #[serde(serialize_with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -36,6 +46,7 @@ pub struct FallbackTimeZone {
 pub struct FallbackBirthDate {
     pub value: NaiveDate,
     pub source_slug: String,
+    #[serde(serialize_with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -44,6 +55,7 @@ pub struct User {
     pub user_id: Uuid,
     pub team_id: Uuid,
     pub client_user_id: String,
+    #[serde(serialize_with = "rfc3339")]
     pub created_on: DateTime<Utc>,
     pub connected_sources: Vec<ConnectedSource>,
     /// Always present in responses, `null` when not set.
@@ -136,5 +148,26 @@ mod tests {
         let v = serde_json::to_value(&u).unwrap();
         assert!(v.as_object().unwrap().contains_key("fallback_time_zone"));
         assert!(!v.as_object().unwrap().contains_key("fallback_birth_date"));
+    }
+
+    #[test]
+    fn times_are_written_as_chrono_writes_them() {
+        use chrono::TimeZone;
+        let mut times = vec![DateTime::UNIX_EPOCH, Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap()];
+        for nanos in [1, 120, 1_000, 123_000, 1_000_000, 500_000_000, 999_999_999, 1_500_000_000] {
+            // The last is a leap second.
+            let t =
+                chrono::NaiveDate::from_ymd_opt(2016, 12, 31).unwrap().and_hms_nano_opt(23, 59, 59, nanos);
+            times.push(t.unwrap().and_utc());
+        }
+        for year in [1, 999, 10_000, -1] {
+            times
+                .push(Utc.with_ymd_and_hms(year, 1, 2, 3, 4, 5).unwrap() + chrono::Duration::microseconds(7));
+        }
+        for t in times {
+            let mut ours = serde_json::Serializer::new(Vec::new());
+            rfc3339(&t, &mut ours).unwrap();
+            assert_eq!(String::from_utf8(ours.into_inner()).unwrap(), serde_json::to_string(&t).unwrap());
+        }
     }
 }

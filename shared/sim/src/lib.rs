@@ -42,7 +42,10 @@ pub const FLAG_REFRESH_REVOKED: &str = "refresh-revoked";
 pub const FLAG_FETCH_ERROR: &str = "fetch-error";
 pub const FLAG_SLOW: &str = "slow";
 pub const FLAG_DEREGISTER_ERROR: &str = "deregister-error";
-const FLAGS: [&str; 4] = [FLAG_REFRESH_REVOKED, FLAG_FETCH_ERROR, FLAG_SLOW, FLAG_DEREGISTER_ERROR];
+/// The provider's token introspection fails (a transient error) for such a token.
+pub const FLAG_VERIFY_ERROR: &str = "verify-error";
+const FLAGS: [&str; 5] =
+    [FLAG_REFRESH_REVOKED, FLAG_FETCH_ERROR, FLAG_SLOW, FLAG_DEREGISTER_ERROR, FLAG_VERIFY_ERROR];
 /// How long a `slow` account takes per resource fetch.
 pub const SLOW_FETCH: Duration = Duration::from_secs(20);
 /// Lifetime of simulated access tokens.
@@ -77,27 +80,46 @@ fn flags_of(s: &str) -> Vec<&'static str> {
     FLAGS.iter().copied().filter(|f| s.contains(f)).collect()
 }
 
-/// What an access token says about its account: `sim:<provider>:<flags>:<nonce>`.
+/// What an access token says about its account: `sim:<provider>:<flags>:<nonce>[:<client_id>]`,
+/// the client id naming the OAuth application it was issued to (none for password and demo
+/// accounts). Flags are `-` or `+`-joined behaviour flags.
 struct TokenInfo {
     provider: String,
     flags: Vec<String>,
+    client_id: Option<String>,
 }
 
 fn parse_token(token: &str) -> Option<TokenInfo> {
-    let mut parts = token.split(':');
+    let mut parts = token.splitn(5, ':');
     if parts.next()? != "sim" {
         return None;
     }
     let provider = parts.next()?.to_owned();
     let flags = parts.next()?.split('+').filter(|f| !f.is_empty() && *f != "-").map(str::to_owned).collect();
-    Some(TokenInfo { provider, flags })
+    parts.next()?;
+    let client_id = parts.next().map(str::to_owned);
+    Some(TokenInfo { provider, flags, client_id })
+}
+
+/// An access token of `provider` issued to the OAuth application `client_id`, as a team's own
+/// systems would hold it before a bulk import (tests and the documentation use it).
+pub fn app_access_token(provider: &str, client_id: &str, flags: &[&str], account: &str) -> String {
+    let flag_text = if flags.is_empty() { "-".to_owned() } else { flags.join("+") };
+    format!("sim:{provider}:{flag_text}:{}:{client_id}", short_hash(&[provider, account]))
 }
 
 impl SimProviders {
-    fn credentials(&self, provider: &str, flags: &[&str], expiring: bool) -> ProviderCredentials {
+    fn credentials(
+        &self,
+        provider: &str,
+        flags: &[&str],
+        expiring: bool,
+        client_id: Option<&str>,
+    ) -> ProviderCredentials {
         let now = self.clock.now();
         let flag_text = if flags.is_empty() { "-".to_owned() } else { flags.join("+") };
         let nonce = short_hash(&[provider, &flag_text, &uuid_like()]);
+        let client = client_id.map(|c| format!(":{c}")).unwrap_or_default();
         let expires_at = if !expiring {
             None
         } else if flags.contains(&FLAG_REFRESH_REVOKED) {
@@ -107,20 +129,26 @@ impl SimProviders {
             Some(now + Span::minutes(ACCESS_TOKEN_MINUTES))
         };
         ProviderCredentials {
-            access_token: Secret::new(format!("sim:{provider}:{flag_text}:{nonce}")),
+            access_token: Secret::new(format!("sim:{provider}:{flag_text}:{nonce}{client}")),
             refresh_token: expiring.then(|| Secret::new(format!("simr:{provider}:{flag_text}:{nonce}"))),
             expires_at,
             scopes: vec!["read".into()],
         }
     }
 
-    fn account(&self, provider: &str, identity: &str, flags: &[&str]) -> ProviderAccount {
+    fn account(
+        &self,
+        provider: &str,
+        identity: &str,
+        flags: &[&str],
+        client_id: Option<&str>,
+    ) -> ProviderAccount {
         ProviderAccount {
             external_user_id: format!(
                 "{provider}-{}",
                 short_hash(&[provider, &identity.to_ascii_lowercase()])
             ),
-            credentials: self.credentials(provider, flags, true),
+            credentials: self.credentials(provider, flags, true, client_id),
         }
     }
 }
@@ -205,7 +233,9 @@ impl Providers for SimProviders {
                 let session = format!("mfa:{provider}:{}", hex::encode(username.as_bytes()));
                 Ok(LoginOutcome::MfaRequired { method, hint, session: Secret::new(session) })
             }
-            None => Ok(LoginOutcome::Connected(self.account(provider, &username, &flags_of(&username)))),
+            None => {
+                Ok(LoginOutcome::Connected(self.account(provider, &username, &flags_of(&username), None)))
+            }
         }
     }
 
@@ -227,7 +257,7 @@ impl Providers for SimProviders {
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or_else(|| ProviderError::Api("unknown MFA session".into()))?;
         match code {
-            MFA_CODE => Ok(self.account(provider, &username, &flags_of(&username))),
+            MFA_CODE => Ok(self.account(provider, &username, &flags_of(&username), None)),
             MFA_CODE_API_ERROR => Err(ProviderError::Api("the provider failed to check the code".into())),
             _ => Err(ProviderError::IncorrectMfaCode),
         }
@@ -266,7 +296,7 @@ impl Providers for SimProviders {
         match grant.decision.as_str() {
             consent::ALLOW => {
                 let flags = flags_of(&grant.account);
-                Ok(self.account(provider, &grant.account, &flags))
+                Ok(self.account(provider, &grant.account, &flags, Some(&exchange.client.client_id)))
             }
             consent::PARTIAL => Err(ProviderError::ScopesNotGranted(vec!["read_health".into()])),
             _ => Err(ProviderError::Api("the provider's token endpoint answered 500".into())),
@@ -285,7 +315,30 @@ impl Providers for SimProviders {
             return Err(ProviderError::Revoked("the user revoked access".into()));
         }
         let flags: Vec<&str> = FLAGS.iter().copied().filter(|f| info.flags.iter().any(|g| g == f)).collect();
-        Ok(self.credentials(provider, &flags, credentials.refresh_token.is_some()))
+        Ok(self.credentials(provider, &flags, credentials.refresh_token.is_some(), info.client_id.as_deref()))
+    }
+
+    async fn verify_app_token(
+        &self,
+        provider: &str,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<(), ProviderError> {
+        known(provider)?;
+        let info = parse_token(credentials.access_token.expose())
+            .ok_or_else(|| ProviderError::CredentialError("the provider does not know this token".into()))?;
+        if info.flags.iter().any(|f| f == FLAG_VERIFY_ERROR) {
+            return Err(ProviderError::Api("the provider's token introspection answered 500".into()));
+        }
+        if info.provider != provider {
+            return Err(ProviderError::CredentialError("the token is for another provider".into()));
+        }
+        if info.client_id.as_deref() != Some(client.client_id.as_str()) {
+            return Err(ProviderError::CredentialError(
+                "the token was not issued to the team's OAuth application".into(),
+            ));
+        }
+        Ok(())
     }
 
     async fn fetch(
@@ -334,7 +387,7 @@ impl Providers for SimProviders {
         known(provider)?;
         Ok(ProviderAccount {
             external_user_id: format!("demo-{provider}-{}", short_hash(&["demo", provider, seed])),
-            credentials: self.credentials(provider, &[], false),
+            credentials: self.credentials(provider, &[], false, None),
         })
     }
 }

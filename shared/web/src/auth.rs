@@ -21,12 +21,11 @@ impl FromRequestParts<AppState> for AuthTeam {
             .ok_or_else(|| ApiError::Unauthorized("Missing API key header x-service-api-key.".into()))?
             .to_str()
             .map_err(|_| ApiError::Unauthorized("Invalid API key.".into()))?;
-        let hash = teams::hash_key(key);
-        if let Some(team) = state.cached_team(&hash) {
+        if let Some(team) = state.cached_team(key) {
             return Ok(AuthTeam(team));
         }
         let team = teams::authenticate(&state.deps, key).await?;
-        state.remember_team(hash, team);
+        state.remember_team(key, team);
         Ok(AuthTeam(team))
     }
 }

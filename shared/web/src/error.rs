@@ -50,6 +50,7 @@ impl From<DomainError> for ApiError {
             }
             DomainError::Rejected(m) => ApiError::BadRequest(m),
             DomainError::Unauthenticated(m) => ApiError::Unauthorized(m),
+            DomainError::Forbidden(m) => ApiError::Forbidden(m),
             DomainError::Busy(m) => ApiError::Busy(m),
             DomainError::Store(StoreError::InvalidCursor) => ApiError::Validation(vec![ValidationIssue {
                 loc: vec!["query".into(), "next_cursor".into()],

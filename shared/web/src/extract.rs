@@ -12,6 +12,13 @@ use crate::ApiError;
 /// Request bodies above this are refused with 413 (API Gateway + Lambda carry at most 6 MB).
 pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
 
+fn too_large() -> ApiError {
+    ApiError::PayloadTooLarge(format!(
+        "Request body too large: the limit is {} MB. Split the request into smaller ones.",
+        MAX_BODY_BYTES / (1024 * 1024)
+    ))
+}
+
 /// A JSON body deserialized with the path of the first offending field.
 pub struct JsonBody<T>(pub T);
 
@@ -19,17 +26,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|_| {
-            ApiError::PayloadTooLarge(format!(
-                "Request body too large: the limit is {} MB. Split the request into smaller ones.",
-                MAX_BODY_BYTES / (1024 * 1024)
-            ))
-        })?;
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| too_large())?;
         if bytes.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge(format!(
-                "Request body too large: the limit is {} MB. Split the request into smaller ones.",
-                MAX_BODY_BYTES / (1024 * 1024)
-            )));
+            return Err(too_large());
         }
         parse_json(&bytes).map(JsonBody)
     }

@@ -2,6 +2,10 @@
 //! for 24 hours and replayed for a repeat of the same request; the rules are in
 //! `wearlab_domain::idempotency`.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -9,6 +13,7 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode};
+use tower::{Layer, Service};
 use wearlab_domain::idempotency::{self, Claim, IdempotencyKey, StoredResponse};
 
 use crate::extract::MAX_BODY_BYTES;
@@ -28,11 +33,105 @@ fn too_large() -> Response {
     .into_response()
 }
 
+/// Whether the idempotency rules apply: a POST that carries the header.
+fn applies(req: &Request) -> bool {
+    req.method() == Method::POST && req.headers().contains_key(IDEMPOTENCY_HEADER)
+}
+
 /// Middleware for every route; acts on POST requests that carry the header.
 pub async fn honour_idempotency_key(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    if req.method() != Method::POST || !req.headers().contains_key(IDEMPOTENCY_HEADER) {
+    if !applies(&req) {
         return next.run(req).await;
     }
+    claim_and_run(state, req, |req| next.run(req)).await
+}
+
+/// [`honour_idempotency_key`] as a layer, which is what `crate::app` serves. Every other
+/// request (GETs, POSTs without the header) goes straight to the route: no boxing, no clone of
+/// the state, nothing allocated.
+#[derive(Clone)]
+pub struct IdempotencyLayer {
+    state: AppState,
+}
+
+impl IdempotencyLayer {
+    pub fn new(state: AppState) -> Self {
+        Self { state }
+    }
+}
+
+impl<S> Layer<S> for IdempotencyLayer {
+    type Service = Idempotency<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Idempotency { inner, state: self.state.clone() }
+    }
+}
+
+/// The service of [`IdempotencyLayer`].
+#[derive(Clone)]
+pub struct Idempotency<S> {
+    inner: S,
+    state: AppState,
+}
+
+impl<S> Service<Request> for Idempotency<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + Unpin + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = IdempotencyFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        if !applies(&req) {
+            return IdempotencyFuture::Pass(self.inner.call(req));
+        }
+        // The service that was polled ready runs the request; a fresh clone stays behind.
+        let fresh = self.inner.clone();
+        let mut ready = std::mem::replace(&mut self.inner, fresh);
+        let state = self.state.clone();
+        IdempotencyFuture::Claim(Box::pin(claim_and_run(state, req, move |req| async move {
+            match ready.call(req).await {
+                Ok(res) => res,
+                Err(never) => match never {},
+            }
+        })))
+    }
+}
+
+/// The future of [`Idempotency`]: the route's own, or the claim-run-keep sequence.
+pub enum IdempotencyFuture<F> {
+    Pass(F),
+    Claim(Pin<Box<dyn Future<Output = Response> + Send>>),
+}
+
+impl<F> Future for IdempotencyFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Pass(f) => Pin::new(f).poll(cx),
+            Self::Claim(f) => f.as_mut().poll(cx).map(Ok),
+        }
+    }
+}
+
+/// Claims the key, runs the request with `run` (or replays the kept answer) and keeps the
+/// answer.
+async fn claim_and_run<F, Fut>(state: AppState, req: Request, run: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     let (mut parts, body) = req.into_parts();
     let raw = parts.headers.get(IDEMPOTENCY_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
     let key = match IdempotencyKey::parse(raw) {
@@ -72,7 +171,7 @@ pub async fn honour_idempotency_key(State(state): State<AppState>, req: Request,
         }
     };
 
-    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let response = run(Request::from_parts(parts, Body::from(bytes))).await;
     if response.status().is_server_error() {
         // Worth retrying: give the key back so the retry runs the request again.
         if let Err(e) = idempotency::release(&state.deps, token).await {

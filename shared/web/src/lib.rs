@@ -6,6 +6,7 @@ mod error;
 mod extract;
 pub mod idempotency;
 pub mod openapi;
+pub mod pages;
 mod state;
 
 pub use auth::AuthTeam;
@@ -25,7 +26,14 @@ pub type Routes = utoipa_axum::router::OpenApiRouter<AppState>;
 
 /// The OpenAPI document of `routes`, finished (security, shared error answers).
 pub fn openapi(routes: Routes) -> utoipa::openapi::OpenApi {
-    let (_, mut doc) = Routes::with_openapi(openapi::base()).merge(routes).split_for_parts();
+    let (_, doc) = routes.split_for_parts();
+    finished(doc)
+}
+
+/// The routes' own document inside the frame, with what every operation shares.
+fn finished(routes_doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    let mut doc = openapi::base();
+    doc.merge(routes_doc);
     openapi::finish(&mut doc);
     doc
 }
@@ -33,20 +41,26 @@ pub fn openapi(routes: Routes) -> utoipa::openapi::OpenApi {
 /// Finishes routes for serving: their document at `/openapi.json`, JSON 404/405 answers, the
 /// 6 MB body limit and trailing-slash tolerance.
 pub fn app(routes: Routes, state: AppState) -> App {
-    let (router, mut doc) = Routes::with_openapi(openapi::base()).merge(routes).split_for_parts();
-    openapi::finish(&mut doc);
-    let doc = std::sync::Arc::new(doc);
+    let (router, doc) = routes.split_for_parts();
+    // Finished when first asked for, not at start: a Lambda's init does not pay for it.
+    let doc = std::sync::Arc::new(std::sync::LazyLock::new(move || finished(doc)));
     let router = router
         .route(
             openapi::OPENAPI_PATH,
-            axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }),
+            axum::routing::get(move || async move { axum::Json(utoipa::openapi::OpenApi::clone(&doc)) }),
         )
-        .layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::honour_idempotency_key))
+        // Both layers in one call: each `Router::layer` wraps every route in another boxed
+        // `Route`, which costs each request a clone of the boxed service and a boxed future.
+        // The fallbacks (404, 405) read no body and claim no idempotency key.
+        .layer(
+            tower::ServiceBuilder::new()
+                // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
+                .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+                .layer(idempotency::IdempotencyLayer::new(state.clone())),
+        )
         .with_state(state)
         .fallback(|| async { ApiError::NotFound("Not Found".into()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
-        .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY_BYTES));
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 

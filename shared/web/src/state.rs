@@ -1,9 +1,13 @@
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wearlab_domain::Deps;
 use wearlab_domain::ids::TeamId;
+use wearlab_domain::ports::Queue;
+
+use crate::ApiError;
 
 /// How long a verified API key is trusted without a storage read. A revoked key stops working
 /// within this time on every warm Lambda.
@@ -14,13 +18,28 @@ const AUTH_CACHE_MAX: usize = 10_000;
 #[derive(Clone)]
 pub struct AppState {
     pub deps: Deps,
-    auth_cache: Arc<Mutex<HashMap<String, (TeamId, Instant)>>>,
+    auth_cache: Arc<AuthCache>,
     auth_ttl: Duration,
+    /// The work queues, for functions that enqueue work (bulk operations, on-demand pulls).
+    queue: Option<Arc<dyn Queue>>,
 }
 
 impl AppState {
     pub fn new(deps: Deps) -> Self {
-        Self { deps, auth_cache: Arc::default(), auth_ttl: AUTH_CACHE_TTL }
+        Self { deps, auth_cache: Arc::default(), auth_ttl: AUTH_CACHE_TTL, queue: None }
+    }
+
+    /// The same state with the work queues attached.
+    pub fn with_queue(self, queue: Arc<dyn Queue>) -> Self {
+        Self { queue: Some(queue), ..self }
+    }
+
+    /// The work queues; a function deployed without them answers 503 (a deployment error,
+    /// logged).
+    pub fn queue(&self) -> Result<&dyn Queue, ApiError> {
+        self.queue
+            .as_deref()
+            .ok_or_else(|| ApiError::Unavailable("this function has no work queue configured".into()))
     }
 
     /// State whose keys are checked against storage on every request (tests of revocation).
@@ -28,20 +47,105 @@ impl AppState {
         Self { auth_ttl: Duration::ZERO, ..Self::new(deps) }
     }
 
-    pub(crate) fn cached_team(&self, key_hash: &str) -> Option<TeamId> {
-        let cache = self.auth_cache.lock().ok()?;
-        cache.get(key_hash).filter(|(_, at)| at.elapsed() < self.auth_ttl).map(|(t, _)| *t)
+    /// The team of an API key verified less than the TTL ago.
+    pub(crate) fn cached_team(&self, key: &str) -> Option<TeamId> {
+        self.auth_cache.get(key, self.auth_ttl)
     }
 
-    pub(crate) fn remember_team(&self, key_hash: String, team: TeamId) {
-        if self.auth_ttl.is_zero() {
-            return;
+    /// Remembers that `key` opens `team` (after a storage read verified it).
+    pub(crate) fn remember_team(&self, key: &str, team: TeamId) {
+        if !self.auth_ttl.is_zero() {
+            self.auth_cache.insert(key, team);
         }
-        if let Ok(mut cache) = self.auth_cache.lock() {
-            if cache.len() >= AUTH_CACHE_MAX {
-                cache.clear();
+    }
+}
+
+/// Verified API keys by a 128-bit tag: SipHash of the key under this process's random secret
+/// (`RandomState`), finished twice with different suffixes. Cheaper per request than the
+/// SHA-256 (and hex string) that storage is keyed by, and it keeps no key: neither the key nor a
+/// hash that storage would accept is held. A key that is not cached cannot be made to match one
+/// that is without the secret (a 128-bit keyed tag), so a hit means the same key was verified.
+/// Verified keys by tag: the team and when it was verified.
+type TagMap = HashMap<(u64, u64), (TeamId, Instant), BuildHasherDefault<TagHasher>>;
+
+#[derive(Default)]
+pub(crate) struct AuthCache {
+    secret: RandomState,
+    entries: Mutex<TagMap>,
+}
+
+impl AuthCache {
+    fn get(&self, key: &str, ttl: Duration) -> Option<TeamId> {
+        if ttl.is_zero() {
+            return None;
+        }
+        let tag = self.tag(key);
+        let entries = self.entries.lock().ok()?;
+        entries.get(&tag).filter(|(_, at)| at.elapsed() < ttl).map(|(t, _)| *t)
+    }
+
+    fn insert(&self, key: &str, team: TeamId) {
+        let tag = self.tag(key);
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= AUTH_CACHE_MAX {
+                entries.clear();
             }
-            cache.insert(key_hash, (team, Instant::now()));
+            entries.insert(tag, (team, Instant::now()));
         }
+    }
+
+    fn tag(&self, key: &str) -> (u64, u64) {
+        let mut first = self.secret.build_hasher();
+        key.hash(&mut first);
+        let mut second = first.clone();
+        first.write_u8(0);
+        second.write_u8(1);
+        (first.finish(), second.finish())
+    }
+}
+
+/// The map's hash of a tag: the tag's halves are keyed hashes already, so they are folded
+/// rather than hashed again.
+#[derive(Default)]
+pub(crate) struct TagHasher(u64);
+
+impl Hasher for TagHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = self.0.rotate_left(32) ^ n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_auth_cache_answers_only_for_the_key_it_verified() {
+        let cache = AuthCache::default();
+        let team = TeamId(uuid::Uuid::from_u128(7));
+        let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(cache.get(key, AUTH_CACHE_TTL), None);
+        cache.insert(key, team);
+        assert_eq!(cache.get(key, AUTH_CACHE_TTL), Some(team));
+        assert_eq!(cache.get(&key[..key.len() - 1], AUTH_CACHE_TTL), None);
+        assert_eq!(
+            cache.get("sk_test_0123456789abcdef0123456789abcdef0123456789abcdee", AUTH_CACHE_TTL),
+            None
+        );
+        assert_eq!(cache.get(key, Duration::ZERO), None, "a zero TTL caches nothing");
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(cache.get(key, Duration::from_millis(1)), None, "expired");
+        assert_ne!(cache.tag(key).0, cache.tag(key).1);
+        assert_ne!(AuthCache::default().tag(key), cache.tag(key), "the secret is per cache");
     }
 }

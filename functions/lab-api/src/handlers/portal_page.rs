@@ -1,19 +1,32 @@
 //! The user portal opened by a portal link: `/v3/portal?token=...` (launch links) and
-//! `/v3/p/{code}` (short communications links). Server-rendered HTML; the link's signature and
-//! expiry are checked on every visit. No API key: the link is the authorization.
+//! `/v3/p/{code}` (short communications links), each with its order pages, plus the identity
+//! check of communications links. Server-rendered HTML; the link's signature and expiry are
+//! checked on every visit. No API key: the link is the authorization. Every answer goes
+//! through `wearlab_web::pages` for its headers and CSRF check.
 
 use axum::Extension;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
+use uuid::Uuid;
+use wearlab_domain::hosted::PageKind;
 use wearlab_domain::lab::portal::{self, Access, Denied};
-use wearlab_web::{ApiError, AppState, QueryParams};
+use wearlab_domain::lab::verification::{self, Channel, Checked, DEVICE_COOKIE, RESEND_AFTER, Requested};
+use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
+use wearlab_web::{AppState, QueryParams};
 
 use super::orders::Net;
-use crate::html;
+use crate::html::{self, LinkPaths};
 use crate::links::links;
+
+pub const ORDER_BY_TOKEN_PATH: &str = "/v3/portal/orders/{order_id}";
+pub const ORDER_BY_CODE_PATH: &str = "/v3/p/{code}/orders/{order_id}";
+pub const SEND_CODE_PATH: &str = "/v3/p/{code}/verify/send";
+pub const VERIFY_PATH: &str = "/v3/p/{code}/verify";
+
+type PageAnswer = Result<Response, PageError>;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -22,36 +35,61 @@ pub struct PortalParams {
     token: String,
 }
 
-async fn answer(
+/// The page of a link that does not open.
+fn denied(d: Denied) -> Response {
+    let (status, title, text) = match d {
+        Denied::Invalid => {
+            (StatusCode::FORBIDDEN, "Link not valid", "This link is not valid. Ask for a new one.")
+        }
+        Denied::Expired => (StatusCode::GONE, "Link expired", "This link has expired. Ask for a new one."),
+        Denied::Gone => (StatusCode::NOT_FOUND, "Not available", "This portal is no longer available."),
+    };
+    Page::message(status, title, text).into_response()
+}
+
+/// The portal's first page: the order the link names, else every order of the user.
+async fn home(
     s: &AppState,
     net: &Net,
     headers: &HeaderMap,
-    checked: Result<Access, Denied>,
-) -> Result<Response, ApiError> {
-    let access = match checked {
-        Ok(a) => a,
-        Err(denied) => {
-            let (status, title, text) = match denied {
-                Denied::Invalid => {
-                    (StatusCode::FORBIDDEN, "Link not valid", "This link is not valid. Ask for a new one.")
-                }
-                Denied::Expired => {
-                    (StatusCode::GONE, "Link expired", "This link has expired. Ask for a new one.")
-                }
-                Denied::Gone => {
-                    (StatusCode::NOT_FOUND, "Not available", "This portal is no longer available.")
-                }
-            };
-            return Ok((status, Html(html::message_page(title, text))).into_response());
-        }
+    access: &Access,
+    paths: &LinkPaths,
+) -> PageAnswer {
+    let links = links(headers);
+    if let Some(order_id) = access.order_id {
+        return match portal::order_view(&s.deps, net.as_ref(), access, order_id, &links).await? {
+            Some(v) => Ok(html::order_page(&v, paths, false).into_response()),
+            None => Ok(Page::message(
+                StatusCode::NOT_FOUND,
+                "Not available",
+                "This order is no longer available.",
+            )
+            .into_response()),
+        };
+    }
+    let view = portal::view(&s.deps, net.as_ref(), access, &links).await?;
+    Ok(html::portal_page(&view, paths).into_response())
+}
+
+async fn order(
+    s: &AppState,
+    net: &Net,
+    headers: &HeaderMap,
+    access: &Access,
+    paths: &LinkPaths,
+    id: &str,
+) -> PageAnswer {
+    let found = match Uuid::parse_str(id) {
+        Ok(id) => portal::order_view(&s.deps, net.as_ref(), access, id, &links(headers)).await?,
+        Err(_) => None,
     };
-    let view = portal::view(&s.deps, net.as_ref(), &access, &links(headers)).await?;
-    let mut res = Html(html::portal_page(&view)).into_response();
-    // The page shows personal data: never cache it, never leak the link onwards.
-    let h = res.headers_mut();
-    h.insert("cache-control", axum::http::HeaderValue::from_static("no-store"));
-    h.insert("referrer-policy", axum::http::HeaderValue::from_static("no-referrer"));
-    Ok(res)
+    Ok(match found {
+        Some(v) => html::order_page(&v, paths, access.order_id.is_none()).into_response(),
+        None => {
+            Page::message(StatusCode::NOT_FOUND, "Order not found", "This link does not open that order.")
+                .into_response()
+        }
+    })
 }
 
 /// Opens the portal of a launch link (HTML).
@@ -67,18 +105,76 @@ pub async fn by_token(
     Extension(net): Extension<Net>,
     headers: HeaderMap,
     QueryParams(p): QueryParams<PortalParams>,
-) -> Result<Response, ApiError> {
-    let checked = portal::check_token(&s.deps, &p.token).await?;
-    answer(&s, &net, &headers, checked).await
+) -> PageAnswer {
+    match portal::check_token(&s.deps, &p.token).await? {
+        Ok(access) => home(&s, &net, &headers, &access, &LinkPaths::Launch(p.token)).await,
+        Err(d) => Ok(denied(d)),
+    }
+}
+
+/// One order of a launch link's user.
+pub async fn order_by_token(
+    State(s): State<AppState>,
+    Extension(net): Extension<Net>,
+    headers: HeaderMap,
+    Path(order_id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> PageAnswer {
+    let token = query_param(q.as_deref(), "token").unwrap_or_default();
+    match portal::check_token(&s.deps, &token).await? {
+        Ok(access) => order(&s, &net, &headers, &access, &LinkPaths::Launch(token), &order_id).await,
+        Err(d) => Ok(denied(d)),
+    }
+}
+
+/// The device cookie of this link, if the browser sent one.
+fn device_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == DEVICE_COOKIE)
+        .map(|(_, value)| value)
+}
+
+/// A communications link's access once the device passed the identity check; else the page
+/// that starts the check.
+async fn checked_short(
+    s: &AppState,
+    headers: &HeaderMap,
+    code: &str,
+) -> Result<Result<Access, Response>, PageError> {
+    let access = match portal::check_code(&s.deps, code).await? {
+        Ok(a) => a,
+        Err(d) => return Ok(Err(denied(d))),
+    };
+    if !access.needs_verification()
+        || verification::device_verified(&s.deps, &access, device_cookie(headers)).await?
+    {
+        return Ok(Ok(access));
+    }
+    Ok(Err(verify_start(s, &access, None).await?))
+}
+
+async fn verify_start(s: &AppState, access: &Access, error: Option<&str>) -> PageAnswer {
+    let d = verification::destinations(&s.deps, access).await?;
+    let csrf = pages::csrf_token(&s.deps, PageKind::Portal, &access.link).await?;
+    Ok(html::verify_start(&d, &LinkPaths::Short(access.link.clone()), &csrf, error).into_response())
 }
 
 /// Opens the portal of a short communications link (HTML).
 #[utoipa::path(get, path = "/v3/p/{code}", operation_id = "open_portal_short_link", tag = "lab",
     params(("code" = String, Path, description = "The short link's code.")),
     responses(
-        (status = 200, description = "The user's orders.", content_type = "text/html", body = String),
+        (status = 200, description = "The user's orders, or, on a device that has not confirmed it is the \
+            user's, the identity check (a one-time code sent through the user.portal.verification_requested \
+            event).", content_type = "text/html", body = String),
         (status = 403, description = "Not a valid link.", content_type = "text/html", body = String),
         (status = 404, description = "The user is gone.", content_type = "text/html", body = String),
+        (status = 409, description = "The identity check is needed, but the user has no email address or \
+            phone number to send a code to.", content_type = "text/html", body = String),
         (status = 410, description = "The link has expired.", content_type = "text/html", body = String),
     ))]
 pub async fn by_code(
@@ -86,7 +182,135 @@ pub async fn by_code(
     Extension(net): Extension<Net>,
     headers: HeaderMap,
     Path(code): Path<String>,
-) -> Result<Response, ApiError> {
-    let checked = portal::check_code(&s.deps, &code).await?;
-    answer(&s, &net, &headers, checked).await
+) -> PageAnswer {
+    match checked_short(&s, &headers, &code).await? {
+        Ok(access) => home(&s, &net, &headers, &access, &LinkPaths::Short(code)).await,
+        Err(page) => Ok(page),
+    }
+}
+
+/// One order of a communications link's user.
+pub async fn order_by_code(
+    State(s): State<AppState>,
+    Extension(net): Extension<Net>,
+    headers: HeaderMap,
+    Path((code, order_id)): Path<(String, String)>,
+) -> PageAnswer {
+    match checked_short(&s, &headers, &code).await? {
+        Ok(access) => order(&s, &net, &headers, &access, &LinkPaths::Short(code), &order_id).await,
+        Err(page) => Ok(page),
+    }
+}
+
+/// The link of a verification form, CSRF-checked.
+async fn form_access(
+    s: &AppState,
+    code: &str,
+    form: &FormData,
+) -> Result<Result<Access, Response>, PageError> {
+    let access = match portal::check_code(&s.deps, code).await? {
+        Ok(a) => a,
+        Err(d) => return Ok(Err(denied(d))),
+    };
+    pages::check_csrf(&s.deps, PageKind::Portal, &access.link, form).await?;
+    Ok(Ok(access))
+}
+
+/// "Send code": a code is made and emitted for the team to deliver.
+pub async fn send_code(State(s): State<AppState>, Path(code): Path<String>, form: FormData) -> PageAnswer {
+    let access = match form_access(&s, &code, &form).await? {
+        Ok(a) => a,
+        Err(page) => return Ok(page),
+    };
+    let Some(channel) = form.get("channel").and_then(Channel::parse) else {
+        return verify_start(&s, &access, Some("Choose how to receive the code.")).await;
+    };
+    let paths = LinkPaths::Short(access.link.clone());
+    let hint =
+        verification::destinations(&s.deps, &access).await?.hint(channel).unwrap_or_default().to_owned();
+    let csrf = pages::csrf_token(&s.deps, PageKind::Portal, &access.link).await?;
+    Ok(match verification::request(&s.deps, &access, channel).await? {
+        Requested::Sent { .. } => {
+            html::verify_code(&paths, &csrf, channel, &hint, None, None).into_response()
+        }
+        Requested::TooSoon { retry_after } if retry_after <= RESEND_AFTER => html::verify_code(
+            &paths,
+            &csrf,
+            channel,
+            &hint,
+            Some(&format!(
+                "A code was sent moments ago. Enter it below, or ask for a new one in {} seconds.",
+                retry_after.num_seconds().max(1)
+            )),
+            None,
+        )
+        .into_response(),
+        Requested::TooSoon { .. } => Page::message(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many codes",
+            "Too many codes were asked for with this link today. Try again tomorrow.",
+        )
+        .into_response(),
+        Requested::NoDestination => {
+            return verify_start(&s, &access, Some("Choose one of the options below.")).await;
+        }
+    })
+}
+
+/// "Verify": the typed code is checked; a right one marks this device with a cookie.
+pub async fn verify(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(code): Path<String>,
+    form: FormData,
+) -> PageAnswer {
+    let access = match form_access(&s, &code, &form).await? {
+        Ok(a) => a,
+        Err(page) => return Ok(page),
+    };
+    let channel = form.get("channel").and_then(Channel::parse).unwrap_or(Channel::Email);
+    let paths = LinkPaths::Short(access.link.clone());
+    let csrf = || pages::csrf_token(&s.deps, PageKind::Portal, &access.link);
+    let hint = || async {
+        Ok::<_, PageError>(
+            verification::destinations(&s.deps, &access).await?.hint(channel).unwrap_or_default().to_owned(),
+        )
+    };
+    Ok(match verification::check(&s.deps, &access, &form.text("code")).await? {
+        Checked::Verified { device, max_age } => {
+            let mut res = pages::redirect(&paths.home());
+            // HttpOnly: no script reads it. SameSite=Lax: it is sent when the user follows the
+            // link from their mail (a cross-site top-level GET); forms carry CSRF tokens anyway.
+            // Path: this link only.
+            let secure = if links(&headers).base_url.starts_with("https://") { "; Secure" } else { "" };
+            let cookie = format!(
+                "{DEVICE_COOKIE}={device}; Path=/v3/p/{code}; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+                max_age.num_seconds().max(0)
+            );
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                res.headers_mut().append(header::SET_COOKIE, v);
+            }
+            res
+        }
+        Checked::Wrong { attempts_left } => {
+            let text = format!(
+                "That code is not right. {attempts_left} {} left.",
+                if attempts_left == 1 { "try" } else { "tries" }
+            );
+            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, None, Some(&text));
+            page.status(StatusCode::BAD_REQUEST).into_response()
+        }
+        Checked::TooManyAttempts => html::too_many_attempts(&paths, &csrf().await?, channel).into_response(),
+        Checked::NoCode => {
+            let d = verification::destinations(&s.deps, &access).await?;
+            html::verify_start(
+                &d,
+                &paths,
+                &csrf().await?,
+                Some("That code has expired or was already used. Ask for a new one."),
+            )
+            .status(StatusCode::BAD_REQUEST)
+            .into_response()
+        }
+    })
 }

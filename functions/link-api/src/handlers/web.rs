@@ -1,93 +1,191 @@
 //! Browser-facing routes, authorised by the OAuth state or the link token alone (a browser
-//! carries no API key): the OAuth callback and the hosted link page. Not in the OpenAPI
-//! document, whose operations all take the API key.
+//! carries no API key): the OAuth callback and the hosted link page ("widget"). Not in the
+//! OpenAPI document, whose operations all take the API key. Each handler reads its input,
+//! calls one use case of `wearlab_domain::linking::widget` (or `oauth`) and renders
+//! `crate::widget_html`; every answer goes through `wearlab_web::pages` for its headers.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::response::{Html, IntoResponse, Redirect, Response};
-use http::{HeaderMap, StatusCode};
-use serde::Deserialize;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, header};
+use wearlab_domain::hosted::PageKind;
 use wearlab_domain::linking::oauth::{self, CallbackParams};
-use wearlab_domain::linking::{catalog, encode, tokens};
-use wearlab_models::AuthType;
+use wearlab_domain::linking::tokens::TokenState;
+use wearlab_domain::linking::widget::{self, Form, Method, PasswordForm, Step, Widget};
+use wearlab_domain::linking::{ProviderInfo, catalog};
+use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
 use wearlab_web::{ApiError, AppState, QueryParams};
 
 use super::base_url;
+use crate::widget_html as html;
 
 pub const CALLBACK_PATH: &str = "/v2/link/provider/oauth/{provider}/callback";
-pub const PAGE_PATH: &str = "/v2/link/web";
-pub const PAGE_OAUTH_PATH: &str = "/v2/link/web/oauth/{provider}";
+pub use html::{MFA_PATH, OAUTH_PATH as PAGE_OAUTH_PATH, PAGE_PATH, PASSWORD_PATH, PROVIDER_PATH};
+
+type PageAnswer = Result<Response, PageError>;
+
+fn wants_html(headers: &HeaderMap) -> bool {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+}
 
 /// Where the provider sends the browser back: on to the token's `redirect_url` with the
-/// outcome, or the Link result as JSON when the token has no redirect URL.
+/// outcome; without one, the outcome as a page for a browser, or the Link result as JSON.
 pub async fn oauth_callback(
     State(s): State<AppState>,
     Path(provider): Path<String>,
+    headers: HeaderMap,
     QueryParams(params): QueryParams<CallbackParams>,
 ) -> Result<Response, ApiError> {
     let out = oauth::callback(&s.deps, &provider, params).await?;
     Ok(match out.redirect_to {
-        Some(url) => Redirect::to(&url).into_response(),
-        None => Json(out.result).into_response(),
+        Some(url) => pages::redirect(&url),
+        None if wants_html(&headers) => html::outcome(catalog().get(&provider), &out.result).into_response(),
+        None => {
+            let mut res = Json(out.result).into_response();
+            pages::set_security_headers(res.headers_mut(), None);
+            res
+        }
     })
 }
 
-#[derive(Debug, Deserialize)]
-pub struct PageParams {
-    #[serde(default)]
-    token: Option<String>,
+/// The token of a page, or the page that says why it cannot be used.
+async fn open(s: &AppState, raw: &str) -> Result<Result<Widget, Response>, PageError> {
+    Ok(widget::open(&s.deps, Some(raw)).await?.map_err(|r| html::refused(&r).into_response()))
 }
 
-fn escape_html(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-fn page_html(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head><body><h1>{t}</h1>{body}</body></html>",
-        t = escape_html(title)
-    )
-}
-
-/// The hosted link page of a token: the OAuth providers it may link, each one click away.
-pub async fn page(
-    State(s): State<AppState>,
-    QueryParams(p): QueryParams<PageParams>,
-) -> Result<Response, ApiError> {
-    let token = match tokens::peek(&s.deps, p.token.as_deref()).await? {
-        Ok(t) => t,
-        Err(r) => {
-            let html = page_html("Link unavailable", &format!("<p>{}</p>", escape_html(&r.error)));
-            return Ok((StatusCode::BAD_REQUEST, Html(html)).into_response());
-        }
+/// The page at `link_web_url`: the providers the token allows, or straight the provider it
+/// names, or the code form of a login that waits for its code (a reload keeps the step).
+pub async fn page(State(s): State<AppState>, RawQuery(q): RawQuery) -> PageAnswer {
+    let raw = query_param(q.as_deref(), "token").unwrap_or_default();
+    let w = match open(&s, &raw).await? {
+        Ok(w) => w,
+        Err(refused) => return Ok(refused),
     };
-    let raw = p.token.unwrap_or_default();
-    let mut items = String::new();
-    for pr in catalog().all().iter().filter(|pr| token.record.allows(&pr.slug)) {
-        let line = if pr.is_oauth() {
-            let href = format!(
-                "{}?token={}",
-                PAGE_OAUTH_PATH.replace("{provider}", &encode(&pr.slug)),
-                encode(&raw)
-            );
-            format!("<li><a href=\"{}\">{}</a></li>", escape_html(&href), escape_html(&pr.name))
-        } else if pr.is(&AuthType::Password) {
-            format!("<li>{} (username and password, through the app)</li>", escape_html(&pr.name))
-        } else {
-            format!("<li>{} (through the mobile SDK or by email)</li>", escape_html(&pr.name))
-        };
-        items.push_str(&line);
+    let pending = match &w.token.record.state {
+        TokenState::Mfa { provider, .. } => catalog().get(provider),
+        _ => None,
+    };
+    match pending.or(w.named()) {
+        Some(p) => provider_page(&s, &w, p, &raw).await,
+        None => Ok(html::list(&w, &raw).into_response()),
     }
-    Ok(Html(page_html("Connect a health data provider", &format!("<ul>{items}</ul>"))).into_response())
 }
 
-/// Starts an OAuth consent from the hosted page.
+/// One provider's page.
+pub async fn provider(
+    State(s): State<AppState>,
+    Path(provider): Path<String>,
+    RawQuery(q): RawQuery,
+) -> PageAnswer {
+    let raw = query_param(q.as_deref(), "token").unwrap_or_default();
+    let w = match open(&s, &raw).await? {
+        Ok(w) => w,
+        Err(refused) => return Ok(refused),
+    };
+    let p = w.provider(&provider)?;
+    provider_page(&s, &w, p, &raw).await
+}
+
+async fn provider_page(s: &AppState, w: &Widget, p: &ProviderInfo, raw: &str) -> PageAnswer {
+    let csrf = pages::csrf_token(&s.deps, PageKind::LinkWidget, raw).await?;
+    Ok(match w.pending_mfa(&p.slug) {
+        Some(request) => html::mfa(w, p, raw, &csrf, &request, None),
+        None => html::provider(w, p, raw, &csrf, None, ""),
+    }
+    .into_response())
+}
+
+/// Starts an OAuth consent from the page: on to the provider.
 pub async fn page_oauth(
     State(s): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
-    QueryParams(p): QueryParams<PageParams>,
-) -> Result<Response, ApiError> {
-    let entry = oauth::start(&s.deps, None, p.token.as_deref(), &provider, &base_url(&headers)).await?;
-    Ok(Redirect::to(&entry.oauth_url).into_response())
+    RawQuery(q): RawQuery,
+) -> PageAnswer {
+    let raw = query_param(q.as_deref(), "token").unwrap_or_default();
+    let w = match open(&s, &raw).await? {
+        Ok(w) => w,
+        Err(refused) => return Ok(refused),
+    };
+    let p = w.provider(&provider)?;
+    if widget::method(p) != Method::Oauth {
+        return Ok(Page::message(
+            http::StatusCode::NOT_FOUND,
+            "Not found",
+            &format!("{} is not connected by signing in with it.", p.name),
+        )
+        .into_response());
+    }
+    match oauth::start(&s.deps, None, Some(&raw), &p.slug, &base_url(&headers)).await {
+        Ok(entry) => Ok(pages::redirect(&entry.oauth_url)),
+        // The reason names the team's settings; the end user can only go back.
+        Err(wearlab_domain::DomainError::Rejected(reason)) => {
+            tracing::info!(team_id = %w.token.record.team_id, provider = %p.slug, reason = %reason, "hosted oauth start refused");
+            Ok(Page::message(
+                http::StatusCode::BAD_REQUEST,
+                &format!("{} cannot be connected here", p.name),
+                &format!(
+                    "{} cannot be connected from this page yet. Go back and choose another provider.",
+                    p.name
+                ),
+            )
+            .into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The password form was posted.
+pub async fn post_password(
+    State(s): State<AppState>,
+    Path(provider): Path<String>,
+    form: FormData,
+) -> PageAnswer {
+    let raw = form.text("token");
+    pages::check_csrf(&s.deps, PageKind::LinkWidget, &raw, &form).await?;
+    let username = form.text("username");
+    let submitted = PasswordForm {
+        username: username.clone(),
+        password: form.text("password"),
+        region: form.get("region").map(str::to_owned),
+    };
+    let step = widget::submit_password(&s.deps, &raw, &provider, submitted).await?;
+    answer(&s, &raw, &provider, step, &username).await
+}
+
+/// The one-time code form was posted.
+pub async fn post_mfa(State(s): State<AppState>, Path(provider): Path<String>, form: FormData) -> PageAnswer {
+    let raw = form.text("token");
+    pages::check_csrf(&s.deps, PageKind::LinkWidget, &raw, &form).await?;
+    let step = widget::submit_mfa(&s.deps, &raw, &provider, &form.text("mfa_code")).await?;
+    answer(&s, &raw, &provider, step, "").await
+}
+
+/// The page a step leads to. The password is never written back into a page.
+async fn answer(s: &AppState, raw: &str, provider: &str, step: Step, username: &str) -> PageAnswer {
+    let (form, error_type) = match step {
+        Step::Done { result, redirect_to: Some(url) } => {
+            tracing::debug!(provider = %result.provider, state = %result.state, "hosted link ended");
+            return Ok(pages::redirect(&url));
+        }
+        Step::Done { result, redirect_to: None } => {
+            return Ok(html::outcome(catalog().get(provider), &result).into_response());
+        }
+        // A fresh code step: nothing went wrong.
+        Step::Mfa(request) => (Form::Mfa(request), None),
+        Step::Retry { form, error_type } => (form, Some(error_type)),
+    };
+    // The token was usable a moment ago; if it is not now, say so.
+    let w = match open(s, raw).await? {
+        Ok(w) => w,
+        Err(refused) => return Ok(refused),
+    };
+    let p = w.provider(provider)?;
+    let csrf = pages::csrf_token(&s.deps, PageKind::LinkWidget, raw).await?;
+    let error = error_type.map(|t| html::retry_text(p, &form, t.as_ref()));
+    Ok(match form {
+        Form::Mfa(request) => html::mfa(&w, p, raw, &csrf, &request, error.as_deref()),
+        Form::Password => html::provider(&w, p, raw, &csrf, error.as_deref(), username),
+    }
+    .into_response())
 }

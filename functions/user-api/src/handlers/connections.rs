@@ -1,8 +1,11 @@
-//! A user's provider connections: list, and deregister one.
+//! A user's provider connections: list, deregister one, pull its history again.
 
 use axum::Json;
 use axum::extract::{Path, State};
-use wearlab_domain::linking::connections;
+use http::StatusCode;
+use wearlab_domain::linking::{connections, known_provider};
+use wearlab_domain::pipeline;
+use wearlab_models::data::HistoricalPullStarted;
 use wearlab_models::{DetailBody, SuccessBody, UserConnections};
 use wearlab_web::{ApiError, AppState, AuthTeam, path_user_id};
 
@@ -38,4 +41,27 @@ pub async fn deregister(
 ) -> Result<Json<SuccessBody>, ApiError> {
     connections::deregister(&s.deps, team, path_user_id(&user_id)?, &provider).await?;
     Ok(Json(SuccessBody { success: true }))
+}
+
+/// Starts a historical pull of the user's connection to a provider (on demand, e.g. after the
+/// team raised its history window). It waits for the team's throttle of the provider; each
+/// resource emits `historical.data.<resource>.created` when done.
+#[utoipa::path(operation_id = "start_historical_pull", post, path = "/v2/user/historical_pull/{user_id}/{provider}", tag = "users",
+    params(
+        ("user_id" = uuid::Uuid, Path, description = "The user's id."),
+        ("provider" = String, Path, example = "oura", description = "The provider's slug."),
+    ),
+    responses(
+        (status = 202, description = "Queued.", body = HistoricalPullStarted),
+        (status = 404, description = "No such user in this team, unknown provider, or no connection to it.", body = DetailBody),
+    ))]
+pub async fn historical_pull(
+    State(s): State<AppState>,
+    AuthTeam(team): AuthTeam,
+    Path((user_id, provider)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<HistoricalPullStarted>), ApiError> {
+    let user_id = path_user_id(&user_id)?;
+    let provider = known_provider(&provider)?.slug.clone();
+    let pull_id = pipeline::pull::start(&s.deps, s.queue()?, team, user_id, &provider).await?;
+    Ok((StatusCode::ACCEPTED, Json(HistoricalPullStarted { user_id: user_id.0, provider, pull_id })))
 }

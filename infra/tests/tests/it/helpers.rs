@@ -42,9 +42,14 @@ impl TestApp {
     pub async fn embedded() -> Self {
         let clock = Arc::new(ManualClock::new(start_time()));
         let stack = LocalStack::in_memory(clock.clone());
-        let mut t = Self::on(stack.deps.clone(), clock).await;
-        t.stack = Some(stack);
-        t
+        let t = Self::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
+        Self { stack: Some(stack), ..t }
+    }
+
+    /// The same app with work queues (bulk operations, on-demand pulls).
+    pub fn with_queue(self, queue: Arc<dyn wearlab_domain::ports::Queue>) -> Self {
+        let app = wearlab_local::app(AppState::without_auth_cache(self.deps.clone()).with_queue(queue));
+        Self { app, ..self }
     }
 
     /// Any adapters, with a fresh team and key.

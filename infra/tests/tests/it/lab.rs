@@ -8,6 +8,7 @@ mod insurance;
 mod orders;
 mod portal;
 mod psc;
+mod verification;
 
 use http::StatusCode;
 use serde_json::{Value, json};

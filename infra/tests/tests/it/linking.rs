@@ -11,6 +11,7 @@ mod refresh;
 mod secrets;
 mod team;
 mod tokens;
+mod widget;
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};

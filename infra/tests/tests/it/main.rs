@@ -3,8 +3,10 @@
 //! Tests that need AWS run against moto: `make test` starts `moto_server` and sets
 //! `WEARLAB_TEST_AWS_ENDPOINT`.
 
+mod bulk;
 mod contract;
 mod helpers;
+mod hosted;
 mod idempotency;
 mod lab;
 mod lifecycle;

@@ -440,6 +440,14 @@ impl Providers for FlakyProviders {
     async fn exchange_code(&self, p: &str, e: CodeExchange) -> Result<ProviderAccount, ProviderError> {
         self.inner.exchange_code(p, e).await
     }
+    async fn verify_app_token(
+        &self,
+        p: &str,
+        c: &OauthClient,
+        t: &ProviderCredentials,
+    ) -> Result<(), ProviderError> {
+        self.inner.verify_app_token(p, c, t).await
+    }
     async fn refresh_credentials(
         &self,
         p: &str,

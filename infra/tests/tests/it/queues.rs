@@ -50,6 +50,19 @@ mod embedded {
     }
 
     #[tokio::test]
+    async fn a_retry_due_exactly_when_the_lease_ends_is_kept() {
+        let (q, clock) = table_queue();
+        q.send(QueueName::Pull, vec![Outgoing::now(json!({"k": 1}))]).await.unwrap();
+        let lease = wearlab_embedded::VISIBILITY;
+        let n = q.run_once(QueueName::Pull, |_, _| async move { Outcome::RetryAfter(lease) }).await.unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(q.depth(QueueName::Pull).await.unwrap(), 1);
+        clock.advance(Span::seconds(60));
+        assert_eq!(q.run_once(QueueName::Pull, |_, _| async { Outcome::Ack }).await.unwrap(), 1);
+        assert_eq!(q.depth(QueueName::Pull).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
     async fn a_crashed_consumer_loses_nothing() {
         let (q, clock) = table_queue();
         q.send(QueueName::Bulk, vec![Outgoing::now(json!({"k": 1}))]).await.unwrap();

@@ -66,6 +66,12 @@ pub fn portal_link(user: UserId, code: &str) -> Key {
     Key::new(super::user_partition(user), format!("{PORTAL_PREFIX}{code}"))
 }
 
+/// The pending identity check of a communications portal link (in the user's partition, so
+/// erasure removes it), by a hash of the link's code.
+pub fn portal_verification(user: UserId, link_hash: &str) -> Key {
+    Key::new(super::user_partition(user), format!("LAB#PORTAL_VERIFY#{link_hash}"))
+}
+
 /// A short portal link by its code (outside the user's partition).
 pub fn portal_pointer(code: &str) -> Key {
     Key::new(format!("PORTAL#{code}"), ROOT)

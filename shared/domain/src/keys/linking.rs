@@ -34,6 +34,11 @@ pub fn provider_account_prefix(provider: &str, external_user_id: &str) -> String
     format!("PROVACCT#{}#{}#", escape(provider), escape(external_user_id))
 }
 
+/// Prefix of every provider-account marker of one provider in the team (bulk export).
+pub fn provider_accounts_prefix(provider: &str) -> String {
+    format!("PROVACCT#{}#", escape(provider))
+}
+
 pub fn provider_account(team: TeamId, provider: &str, external_user_id: &str, user: UserId) -> Key {
     Key::new(format!("TEAM#{team}"), format!("{}{user}", provider_account_prefix(provider, external_user_id)))
 }

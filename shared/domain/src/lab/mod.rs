@@ -1,5 +1,6 @@
 //! Lab ordering: demographics and insurance of users, the lab catalog, orders on a
-//! `LabNetwork` (simulated by `sim_lab`), results, patient service centers and portal links.
+//! `LabNetwork` (simulated by `sim_lab`), results, patient service centers, portal links and
+//! their identity check (`verification`).
 //!
 //! Everything of a user is stored in the user's partition, so erasure removes it; the two
 //! pointer items outside it are listed by `keys::lab::outside_keys`.
@@ -14,6 +15,7 @@ pub mod psc;
 pub mod signing;
 pub mod sim_lab;
 pub mod validate;
+pub mod verification;
 
 pub use network::LabNetwork;
 pub use orders::Links;

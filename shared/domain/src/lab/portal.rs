@@ -8,11 +8,13 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 use wearlab_models::PortalContext;
-use wearlab_models::lab::{Order, PortalUrl, PortalUrlBody};
+use wearlab_models::lab::{
+    CollectionMethod, Order, OrderResults, PatientServiceCenter, PortalUrl, PortalUrlBody,
+};
 
 use super::network::LabNetwork;
 use super::orders::{self, Links};
-use super::signing;
+use super::{psc, signing};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
@@ -160,10 +162,34 @@ pub struct Access {
     pub user_id: UserId,
     pub order_id: Option<Uuid>,
     pub expires_at: DateTime<Utc>,
+    pub context: PortalContext,
+    /// What the link carried: the token of a launch link, the code of a short link. Forms
+    /// and the identity check are bound to it.
+    pub link: String,
 }
 
-/// Checks a token: the outcome, or why it does not open.
+impl Access {
+    /// A `communications` link travels by email or SMS and lives for weeks, so it may be
+    /// forwarded or read over a shoulder: it opens only on a device that proved, with a
+    /// one-time code, to belong to the user (see `verification`). A `launch` link is opened
+    /// from the team's own signed-in session and lives minutes.
+    pub fn needs_verification(&self) -> bool {
+        self.context == PortalContext::Communications
+    }
+}
+
+/// Checks the token of a launch link (`/v3/portal?token=`). The token of a communications
+/// link is refused here: it opens only through its short link, which asks for the identity
+/// check.
 pub async fn check_token(deps: &Deps, token: &str) -> Result<Result<Access, Denied>, DomainError> {
+    Ok(match check_signed(deps, token).await? {
+        Ok(a) if a.needs_verification() => Err(Denied::Invalid),
+        other => other,
+    })
+}
+
+/// Checks a signed token: the outcome, or why it does not open.
+async fn check_signed(deps: &Deps, token: &str) -> Result<Result<Access, Denied>, DomainError> {
     let Some((payload, sig)) = token.split_once('.') else { return Ok(Err(Denied::Invalid)) };
     let key = signing::key(deps).await?;
     if !signing::verify(&key, payload, sig) {
@@ -181,7 +207,14 @@ pub async fn check_token(deps: &Deps, token: &str) -> Result<Result<Access, Deni
         Some((u, _)) if u.deletion.is_none() => {}
         _ => return Ok(Err(Denied::Gone)),
     }
-    Ok(Ok(Access { team_id: claims.team_id, user_id: claims.user_id, order_id: claims.order_id, expires_at }))
+    Ok(Ok(Access {
+        team_id: claims.team_id,
+        user_id: claims.user_id,
+        order_id: claims.order_id,
+        expires_at,
+        context: PortalContext::from(claims.context.as_str()),
+        link: token.to_owned(),
+    }))
 }
 
 /// Checks a short link's code, then its token.
@@ -194,7 +227,7 @@ pub async fn check_code(deps: &Deps, code: &str) -> Result<Result<Access, Denied
     };
     // The TTL deletes lazily: an expired pointer may still be there; its token says so.
     let link: ShortLink = item.decode()?;
-    check_token(deps, &link.token).await
+    Ok(check_signed(deps, &link.token).await?.map(|a| Access { link: code.to_owned(), ..a }))
 }
 
 /// What the portal page shows.
@@ -220,4 +253,64 @@ pub async fn view(
         orders.retain(|o| o.id == focus);
     }
     Ok(View { first_name, orders, focus: access.order_id, expires_at: access.expires_at })
+}
+
+/// How many patient service centers the portal lists for an order, nearest first.
+pub const PORTAL_CENTERS: usize = 5;
+
+/// Draw sites near the patient for an order collected at a site.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Centers {
+    Near {
+        radius_miles: u32,
+        centers: Vec<PatientServiceCenter>,
+    },
+    /// The sample is not drawn at a site (a kit, a home visit).
+    NotNeeded,
+    /// No location is known for the patient's ZIP code.
+    Unknown,
+}
+
+/// One order as its page shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderView {
+    pub order: Order,
+    pub centers: Centers,
+    /// Results as reported so far; `None` before the lab reports any.
+    pub results: Option<OrderResults>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// One order of the link's user: `None` when it is not theirs, or the link opens another one.
+pub async fn order_view(
+    deps: &Deps,
+    net: &dyn LabNetwork,
+    access: &Access,
+    order_id: Uuid,
+    links: &Links,
+) -> Result<Option<OrderView>, DomainError> {
+    if access.order_id.is_some_and(|o| o != order_id)
+        || !orders::belongs_to(deps, access.user_id, order_id).await?
+    {
+        return Ok(None);
+    }
+    let order = orders::get(deps, net, access.team_id, order_id, links).await?;
+    let centers = if order.collection_method == CollectionMethod::WalkInTest {
+        match psc::near(&order.patient_address.zip, order.lab.id, psc::DEFAULT_RADIUS, &[]) {
+            Ok(mut centers) => {
+                centers.truncate(PORTAL_CENTERS);
+                Centers::Near { radius_miles: psc::DEFAULT_RADIUS, centers }
+            }
+            Err(DomainError::Rejected(_)) => Centers::Unknown,
+            Err(e) => return Err(e),
+        }
+    } else {
+        Centers::NotNeeded
+    };
+    let results = match orders::results(deps, net, access.team_id, order_id, links).await {
+        Ok(r) => Some(r),
+        Err(DomainError::NotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    Ok(Some(OrderView { order, centers, results, expires_at: access.expires_at }))
 }

@@ -66,6 +66,15 @@ pub struct ConnectionRecord {
     /// Per resource.
     #[serde(default)]
     pub synced: BTreeMap<String, SyncState>,
+    /// The client id of the team's own OAuth app the credentials were issued to (OAuth links
+    /// through the team's app, bulk imports); `None` for the platform's app and other auth types.
+    /// Only such connections are exported.
+    #[serde(default)]
+    pub team_app_client_id: Option<String>,
+    /// The bulk import that wrote this connection: a redelivered import message finds it and
+    /// does not import (nor announce) it twice.
+    #[serde(default)]
+    pub import_op: Option<String>,
 }
 
 fn seal_context(key: &Key) -> String {
@@ -142,6 +151,11 @@ pub struct NewConnection {
     pub token: Option<ValidToken>,
     /// Writes that must happen with the connection (e.g. removing a one-time OAuth state).
     pub extra_ops: Vec<WriteOp>,
+    /// See [`ConnectionRecord::team_app_client_id`].
+    pub team_app_client_id: Option<String>,
+    /// A bulk import: it replaces the user's connection to the provider (new tokens) instead
+    /// of counting it as a duplicate. See [`ConnectionRecord::import_op`].
+    pub import_op: Option<String>,
 }
 
 /// How a commit ended.
@@ -169,16 +183,19 @@ async fn load_connection(
     })
 }
 
-async fn account_is_connected(
+/// Whether a user of the team other than `except` is connected to this provider account.
+async fn account_connected_elsewhere(
     deps: &Deps,
     team: TeamId,
     provider: &str,
     external_user_id: &str,
+    except: UserId,
 ) -> Result<bool, DomainError> {
+    let own = keys::linking::provider_account(team, provider, external_user_id, except);
     let q = Query::partition(keys::team(team).pk)
         .prefix(keys::linking::provider_account_prefix(provider, external_user_id))
-        .limit(1);
-    Ok(!deps.table.query(q).await?.items.is_empty())
+        .limit(2);
+    Ok(deps.table.query(q).await?.items.iter().any(|i| i.key != own))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,8 +222,11 @@ pub async fn commit(
             return Ok(Committed::UserGone);
         }
         let existing = load_connection(deps, user_id, slug).await?;
+        // An import replaces the user's own connection (new tokens); a link to a provider the
+        // user is connected to already is a duplicate.
+        let own_is_duplicate = existing.is_some() && new.import_op.is_none();
         if team::link_config(deps, team).await?.reject_duplicate_connection
-            && (existing.is_some() || account_is_connected(deps, team, slug, external).await?)
+            && (own_is_duplicate || account_connected_elsewhere(deps, team, slug, external, user_id).await?)
         {
             return Ok(Committed::Duplicate);
         }
@@ -228,6 +248,8 @@ pub async fn commit(
             error_details: None,
             demo: new.demo,
             synced: BTreeMap::new(),
+            team_app_client_id: new.team_app_client_id.clone(),
+            import_op: new.import_op.clone(),
         };
         let mut next_user = user.clone();
         next_user.connections.retain(|c| c.provider != slug);

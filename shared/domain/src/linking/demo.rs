@@ -58,7 +58,15 @@ pub async fn connect(
         .connect_demo(slug, &req.user_id.to_string())
         .await
         .map_err(|e| DomainError::Rejected(e.to_string()))?;
-    let new = NewConnection { provider: req.provider, account, demo: true, token: None, extra_ops: vec![] };
+    let new = NewConnection {
+        provider: req.provider,
+        account,
+        demo: true,
+        token: None,
+        extra_ops: vec![],
+        team_app_client_id: None,
+        import_op: None,
+    };
     match connections::commit(deps, team, req.user_id, new).await? {
         Committed::Connected { .. } => {
             Ok(DemoConnectionAnswer { success: true, user_id: req.user_id.0, provider: slug.to_owned() })

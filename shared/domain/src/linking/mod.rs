@@ -13,6 +13,7 @@ pub mod providers;
 pub mod refresh;
 pub mod team;
 pub mod tokens;
+pub mod widget;
 
 use sha2::{Digest, Sha256};
 use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderMfaRequest};
@@ -83,6 +84,24 @@ impl LinkOutcome {
         }
         r
     }
+}
+
+/// Where the browser goes when a link ends: the token's `redirect_url` with the outcome as
+/// query parameters `state`, `provider`, and on errors `error_type` and `error`. The OAuth
+/// callback and the hosted link page say an outcome the same way.
+pub fn redirect_with_result(redirect_url: &str, result: &LinkResult) -> String {
+    let mut params = vec![("state", result.state.as_str().to_owned())];
+    if !result.provider.is_empty() {
+        params.push(("provider", result.provider.clone()));
+    }
+    if let Some(t) = &result.error_type {
+        params.push(("error_type", t.as_str().to_owned()));
+    }
+    if let Some(e) = &result.error {
+        params.push(("error", e.clone()));
+    }
+    let pairs: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    with_query(redirect_url, &pairs)
 }
 
 /// A redirect or return URL given by a team: an absolute URL (`https://...`, or an app scheme

@@ -12,7 +12,9 @@ use super::crypto::Secret;
 use super::password::said;
 use super::providers::{AuthorizeRequest, CodeExchange};
 use super::tokens::{self, ValidToken};
-use super::{LinkOutcome, ProviderInfo, encode, known_provider, random_hex, sha256_hex, team, with_query};
+use super::{
+    LinkOutcome, ProviderInfo, encode, known_provider, random_hex, redirect_with_result, sha256_hex, team,
+};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
@@ -136,17 +138,7 @@ pub struct CallbackOutcome {
 
 fn outcome(slug: &str, redirect_url: Option<String>, o: LinkOutcome) -> CallbackOutcome {
     let result = o.result(slug, redirect_url.clone());
-    let redirect_to = redirect_url.map(|url| {
-        let mut params = vec![("state", result.state.as_str().to_owned()), ("provider", slug.to_owned())];
-        if let Some(t) = &result.error_type {
-            params.push(("error_type", t.as_str().to_owned()));
-        }
-        if let Some(e) = &result.error {
-            params.push(("error", e.clone()));
-        }
-        let pairs: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        with_query(&url, &pairs)
-    });
+    let redirect_to = redirect_url.map(|url| redirect_with_result(&url, &result));
     CallbackOutcome { redirect_to, result }
 }
 
@@ -222,6 +214,7 @@ pub async fn callback(
             ),
         ));
     };
+    let team_app_client_id = record.team_app.then(|| client.client_id.clone());
     let exchange =
         CodeExchange { code: Secret::new(code), redirect_uri: record.redirect_uri.clone(), client };
     let o = match deps.providers.exchange_code(slug, exchange).await {
@@ -232,6 +225,8 @@ pub async fn callback(
                 demo: false,
                 token: Some(token),
                 extra_ops: vec![WriteOp::Delete { key: state_key.clone(), condition: Condition::Exists }],
+                team_app_client_id,
+                import_op: None,
             };
             said(connections::commit(deps, record.team_id, record.user_id, new).await?)
         }

@@ -116,16 +116,18 @@ pub async fn link(
         Ok(LoginOutcome::Connected(account)) => finish(deps, team, token, attempt.provider, account).await?,
         Ok(LoginOutcome::MfaRequired { method, hint, session }) => {
             let mut record = token.record.clone();
+            let request = ProviderMfaRequest { method, hint };
             record.state = TokenState::Mfa {
                 provider: slug.to_owned(),
                 session: deps.data_key.seal(session.expose().as_bytes(), &mfa_context(&token)),
                 attempts: 0,
+                request: Some(request.clone()),
             };
             let item = record.to_item(token.key.clone(), token.version + 1);
             match deps.table.put(item, Condition::VersionIs(token.version)).await {
                 Ok(()) => {
                     tracing::info!(team_id = %team, user_id = %token.record.user_id, provider = slug, "provider asked for MFA");
-                    LinkOutcome::PendingMfa(ProviderMfaRequest { method, hint })
+                    LinkOutcome::PendingMfa(request)
                 }
                 Err(StoreError::ConditionFailed { .. }) => concurrent_use(),
                 Err(e) => return Err(e.into()),
@@ -164,8 +166,10 @@ pub async fn complete_mfa(
     };
     let redirect = token.record.redirect_url.clone();
     let say = |o: LinkOutcome| o.result(slug, redirect.clone());
-    let (sealed, attempts) = match &token.record.state {
-        TokenState::Mfa { provider: p, session, attempts } if p == slug => (session.clone(), *attempts),
+    let (sealed, attempts, request) = match &token.record.state {
+        TokenState::Mfa { provider: p, session, attempts, request } if p == slug => {
+            (session.clone(), *attempts, request.clone())
+        }
         _ => {
             return Ok(say(LinkOutcome::failed(
                 LinkErrorType::TokenNotValidated,
@@ -188,7 +192,7 @@ pub async fn complete_mfa(
             record.state = if dropped {
                 TokenState::Active
             } else {
-                TokenState::Mfa { provider: slug.to_owned(), session: sealed, attempts }
+                TokenState::Mfa { provider: slug.to_owned(), session: sealed, attempts, request }
             };
             let item = record.to_item(token.key.clone(), token.version + 1);
             match deps.table.put(item, Condition::VersionIs(token.version)).await {
@@ -239,6 +243,8 @@ async fn finish(
         demo: false,
         token: Some(token),
         extra_ops: Vec::<WriteOp>::new(),
+        team_app_client_id: None,
+        import_op: None,
     };
     Ok(said(connections::commit(deps, team, user_id, new).await?))
 }

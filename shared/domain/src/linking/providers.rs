@@ -165,6 +165,16 @@ pub trait Providers: Send + Sync + 'static {
         exchange: CodeExchange,
     ) -> Result<ProviderAccount, ProviderError>;
 
+    /// Checks that credentials a team imports were issued to its OAuth application `client`
+    /// (token introspection). `CredentialError` when they belong to another application or
+    /// do not work; `Api` when the provider could not tell (retry later).
+    async fn verify_app_token(
+        &self,
+        provider: &str,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<(), ProviderError>;
+
     /// New credentials from the refresh token.
     async fn refresh_credentials(
         &self,

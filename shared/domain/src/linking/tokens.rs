@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use wearlab_models::{LinkErrorType, LinkTokenAnswer, LinkTokenBody, ValidationIssue};
+use wearlab_models::{LinkErrorType, LinkTokenAnswer, LinkTokenBody, ProviderMfaRequest, ValidationIssue};
 
 use super::crypto::Sealed;
 use super::{catalog, random_hex, sha256_hex, valid_redirect_url, with_query};
@@ -40,6 +40,10 @@ pub enum TokenState {
         /// Wrong codes so far; the step is dropped after `password::MAX_MFA_ATTEMPTS`.
         #[serde(default)]
         attempts: u32,
+        /// How the provider sent the code and the redacted destination, so the hosted link
+        /// page can ask for the code again (a reload, a wrong code) with the same hint.
+        #[serde(default)]
+        request: Option<ProviderMfaRequest>,
     },
     Consumed {
         provider: String,

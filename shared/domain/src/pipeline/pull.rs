@@ -46,6 +46,9 @@ pub struct PullJob {
     pub provider: String,
     /// Names the pull: the same id is the same pull (duplicates are no-ops).
     pub pull_id: String,
+    /// The bulk trigger that asked for this pull: told when it starts (or cannot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bulk_op: Option<crate::bulk::OpRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,11 +96,23 @@ pub async fn start(
     provider: &str,
 ) -> Result<String, DomainError> {
     users::load_active(deps, team, user_id).await?;
-    if deps.table.get(&crate::keys::linking::connection(user_id, provider)).await?.is_none() {
+    let Some(conn) = load_connection(deps, user_id, provider).await? else {
         return Err(DomainError::NotFound(format!("The user has no connection to {provider}.")));
+    };
+    if conn.status != ConnectionStatus::Connected {
+        return Err(DomainError::Rejected(format!(
+            "The user's connection to {provider} is {}: link it again to pull its history.",
+            conn.status
+        )));
     }
     let pull_id = format!("req-{}", deps.now().timestamp_micros());
-    let job = PullJob { team_id: team, user_id, provider: provider.to_owned(), pull_id: pull_id.clone() };
+    let job = PullJob {
+        team_id: team,
+        user_id,
+        provider: provider.to_owned(),
+        pull_id: pull_id.clone(),
+        bulk_op: None,
+    };
     send(queue, Job::Pull(job)).await?;
     Ok(pull_id)
 }
@@ -135,7 +150,14 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
     let Some(conn) = load_connection(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
     // One pull per connection: a duplicate event names the same pull.
     let pull_id = format!("conn-{}", conn.created_on.timestamp_micros());
-    pull(deps, &PullJob { team_id: TeamId(e.team_id), user_id, provider: provider.to_owned(), pull_id }).await
+    let job = PullJob {
+        team_id: TeamId(e.team_id),
+        user_id,
+        provider: provider.to_owned(),
+        pull_id,
+        bulk_op: None,
+    };
+    pull(deps, &job).await
 }
 
 async fn load_connection(
@@ -230,6 +252,14 @@ async fn save(
     }
 }
 
+/// Tells the bulk trigger behind the job (if any) whether the user's pull started.
+async fn report(deps: &Deps, job: &PullJob, started: bool) -> Result<(), DomainError> {
+    match &job.bulk_op {
+        Some(op) => crate::bulk::trigger::record_pull(deps, op, job.user_id, started).await,
+        None => Ok(()),
+    }
+}
+
 /// Runs (or resumes) one historical pull.
 pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
     let (team, user_id, provider) = (job.team_id, job.user_id, job.provider.as_str());
@@ -243,16 +273,19 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
     }
     let Some(user) = active_user(deps, team, user_id).await? else {
         tracing::info!(user_id = %user_id, provider, "pull dropped: user gone");
+        report(deps, job, false).await?;
         return Ok(Outcome::Ack);
     };
     let Some(conn) = load_connection(deps, user_id, provider).await? else {
         tracing::info!(user_id = %user_id, provider, "pull dropped: no connection");
+        report(deps, job, false).await?;
         return Ok(Outcome::Ack);
     };
     if conn.status != ConnectionStatus::Connected
         || progress.as_ref().is_some_and(|p| p.connection_created_on != conn.created_on)
     {
-        tracing::info!(user_id = %user_id, provider, "pull dropped: connection not usable or replaced");
+        tracing::info!(user_id = %user_id, provider, "pull dropped: connection not usable (paused, failing) or replaced");
+        report(deps, job, false).await?;
         return Ok(Outcome::Ack);
     }
     let mut p = match progress.take() {
@@ -292,6 +325,8 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
             }
         }
     }
+    // Also on a resumed pull: the report may not have been written before a crash.
+    report(deps, job, true).await?;
     let account = match account(deps, &conn).await {
         Ok(a) => a,
         Err(ProviderError::Revoked(_) | ProviderError::CredentialError(_)) => {

@@ -1,7 +1,9 @@
 //! Time. Every time-dependent rule reads a `Clock`, so tests can cross 7 days at once.
 
 use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> DateTime<Utc>;
@@ -37,5 +39,31 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().expect("clock lock")
+    }
+}
+
+/// A clock ahead of another by an offset that only grows: the local stack runs on the system
+/// clock and its tests move it forward (`POST /local/clock/advance`) to expire tokens and links
+/// without waiting. Never backwards: stored expiries and schedules assume time only grows.
+pub struct ShiftedClock {
+    inner: Arc<dyn Clock>,
+    offset_seconds: AtomicI64,
+}
+
+impl ShiftedClock {
+    pub fn new(inner: Arc<dyn Clock>) -> Self {
+        Self { inner, offset_seconds: AtomicI64::new(0) }
+    }
+
+    /// Moves the clock forward by `seconds` (negative values are ignored); answers the new now.
+    pub fn advance_seconds(&self, seconds: i64) -> DateTime<Utc> {
+        self.offset_seconds.fetch_add(seconds.max(0), Ordering::SeqCst);
+        self.now()
+    }
+}
+
+impl Clock for ShiftedClock {
+    fn now(&self) -> DateTime<Utc> {
+        self.inner.now() + Duration::seconds(self.offset_seconds.load(Ordering::SeqCst))
     }
 }

@@ -8,10 +8,10 @@ pub mod scheduler;
 pub mod table;
 
 pub use bus::{BusError, EventBus, EventEnvelope};
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use queue::{Envelope, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
+pub use clock::{Clock, ManualClock, ShiftedClock, SystemClock};
+pub use queue::{Envelope, MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
-    Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, SkRange, StoreError, Table,
-    WriteOp, query_all, validate_batch,
+    Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, RawItem, SkRange, StoreError,
+    Table, WriteOp, query_all, validate_batch,
 };

@@ -34,6 +34,10 @@ impl QueueName {
 /// The longest delay SQS allows on a message; a longer wait is split (see [`Envelope`]).
 pub const MAX_NATIVE_DELAY: Duration = Duration::from_secs(15 * 60);
 
+/// Producers keep each message body under this size, so that ten of them (one batch call)
+/// fit SQS's 1 MiB per SendMessageBatch.
+pub const MESSAGE_BUDGET: usize = 96 * 1024;
+
 /// What travels on a queue: the payload, plus the earliest time it may be handled. A consumer
 /// that sees `not_before` in the future answers `RetryAfter` for the rest of the wait, so waits
 /// longer than the queue's own maximum delay still hold.

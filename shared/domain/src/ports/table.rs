@@ -62,6 +62,93 @@ impl Item {
     }
 }
 
+/// An item read only to be decoded: its body is still JSON text, so that decoding reads the
+/// text straight into the record, with no `serde_json::Value` tree in between (the tree costs
+/// an allocation per field on every read). What [`Table::get_raw`] answers.
+#[derive(Debug, Clone)]
+pub struct RawItem {
+    key: Key,
+    text: RawText,
+}
+
+#[derive(Debug, Clone)]
+enum RawText {
+    /// The body's JSON and the item's version (DynamoDB keeps them apart).
+    Body { version: u64, json: String },
+    /// A whole [`Item`] as `serde_json` writes it (the embedded table keeps items so).
+    Item(String),
+}
+
+/// What decoding a whole item as JSON keeps: the other fields are skipped.
+#[derive(Deserialize)]
+struct VersionAndBody<T> {
+    version: u64,
+    body: T,
+}
+
+impl RawItem {
+    /// An item whose body is the JSON text `json`.
+    pub fn from_body_json(key: Key, version: u64, json: String) -> Self {
+        Self { key, text: RawText::Body { version, json } }
+    }
+
+    /// An item kept as the JSON of a whole [`Item`] (`serde_json::to_string(&item)`).
+    pub fn from_item_json(key: Key, json: String) -> Self {
+        Self { key, text: RawText::Item(json) }
+    }
+
+    /// `item` with its body written back to text (the default [`Table::get_raw`]).
+    pub fn from_item(item: &Item) -> Self {
+        Self::from_body_json(item.key.clone(), item.version, item.body.to_string())
+    }
+
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// Decodes the body into a record type, as [`Item::decode`] does, and gives the item's
+    /// version with it.
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<(T, u64), StoreError> {
+        let decoded = match &self.text {
+            RawText::Body { version, json } => serde_json::from_str(json).map(|body| (body, *version)),
+            RawText::Item(json) => serde_json::from_str(json).map(|v: VersionAndBody<T>| (v.body, v.version)),
+        };
+        decoded.map_err(|e| StoreError::Corrupt(format!("{}/{}: {e}", self.key.pk, self.key.sk)))
+    }
+}
+
+#[cfg(test)]
+mod raw_item_tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Rec {
+        a: Vec<serde_json::Value>,
+        b: Option<String>,
+    }
+
+    #[test]
+    fn raw_items_decode_like_items() {
+        let item = Item::new(Key::new("P", "S"), serde_json::json!({"a": [1, "x"], "b": null}))
+            .with_gsi1("G", "GS")
+            .with_expiry(Some(5));
+        let item = Item { version: 7, ..item };
+        let want = (item.decode::<Rec>().unwrap(), 7);
+        let whole = RawItem::from_item_json(item.key.clone(), serde_json::to_string(&item).unwrap());
+        assert_eq!(whole.decode::<Rec>().unwrap(), want);
+        assert_eq!(RawItem::from_item(&item).decode::<Rec>().unwrap(), want);
+        assert_eq!(whole.key(), &item.key);
+    }
+
+    #[test]
+    fn unreadable_raw_items_are_corrupt() {
+        let raw = RawItem::from_body_json(Key::new("P", "S"), 1, "{".into());
+        assert!(matches!(raw.decode::<Rec>(), Err(StoreError::Corrupt(m)) if m.starts_with("P/S: ")));
+        let raw = RawItem::from_item_json(Key::new("P", "S"), r#"{"version":1}"#.into());
+        assert!(matches!(raw.decode::<Rec>(), Err(StoreError::Corrupt(_))));
+    }
+}
+
 /// Precondition of a write, checked atomically with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Condition {
@@ -247,6 +334,13 @@ pub fn validate_batch(ops: &[WriteOp]) -> Result<(), StoreError> {
 #[async_trait]
 pub trait Table: Send + Sync + 'static {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
+
+    /// [`Table::get`] for a caller that only decodes the body (see [`RawItem`]): the same read,
+    /// the same round trip. Adapters that keep bodies as text answer without building the
+    /// `Value`; this default goes through `get`.
+    async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
+        Ok(self.get(key).await?.map(|item| RawItem::from_item(&item)))
+    }
 
     /// Writes one item if `condition` holds.
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;

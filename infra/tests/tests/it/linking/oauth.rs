@@ -208,5 +208,5 @@ async fn hosted_page_starts_a_consent_with_the_token_alone() {
     let (_, landed) = browse(&t, &format!("{consent_url}&decision=allow"), 5).await;
     assert_eq!(query_param(&landed.unwrap(), "state").unwrap(), "success");
     let gone = t.send(Method::GET, &format!("/v2/link/web?token={tk}"), None, None).await;
-    assert_eq!(gone.status, StatusCode::BAD_REQUEST);
+    assert_eq!(gone.status, StatusCode::GONE, "a consumed token");
 }

@@ -1,0 +1,33 @@
+//! The bulk-worker Lambda: SQS batches of the bulk queue and of its dead-letter queue
+//! (`WEARLAB_BULK_DLQ_ARN`), with partial batch responses.
+
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{LambdaEvent, service_fn};
+use wearlab_domain::ports::QueueName;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    wearlab_web::init_tracing();
+    let deps = wearlab_aws::deps_from_env().await?;
+    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
+    let dead_letter_arn = std::env::var("WEARLAB_BULK_DLQ_ARN").ok();
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        let (deps, queue, dlq) = (&deps, &queue, dead_letter_arn.as_deref());
+        async move {
+            let from_dlq = bulk_worker::from_dead_letter_queue(&event.payload, dlq);
+            let response = if from_dlq {
+                wearlab_aws::handle_sqs_batch(queue, QueueName::Bulk, event.payload, |env, _| {
+                    bulk_worker::handle_dead_letter(deps, env)
+                })
+                .await
+            } else {
+                wearlab_aws::handle_sqs_batch(queue, QueueName::Bulk, event.payload, |env, _| {
+                    bulk_worker::handle(deps, queue, env)
+                })
+                .await
+            };
+            Ok::<_, lambda_runtime::Error>(response)
+        }
+    }))
+    .await
+}

@@ -1,0 +1,266 @@
+// The hosted pages in a real browser: headless Debian Chromium (/usr/bin/chromium) driven by
+// playwright-core, against the local stack this file starts. Run with `make browser`.
+//
+// Only 127.0.0.1 is reached: every other request is aborted before it leaves the browser
+// (provider logos are on the providers' own hosts), and host resolution maps every other name
+// to nothing. Screenshots of every page go to target/browser-tests/.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+import { REPO, Stack } from './stack.mjs';
+
+const SHOTS = join(REPO, 'target', 'browser-tests');
+const STEP_TIMEOUT_MS = 15_000;
+const PHONE = { width: 390, height: 844 };
+
+let stack;
+let context;
+let profile;
+const cspViolations = [];
+
+async function shot(page, name) {
+  const file = join(SHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  assert.ok(statSync(file).size > 0, `${file} is empty`);
+}
+
+async function newPage() {
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_TIMEOUT_MS);
+  page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+  return page;
+}
+
+function assertPageHeaders(res, what) {
+  const h = res.headers();
+  assert.match(h['content-security-policy'] ?? '', /default-src 'none'/, what);
+  assert.match(h['content-security-policy'], /frame-ancestors 'none'/, what);
+  assert.equal(h['x-frame-options'], 'DENY', what);
+  assert.equal(h['referrer-policy'], 'no-referrer', what);
+  assert.equal(h['x-content-type-options'], 'nosniff', what);
+  assert.equal(h['cache-control'], 'no-store', what);
+}
+
+const demographics = {
+  first_name: 'Ada',
+  last_name: 'Lovelace',
+  email: 'ada@example.com',
+  phone_number: '+1 (212) 555-0100',
+  gender: 'female',
+  dob: '1985-04-12',
+  address: { first_line: '350 5th Ave', city: 'New York', state: 'NY', zip_code: '10118', country: 'US' },
+};
+
+/** A user with demographics and a walk-in order; answers [userId, order]. */
+async function userWithOrder(clientUserId) {
+  const user = await stack.createUser(clientUserId);
+  await stack.api('PATCH', `/v2/user/${user}/info`, demographics);
+  const tests = await stack.api('GET', '/v3/lab_test?lab_test_limit=100');
+  const test = tests.data.find((t) => t.slug === 'meridian_essential_health');
+  assert.ok(test, 'the reference data has the Meridian essential panel');
+  const order = await stack.api('POST', '/v3/order', {
+    user_id: user,
+    patient_details: {
+      first_name: 'Ada', last_name: 'Lovelace', dob: '1985-04-12', gender: 'female',
+      phone_number: '+12125550100', email: 'ada@example.com',
+    },
+    patient_address: { first_line: '1 Main St', city: 'New York', state: 'NY', zip: '10001', country: 'US' },
+    order_set: { lab_test_ids: [test.id] },
+  });
+  return [user, order];
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  stack = await Stack.start();
+  profile = mkdtempSync(join(tmpdir(), 'wearlab-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: PHONE,
+    timeout: 60_000,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+    ],
+  });
+  await context.route('**/*', (route) =>
+    new URL(route.request().url()).hostname === '127.0.0.1' ? route.continue() : route.abort());
+});
+
+after(async () => {
+  await context?.close();
+  await stack?.stop();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+describe('link widget', () => {
+  test('a password provider with MFA, from the keyboard, lands on the redirect URL with state=success', async () => {
+    const user = await stack.createUser('browser-mfa');
+    const redirect = `${stack.base}/local/landing`;
+    const { link_web_url: url } = await stack.linkToken({ user_id: user, redirect_url: redirect });
+    const page = await newPage();
+    const res = await page.goto(url);
+    assert.equal(res.status(), 200);
+    assertPageHeaders(res, 'provider list');
+    await page.getByRole('heading', { name: 'Connect a health data provider' }).waitFor();
+    assert.ok(await page.getByRole('link', { name: /Oura.*Sign in with the provider/ }).isVisible());
+    await shot(page, 'widget-providers');
+
+    // Keyboard: Tab reaches the first provider (WHOOP) and Enter opens it.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.provider), 'whoop');
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    assert.notEqual(outline, 'none', 'focus is visible');
+    await Promise.all([page.waitForURL(/\/v2\/link\/web\/provider\/whoop\?token=/), page.keyboard.press('Enter')]);
+    await page.getByLabel('WHOOP username or email').fill('jane.mfa-sms');
+    await page.getByLabel('Password').fill('correct horse');
+    await shot(page, 'widget-password-form');
+    await Promise.all([page.waitForLoadState('load'), page.getByLabel('Password').press('Enter')]);
+
+    await page.getByRole('heading', { name: 'Enter your WHOOP code' }).waitFor();
+    assert.match(await page.locator('.mfa-hint').innerText(), /^\+1 \*\*\* \*\*\* \*\*\d\d$/);
+    assert.ok(!page.url().includes('jane'), 'no personal data in the address');
+    await shot(page, 'widget-mfa');
+    await page.getByLabel('One-time code').fill('123456');
+    await Promise.all([page.waitForURL(/\/local\/landing\?/), page.getByRole('button', { name: 'Verify' }).click()]);
+    const landed = new URL(page.url());
+    assert.equal(landed.searchParams.get('state'), 'success');
+    assert.equal(landed.searchParams.get('provider'), 'whoop');
+    await shot(page, 'widget-landed');
+    const connections = await stack.api('GET', `/v2/user/providers/${user}`);
+    assert.deepEqual(connections.providers.map((p) => p.slug), ['whoop']);
+    await page.close();
+  });
+
+  test('a wrong password shows the error and is not echoed', async () => {
+    const user = await stack.createUser('browser-wrong');
+    const { link_web_url: url } = await stack.linkToken({ user_id: user });
+    const page = await newPage();
+    await page.goto(url);
+    await Promise.all([page.waitForURL(/provider\/peloton/), page.getByRole('link', { name: /Peloton/ }).click()]);
+    await page.getByLabel('Peloton username or email').fill('jane');
+    await page.getByLabel('Password').fill('wrong-password');
+    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Connect' }).click()]);
+    const alert = page.getByRole('alert');
+    assert.match(await alert.innerText(), /Peloton did not accept this username and password/);
+    assert.equal(await page.getByLabel('Password').inputValue(), '', 'the password field is empty');
+    assert.equal(await page.getByLabel('Peloton username or email').inputValue(), 'jane');
+    assert.ok(!(await page.content()).includes('wrong-password'), 'the password is not in the page');
+    await shot(page, 'widget-wrong-password');
+    await page.close();
+  });
+
+  test('an OAuth provider: the hand-off to the provider and back', async () => {
+    const user = await stack.createUser('browser-oauth');
+    const redirect = `${stack.base}/local/landing`;
+    const { link_web_url: url } = await stack.linkToken({ user_id: user, redirect_url: redirect });
+    const page = await newPage();
+    await page.goto(url);
+    await Promise.all([
+      page.waitForURL(/\/v2\/link\/sim\/oauth\/oura\/authorize\?/),
+      page.getByRole('link', { name: /Oura/ }).click(),
+    ]);
+    await shot(page, 'oauth-provider-consent');
+    await Promise.all([
+      page.waitForURL(/\/local\/landing\?/),
+      page.getByRole('link', { name: /^Allow: the connection is made/ }).click(),
+    ]);
+    const landed = new URL(page.url());
+    assert.equal(landed.searchParams.get('state'), 'success');
+    assert.equal(landed.searchParams.get('provider'), 'oura');
+    await shot(page, 'oauth-landed');
+    const connections = await stack.api('GET', `/v2/user/providers/${user}`);
+    assert.deepEqual(connections.providers.map((p) => p.slug), ['oura']);
+    await page.close();
+  });
+
+  test('an expired token shows a clear page', async () => {
+    const user = await stack.createUser('browser-expired');
+    const { link_web_url: url } = await stack.linkToken({ user_id: user });
+    await stack.advanceClock(61 * 60);
+    const page = await newPage();
+    const res = await page.goto(url);
+    assert.equal(res.status(), 410);
+    assertPageHeaders(res, 'expired token');
+    await page.getByRole('heading', { name: 'This link has expired' }).waitFor();
+    await shot(page, 'widget-expired');
+    await page.close();
+  });
+});
+
+describe('user portal', () => {
+  let user;
+  let order;
+
+  test('a launch link shows the order, its patient service centers and the requisition', async () => {
+    [user, order] = await userWithOrder('browser-portal');
+    const { url } = await stack.api('POST', `/v2/user/${user}/create_portal_url`, { context: 'launch' });
+    const page = await newPage();
+    const res = await page.goto(url);
+    assert.equal(res.status(), 200);
+    assertPageHeaders(res, 'portal');
+    await page.getByRole('heading', { name: 'Hello Ada' }).waitFor();
+    const card = page.locator(`#order-${order.id}`);
+    assert.match(await card.innerText(), /Essential Health Panel/);
+    assert.match(await card.innerText(), /received\.walk_in_test\./);
+    assert.match(await card.getByRole('link', { name: 'Requisition form (PDF)' }).getAttribute('href'), /\/requisition\/pdf\?/);
+    await shot(page, 'portal-orders');
+    await Promise.all([
+      page.waitForURL(new RegExp(`/v3/portal/orders/${order.id}\\?token=`)),
+      card.getByRole('link', { name: 'Details, draw sites and results' }).click(),
+    ]);
+    await page.getByRole('heading', { name: 'Where to give your sample' }).waitFor();
+    const centers = page.locator('#psc-list li');
+    assert.ok((await centers.count()) > 0, 'patient service centers near the patient');
+    assert.match(await centers.first().innerText(), /\d+ mi/);
+    await shot(page, 'portal-order-centers');
+    await page.close();
+  });
+
+  test('a communications link asks for a one-time code first', async () => {
+    const { url } = await stack.api('POST', `/v2/user/${user}/create_portal_url`, { context: 'communications' });
+    const page = await newPage();
+    await page.goto(url);
+    await page.getByRole('heading', { name: "Confirm it's you" }).waitFor();
+    assert.equal(await page.getByRole('heading', { name: 'Hello Ada' }).count(), 0, 'nothing shown before the check');
+    await shot(page, 'portal-verify-start');
+    await page.getByLabel(/Email to a\*\*\*@e\*\*\*\.com/).check();
+    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Send code' }).click()]);
+    await page.getByRole('heading', { name: 'Enter your code' }).waitFor();
+    const events = await stack.events('user.portal.verification_requested');
+    assert.equal(events.length, 1);
+    assert.equal(events[0].user_id, user);
+    await page.getByLabel('Code').fill(events[0].data.code);
+    await shot(page, 'portal-verify-code');
+    await Promise.all([page.waitForURL(url), page.getByRole('button', { name: 'Verify' }).click()]);
+    await page.getByRole('heading', { name: 'Hello Ada' }).waitFor();
+    await shot(page, 'portal-verified');
+    await page.close();
+  });
+
+  test('an expired portal link is refused', async () => {
+    const { url } = await stack.api('POST', `/v2/user/${user}/create_portal_url`, { context: 'launch' });
+    await stack.advanceClock(11 * 60);
+    const page = await newPage();
+    const res = await page.goto(url);
+    assert.equal(res.status(), 410);
+    assertPageHeaders(res, 'expired portal link');
+    await page.getByRole('heading', { name: 'Link expired' }).waitFor();
+    await shot(page, 'portal-expired');
+    await page.close();
+  });
+});
+
+test('no page broke its Content-Security-Policy', () => {
+  assert.deepEqual(cspViolations, []);
+});

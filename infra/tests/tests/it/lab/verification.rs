@@ -1,0 +1,239 @@
+//! The portal pages beyond the first: an order with its draw sites and results, and the
+//! identity check of communications links (a one-time code emitted as
+//! `user.portal.verification_requested`).
+
+use chrono::Duration;
+use http::StatusCode;
+use serde_json::Value;
+use wearlab_domain::lab::verification::EVENT_VERIFICATION_REQUESTED;
+
+use crate::helpers::TestApp;
+use crate::hosted::{PageAnswer, csrf_of, get_page, portal_link, post_form};
+
+/// The codes the stack emitted so far, oldest first.
+fn emitted(t: &TestApp) -> Vec<Value> {
+    t.stack
+        .as_ref()
+        .unwrap()
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == EVENT_VERIFICATION_REQUESTED)
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
+}
+
+async fn send_code(t: &TestApp, short: &str, page: &PageAnswer, channel: &str) -> PageAnswer {
+    post_form(t, &format!("{short}/verify/send"), &[("csrf", &csrf_of(page)), ("channel", channel)], None)
+        .await
+}
+
+async fn enter(t: &TestApp, short: &str, page: &PageAnswer, code: &str) -> PageAnswer {
+    post_form(
+        t,
+        &format!("{short}/verify"),
+        &[("csrf", &csrf_of(page)), ("channel", "email"), ("code", code)],
+        None,
+    )
+    .await
+}
+
+/// The `name=value` of a Set-Cookie answer.
+fn cookie_of(a: &PageAnswer) -> String {
+    let set = a.headers["set-cookie"].to_str().unwrap();
+    set.split(';').next().unwrap().to_owned()
+}
+
+/// Passes the identity check of a short link; returns the device cookie.
+pub async fn verify_device(t: &TestApp, short: &str) -> String {
+    let start = get_page(t, short, None).await;
+    let sent = send_code(t, short, &start, "email").await;
+    let code = emitted(t).last().unwrap()["data"]["code"].as_str().unwrap().to_owned();
+    let ok = enter(t, short, &sent, &code).await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER, "{}", ok.html);
+    cookie_of(&ok)
+}
+
+#[tokio::test]
+async fn a_communications_link_asks_a_new_device_for_a_code_first() {
+    let t = TestApp::embedded().await;
+    let (user, _, short) = portal_link(&t, "pv-1", "communications").await;
+    let start = get_page(&t, &short, None).await;
+    assert_eq!(start.status, StatusCode::OK);
+    assert!(start.html.contains("Confirm it&#39;s you"), "{}", start.html);
+    assert!(
+        !start.html.contains("Hello Ada") && !start.html.contains("Essential Health Panel"),
+        "nothing shown yet"
+    );
+    // Destinations are redacted.
+    assert!(start.html.contains("a***@e***.com") && start.html.contains("*** *** **00"));
+    assert!(!start.html.contains("ada@example.com"));
+
+    let sent = send_code(&t, &short, &start, "email").await;
+    assert_eq!(sent.status, StatusCode::OK);
+    assert!(sent.html.contains("We sent a 6-digit code by email to a***@e***.com"));
+    let events = emitted(&t);
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(e["user_id"], user.as_str());
+    assert_eq!(e["client_user_id"], "pv-1");
+    assert_eq!(e["data"]["channel"], "email");
+    let code = e["data"]["code"].as_str().unwrap().to_owned();
+    assert!(code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()), "{code}");
+    assert!(!sent.html.contains(&code), "the code reaches the user only through the team");
+    // Only a MAC of the code is stored.
+    let q = wearlab_domain::ports::Query::partition(wearlab_domain::keys::user_partition(
+        wearlab_domain::ids::UserId::parse(&user).unwrap(),
+    ));
+    let items = wearlab_domain::ports::query_all(t.deps.table.as_ref(), q, 1_000).await.unwrap();
+    assert!(items.iter().any(|i| i.key.sk.starts_with("LAB#PORTAL_VERIFY#")));
+    assert!(items.iter().all(|i| !i.body.to_string().contains(&code)));
+
+    let ok = enter(&t, &short, &sent, &code).await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER);
+    assert_eq!(ok.location(), short);
+    let set = ok.headers["set-cookie"].to_str().unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains(&format!("Path={short}")),
+        "{set}"
+    );
+    let cookie = cookie_of(&ok);
+    let page = get_page(&t, &short, Some(&cookie)).await;
+    assert!(page.html.contains("Hello Ada"), "{}", page.html);
+    // The code works once.
+    let again = enter(&t, &short, &sent, &code).await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST);
+    assert!(again.html.contains("expired or was already used"));
+    // The cookie opens this link only: another link of the user asks again.
+    let a = t
+        .post(&format!("/v2/user/{user}/create_portal_url"), serde_json::json!({"context": "communications"}))
+        .await;
+    let other = crate::lab::path_of(a.body["url"].as_str().unwrap());
+    assert!(get_page(&t, &other, Some(&cookie)).await.html.contains("Confirm it&#39;s you"));
+    // A forged cookie does not pass.
+    let forged = get_page(&t, &short, Some("wearlab_portal_device=99999999999.AAAA")).await;
+    assert!(forged.html.contains("Confirm it&#39;s you"));
+}
+
+#[tokio::test]
+async fn wrong_codes_are_limited_and_new_codes_are_rate_limited() {
+    let t = TestApp::embedded().await;
+    let (_, _, short) = portal_link(&t, "pv-2", "communications").await;
+    let start = get_page(&t, &short, None).await;
+    let sent = send_code(&t, &short, &start, "sms").await;
+    let code = emitted(&t).last().unwrap()["data"]["code"].as_str().unwrap().to_owned();
+    let wrong_code = if code == "000000" { "111111" } else { "000000" };
+    let mut page = sent;
+    for left in (1..5).rev() {
+        page = enter(&t, &short, &page, wrong_code).await;
+        assert_eq!(page.status, StatusCode::BAD_REQUEST);
+        assert!(
+            page.html.contains(&format!("{left} {} left", if left == 1 { "try" } else { "tries" })),
+            "{}",
+            page.html
+        );
+    }
+    let locked = enter(&t, &short, &page, wrong_code).await;
+    assert_eq!(locked.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(locked.html.contains("Too many tries"));
+    // Even the right code no longer works.
+    let late = enter(&t, &short, &locked, &code).await;
+    assert_eq!(late.status, StatusCode::TOO_MANY_REQUESTS);
+    // A new code only after 30 s.
+    let soon = send_code(&t, &short, &locked, "sms").await;
+    assert!(soon.html.contains("A code was sent moments ago"));
+    assert_eq!(emitted(&t).len(), 1);
+    t.clock.advance(Duration::seconds(31));
+    let fresh = send_code(&t, &short, &soon, "sms").await;
+    assert_eq!(emitted(&t).len(), 2);
+    let new_code = emitted(&t).last().unwrap()["data"]["code"].as_str().unwrap().to_owned();
+    // Codes expire after 10 minutes.
+    t.clock.advance(Duration::minutes(10));
+    let expired = enter(&t, &short, &fresh, &new_code).await;
+    assert_eq!(expired.status, StatusCode::BAD_REQUEST);
+    // At most five codes a day.
+    for _ in 0..3 {
+        t.clock.advance(Duration::seconds(31));
+        assert_eq!(send_code(&t, &short, &fresh, "sms").await.status, StatusCode::OK);
+    }
+    t.clock.advance(Duration::seconds(31));
+    assert_eq!(send_code(&t, &short, &fresh, "sms").await.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(emitted(&t).len(), 5);
+}
+
+#[tokio::test]
+async fn verification_forms_need_their_csrf_token() {
+    let t = TestApp::embedded().await;
+    let (_, _, short) = portal_link(&t, "pv-3", "communications").await;
+    let (_, _, other) = portal_link(&t, "pv-4", "communications").await;
+    let other_page = get_page(&t, &other, None).await;
+    let none = post_form(&t, &format!("{short}/verify/send"), &[("channel", "email")], None).await;
+    assert_eq!(none.status, StatusCode::FORBIDDEN);
+    let foreign = send_code(&t, &short, &other_page, "email").await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN, "a token of another link");
+    let guess = post_form(&t, &format!("{short}/verify"), &[("csrf", "1.x"), ("code", "123456")], None).await;
+    assert_eq!(guess.status, StatusCode::FORBIDDEN);
+    assert!(emitted(&t).is_empty());
+}
+
+#[tokio::test]
+async fn a_launch_link_shows_the_order_with_its_draw_sites_and_results() {
+    let t = TestApp::embedded().await;
+    let (_, order, launch) = portal_link(&t, "pv-5", "launch").await;
+    let id = order["id"].as_str().unwrap();
+    let token = launch.split("token=").nth(1).unwrap();
+    let list = get_page(&t, &launch, None).await;
+    let detail_path = format!("/v3/portal/orders/{id}?token={token}");
+    assert!(list.html.contains(&detail_path.replace('&', "&amp;")), "{}", list.html);
+    assert!(list.html.contains("Requisition form (PDF)"));
+    let detail = get_page(&t, &detail_path, None).await;
+    assert_eq!(detail.status, StatusCode::OK);
+    assert!(
+        detail.html.contains("Where to give your sample") && detail.html.contains("id=\"psc-list\""),
+        "{}",
+        detail.html
+    );
+    assert!(detail.html.contains(" mi</span>"), "distances are shown");
+    assert!(detail.html.contains("No results yet"));
+    // Three days on, the lab has reported.
+    t.clock.advance(Duration::days(3) + Duration::minutes(1));
+    let later = get_page(&t, &format!("/v3/portal/orders/{id}?token={token}"), None).await;
+    assert_eq!(later.status, StatusCode::GONE, "launch links live 10 minutes");
+    let fresh = crate::lab::path_of(
+        t.post(
+            &format!("/v2/user/{}/create_portal_url", order["user_id"].as_str().unwrap()),
+            serde_json::json!({"context": "launch", "order_id": id}),
+        )
+        .await
+        .body["url"]
+            .as_str()
+            .unwrap(),
+    );
+    // A link made for the order opens it directly.
+    let direct = get_page(&t, &fresh, None).await;
+    assert!(
+        direct.html.contains("<h2 id=\"results\">Results</h2>") && direct.html.contains("<table>"),
+        "{}",
+        direct.html
+    );
+    assert!(!direct.html.contains("All your orders"), "the link opens that order only");
+    let tk = fresh.split("token=").nth(1).unwrap();
+    let (_, second) = crate::lab::place_order(&t, "pv-6").await;
+    let foreign =
+        get_page(&t, &format!("/v3/portal/orders/{}?token={tk}", second["id"].as_str().unwrap()), None).await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND, "another user's order");
+    let junk = get_page(&t, &format!("/v3/portal/orders/not-a-uuid?token={tk}"), None).await;
+    assert_eq!(junk.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn communications_tokens_do_not_open_without_the_check() {
+    // A communications link's signed token opens only through its short link.
+    let t = TestApp::embedded().await;
+    let (_, _, short) = portal_link(&t, "pv-7", "communications").await;
+    let code = short.trim_start_matches("/v3/p/");
+    let item = t.deps.table.get(&wearlab_domain::keys::lab::portal_pointer(code)).await.unwrap().unwrap();
+    let token = item.body["token"].as_str().unwrap().to_owned();
+    let a = get_page(&t, &format!("/v3/portal?token={token}"), None).await;
+    assert_eq!(a.status, StatusCode::FORBIDDEN);
+}

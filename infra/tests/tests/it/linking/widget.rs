@@ -1,0 +1,252 @@
+//! The hosted link page at `link_web_url`, driven as a browser without script would.
+
+use chrono::Duration;
+use http::StatusCode;
+use serde_json::json;
+
+use super::{link_token, query_param};
+use crate::helpers::TestApp;
+use crate::hosted::{csrf_of, form_action, get_page, post_form};
+
+const REDIRECT: &str = "https://app.example/linked";
+
+async fn password_form(t: &TestApp, tk: &str, provider: &str) -> (String, String) {
+    let page = get_page(t, &format!("/v2/link/web/provider/{provider}?token={tk}"), None).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+    (form_action(&page.html), csrf_of(&page))
+}
+
+#[tokio::test]
+async fn password_with_mfa_ends_on_the_redirect_url_with_state_success() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-1").await;
+    let tk = link_token(&t, &user, json!({"redirect_url": REDIRECT})).await;
+    let list = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert!(
+        list.html.contains(&format!("/v2/link/web/provider/whoop?token={tk}")),
+        "password providers open their form"
+    );
+    assert!(list.html.contains("Username and password") && list.html.contains("Sign in with the provider"));
+    let (action, csrf) = password_form(&t, &tk, "whoop").await;
+    assert_eq!(action, "/v2/link/web/password/whoop");
+    let mfa = post_form(
+        &t,
+        &action,
+        &[("token", &tk), ("csrf", &csrf), ("username", "jane.mfa-sms"), ("password", "pw")],
+        None,
+    )
+    .await;
+    assert_eq!(mfa.status, StatusCode::OK);
+    assert!(mfa.html.contains("Enter your WHOOP code"), "{}", mfa.html);
+    assert!(
+        mfa.html.contains("by text message to <strong class=\"mfa-hint\">+1 *** *** **"),
+        "the hint is shown"
+    );
+    // A reload of the link keeps the step.
+    let reload = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert!(reload.html.contains("Enter your WHOOP code"));
+    let wrong = post_form(
+        &t,
+        &form_action(&mfa.html),
+        &[("token", &tk), ("csrf", &csrf_of(&mfa)), ("mfa_code", "111111")],
+        None,
+    )
+    .await;
+    assert_eq!(wrong.status, StatusCode::OK);
+    assert!(wrong.html.contains("role=\"alert\"") && wrong.html.contains("That code was not accepted"));
+    let done = post_form(
+        &t,
+        &form_action(&wrong.html),
+        &[("token", &tk), ("csrf", &csrf_of(&wrong)), ("mfa_code", "123456")],
+        None,
+    )
+    .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER);
+    let to = done.location();
+    assert!(to.starts_with(REDIRECT), "{to}");
+    assert_eq!(query_param(&to, "state").as_deref(), Some("success"));
+    assert_eq!(query_param(&to, "provider").as_deref(), Some("whoop"));
+    let connections = t.get(&format!("/v2/user/providers/{user}")).await;
+    assert_eq!(connections.body["providers"][0]["slug"], "whoop");
+    // Single use: the token is consumed.
+    let again = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert_eq!(again.status, StatusCode::GONE);
+    assert!(again.html.contains("This link was already used"));
+}
+
+#[tokio::test]
+async fn a_wrong_password_shows_the_error_and_is_never_echoed() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-2").await;
+    let tk = link_token(&t, &user, json!({"redirect_url": REDIRECT})).await;
+    let (action, csrf) = password_form(&t, &tk, "peloton").await;
+    let secret = "wrong-password";
+    let a = post_form(
+        &t,
+        &action,
+        &[("token", &tk), ("csrf", &csrf), ("username", "jane"), ("password", secret)],
+        None,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert!(a.html.contains("Peloton did not accept this username and password"), "{}", a.html);
+    assert!(a.html.contains("value=\"jane\""), "the username is kept for a retry");
+    assert!(!a.html.contains(secret), "the password is never written into a page");
+    // Other refusals keep the user on the page too, and never echo the password either.
+    let b = post_form(
+        &t,
+        &action,
+        &[
+            ("token", &tk),
+            ("csrf", &csrf_of(&a)),
+            ("username", "x-password-expired"),
+            ("password", "Zq9-unique-pw"),
+        ],
+        None,
+    )
+    .await;
+    assert!(b.html.contains("password has expired") && !b.html.contains("Zq9-unique-pw"));
+    let empty = post_form(
+        &t,
+        &action,
+        &[("token", &tk), ("csrf", &csrf_of(&b)), ("username", ""), ("password", "")],
+        None,
+    )
+    .await;
+    assert!(empty.html.contains("Enter your username and password."));
+    // The token is still usable after a refusal.
+    let ok = post_form(
+        &t,
+        &action,
+        &[("token", &tk), ("csrf", &csrf_of(&empty)), ("username", "jane"), ("password", "pw")],
+        None,
+    )
+    .await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER);
+    assert_eq!(query_param(&ok.location(), "state").as_deref(), Some("success"));
+}
+
+#[tokio::test]
+async fn posts_without_or_with_a_wrong_csrf_token_are_refused_with_403() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-3").await;
+    let tk = link_token(&t, &user, json!({})).await;
+    let other = link_token(&t, &user, json!({})).await;
+    let (action, csrf) = password_form(&t, &tk, "zwift").await;
+    let (_, other_csrf) = password_form(&t, &other, "zwift").await;
+    let creds = [("username", "jane"), ("password", "pw")];
+    for (what, token) in
+        [("missing", None), ("garbage", Some("123.abc")), ("another link's", Some(other_csrf.as_str()))]
+    {
+        let mut fields = vec![("token", tk.as_str())];
+        if let Some(c) = token {
+            fields.push(("csrf", c));
+        }
+        fields.extend(creds);
+        let a = post_form(&t, &action, &fields, None).await;
+        assert_eq!(a.status, StatusCode::FORBIDDEN, "{what}");
+        assert!(a.html.contains("Form expired"), "{what}: a clear page");
+    }
+    let mfa =
+        post_form(&t, "/v2/link/web/password/zwift/mfa", &[("token", &tk), ("mfa_code", "123456")], None)
+            .await;
+    assert_eq!(mfa.status, StatusCode::FORBIDDEN);
+    // A form left open past its lifetime.
+    t.clock.advance(Duration::hours(2) + Duration::seconds(1));
+    let late = post_form(
+        &t,
+        &action,
+        &[("token", &tk), ("csrf", &csrf), ("username", "jane"), ("password", "pw")],
+        None,
+    )
+    .await;
+    assert_eq!(late.status, StatusCode::FORBIDDEN);
+    // Nothing was connected by any refused post.
+    assert_eq!(t.get(&format!("/v2/user/providers/{user}")).await.body["providers"], json!([]));
+    // A JSON body is not a form.
+    let json = t.send_as(http::Method::POST, &action, None, &[], Some("{}")).await;
+    assert_eq!(json.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn expired_and_consumed_tokens_show_a_clear_page() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-4").await;
+    let tk = link_token(&t, &user, json!({"redirect_url": REDIRECT})).await;
+    t.clock.advance(Duration::minutes(61));
+    let a = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert_eq!(a.status, StatusCode::GONE);
+    assert!(a.html.contains("This link has expired"));
+    assert!(a.html.contains("error_type=token_expired"), "a way back to the app, with the outcome");
+    let b = get_page(&t, &format!("/v2/link/web/provider/whoop?token={tk}"), None).await;
+    assert_eq!(b.status, StatusCode::GONE);
+}
+
+#[tokio::test]
+async fn the_token_decides_which_providers_the_page_offers() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-5").await;
+    let filtered = link_token(&t, &user, json!({"filter_on_providers": ["oura", "renpho"]})).await;
+    let list = get_page(&t, &format!("/v2/link/web?token={filtered}"), None).await;
+    assert!(list.html.contains("data-provider=\"oura\"") && list.html.contains("data-provider=\"renpho\""));
+    assert!(!list.html.contains("data-provider=\"whoop\""));
+    let outside = get_page(&t, &format!("/v2/link/web/provider/whoop?token={filtered}"), None).await;
+    assert_eq!(outside.status, StatusCode::NOT_FOUND);
+    // A token for one provider opens straight on it, with no way to another.
+    let named = link_token(&t, &user, json!({"provider": "abbott_libreview"})).await;
+    let page = get_page(&t, &format!("/v2/link/web?token={named}"), None).await;
+    assert!(
+        page.html.contains("Connect Abbott LibreView") && page.html.contains("name=\"region\""),
+        "{}",
+        page.html
+    );
+    assert!(!page.html.contains("Choose another provider"));
+    // Region: a region the provider does not serve keeps the user on the form.
+    let csrf = csrf_of(&page);
+    let a = post_form(
+        &t,
+        "/v2/link/web/password/abbott_libreview",
+        &[("token", &named), ("csrf", &csrf), ("username", "jane"), ("password", "pw"), ("region", "in")],
+        None,
+    )
+    .await;
+    assert!(a.html.contains("does not serve the region"), "{}", a.html);
+    // Without a redirect URL the outcome is shown on the page.
+    let b = post_form(
+        &t,
+        "/v2/link/web/password/abbott_libreview",
+        &[
+            ("token", &named),
+            ("csrf", &csrf_of(&a)),
+            ("username", "jane"),
+            ("password", "pw"),
+            ("region", "us"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(b.status, StatusCode::OK);
+    assert!(b.html.contains("account is connected"), "{}", b.html);
+}
+
+#[tokio::test]
+async fn oauth_from_the_page_comes_back_to_the_outcome() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-6").await;
+    let tk = link_token(&t, &user, json!({})).await;
+    let start = get_page(&t, &format!("/v2/link/web/oauth/oura?token={tk}"), None).await;
+    assert_eq!(start.status, StatusCode::SEE_OTHER);
+    let consent = super::path_of(&start.location());
+    let back = get_page(&t, &format!("{consent}&decision=allow"), None).await;
+    let callback = get_page(&t, &super::path_of(&back.location()), None).await;
+    // A browser (Accept: text/html) without a redirect URL gets a page, not JSON.
+    assert_eq!(callback.status, StatusCode::OK);
+    assert!(callback.html.contains("Connected to Oura"), "{}", callback.html);
+    crate::hosted::assert_page_headers(&callback, "oauth outcome");
+    // A team_oauth provider without the team's app: a page, not JSON.
+    let tk2 = link_token(&t, &user, json!({})).await;
+    let strava = get_page(&t, &format!("/v2/link/web/oauth/strava?token={tk2}"), None).await;
+    assert_eq!(strava.status, StatusCode::BAD_REQUEST);
+    assert!(strava.html.contains("cannot be connected from this page"));
+    assert!(!strava.html.contains("/v2/team/oauth_app"), "no developer text for end users");
+}

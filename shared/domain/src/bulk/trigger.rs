@@ -1,0 +1,138 @@
+//! POST /v2/link/bulk_trigger_historical_pull: starts the historical pull of many users'
+//! connections to one provider. Each pull waits for the team's throttle of the provider (see
+//! `crate::throttle`); a user counts as triggered when its pull starts.
+
+use wearlab_models::ConnectionStatus;
+use wearlab_models::bulk::{BulkOpType, BulkTriggerBody};
+
+use super::{BulkMessage, OpRef, ResultRecord, abandon, begin, bulk_provider, check_user_ids, record};
+use crate::Deps;
+use crate::error::DomainError;
+use crate::ids::{TeamId, UserId};
+use crate::keys::bulk as keys;
+use crate::linking::ProviderInfo;
+use crate::linking::connections::ConnectionRecord;
+use crate::pipeline::{Job, PullJob, PullMessage};
+use crate::ports::{Key, Outcome, Outgoing, Queue, QueueName};
+use crate::users;
+
+/// Users per message: the worker records the users it cannot trigger in one transaction
+/// (with the operation's header), which holds at most 100 writes.
+pub const USERS_PER_MESSAGE: usize = 90;
+
+pub struct TriggerRequest {
+    provider: &'static ProviderInfo,
+    user_ids: Vec<UserId>,
+    pub wait_for_completion: bool,
+}
+
+impl TriggerRequest {
+    pub fn parse(body: BulkTriggerBody) -> Result<Self, DomainError> {
+        let provider = bulk_provider(&body.provider)?;
+        let user_ids = check_user_ids(&body.user_ids, None)?;
+        Ok(Self { provider, user_ids, wait_for_completion: body.wait_for_completion })
+    }
+}
+
+/// Records the operation and queues its users.
+pub async fn submit(
+    deps: &Deps,
+    queue: &dyn Queue,
+    team: TeamId,
+    req: TriggerRequest,
+) -> Result<OpRef, DomainError> {
+    let slug = req.provider.slug.as_str();
+    let total = req.user_ids.len() as u64;
+    let op = begin(deps, team, BulkOpType::LinkBulkHistoricalTrigger, slug, total).await?;
+    let messages: Vec<Outgoing> = req
+        .user_ids
+        .chunks(USERS_PER_MESSAGE)
+        .enumerate()
+        .map(|(n, ids)| {
+            Outgoing::now(
+                BulkMessage::Trigger { op: op.clone(), chunk: n as u32, user_ids: ids.to_vec() }.body(),
+            )
+        })
+        .collect();
+    if let Err(e) = queue.send(QueueName::Bulk, messages).await {
+        abandon(deps, &op, total).await;
+        return Err(DomainError::Busy(format!("the trigger could not be queued ({e}); submit it again")));
+    }
+    Ok(op)
+}
+
+/// The pull this operation starts for a user: the same id on every delivery, so a repeated
+/// message starts no second pull.
+fn pull_id(op: &OpRef) -> String {
+    format!("bulk-{}", op.op_id)
+}
+
+fn failed_results(op: &OpRef, users: &[UserId]) -> Vec<(Key, ResultRecord)> {
+    users
+        .iter()
+        .map(|u| (keys::user_result(&op.op_id, *u), ResultRecord { failed: vec![*u], ..Default::default() }))
+        .collect()
+}
+
+/// Queues the pulls of one message's users; users without an active, unpaused connection to
+/// the provider fail at once.
+pub(crate) async fn trigger_chunk(
+    deps: &Deps,
+    queue: &dyn Queue,
+    op: &OpRef,
+    user_ids: &[UserId],
+) -> Result<Outcome, DomainError> {
+    let Some(header) = deps.table.get(&op.key()).await? else { return Ok(Outcome::Ack) };
+    let provider = header.decode::<super::OpRecord>()?.provider;
+    let mut jobs = Vec::new();
+    let mut failed = Vec::new();
+    for &user in user_ids {
+        let active =
+            matches!(users::load(deps, op.team_id, user).await?, Some((u, _)) if u.deletion.is_none());
+        let connected = active
+            && match deps.table.get(&crate::keys::linking::connection(user, &provider)).await? {
+                Some(item) => item.decode::<ConnectionRecord>()?.status == ConnectionStatus::Connected,
+                None => false,
+            };
+        if !connected {
+            failed.push(user);
+            continue;
+        }
+        let job = PullJob {
+            team_id: op.team_id,
+            user_id: user,
+            provider: provider.clone(),
+            pull_id: pull_id(op),
+            bulk_op: Some(op.clone()),
+        };
+        jobs.push(Outgoing::now(PullMessage::Job(Job::Pull(job)).body()));
+    }
+    let queued = jobs.len();
+    if !jobs.is_empty() {
+        queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+    }
+    record(deps, op, failed_results(op, &failed), false).await?;
+    tracing::info!(op_id = %op.op_id, queued, failed = failed.len(), "bulk trigger message done");
+    Ok(Outcome::Ack)
+}
+
+/// The pull worker's report: the user's pull started (or could not).
+pub async fn record_pull(deps: &Deps, op: &OpRef, user: UserId, started: bool) -> Result<(), DomainError> {
+    let key = keys::user_result(&op.op_id, user);
+    if deps.table.get(&key).await?.is_some() {
+        return Ok(());
+    }
+    let r = if started {
+        ResultRecord { ok: vec![user], ..Default::default() }
+    } else {
+        ResultRecord { failed: vec![user], ..Default::default() }
+    };
+    record(deps, op, vec![(key, r)], false).await.map(|_| ())
+}
+
+/// A dead-lettered trigger message: its users without a result yet fail.
+pub(crate) async fn give_up(deps: &Deps, op: &OpRef, user_ids: &[UserId]) -> Result<(), DomainError> {
+    tracing::warn!(op_id = %op.op_id, users = user_ids.len(), "bulk trigger message dead-lettered");
+    // `record` drops results that exist (pulls that started meanwhile).
+    record(deps, op, failed_results(op, user_ids), false).await.map(|_| ())
+}

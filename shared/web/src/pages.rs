@@ -1,0 +1,360 @@
+//! The hosted pages end users open in a browser (the link widget of link-api, the user portal
+//! of lab-api) are all answered through this module, so every one of them carries the same
+//! security headers and the same CSRF check; the CSRF rule itself is
+//! `wearlab_domain::hosted`.
+//!
+//! Pages are server-rendered and run no script. Their one stylesheet is inline and allowed by
+//! its hash, so the Content-Security-Policy needs neither `'unsafe-inline'` nor a static file
+//! route in every function.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use http::header::{self, HeaderMap, HeaderValue};
+use wearlab_domain::hosted::{self, PageKind};
+use wearlab_domain::{Deps, DomainError};
+
+pub use wearlab_domain::hosted::CSRF_FIELD;
+
+/// Largest form a page accepts (a username, a password, a code and two tokens fit easily).
+pub const MAX_FORM_BYTES: usize = 16 * 1024;
+
+/// The stylesheet of every page: readable from a 320 px phone up, visible keyboard focus,
+/// controls at least 44 px high.
+pub const STYLE: &str = ":root{--fg:#1d2430;--muted:#566070;--line:#d5dbe5;--accent:#1f5fbf;--bg:#f5f7fa;--err:#a4262c}\
+*{box-sizing:border-box}\
+body{margin:0;font:16px/1.5 system-ui,-apple-system,\"Segoe UI\",Roboto,sans-serif;color:var(--fg);background:var(--bg)}\
+main{max-width:36rem;margin:0 auto;padding:1.25rem 1rem 3rem}main.wide{max-width:54rem}\
+h1{font-size:1.5rem;line-height:1.25;margin:.75rem 0 1rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}\
+h3{font-size:1.05rem;margin:0 0 .5rem}\
+p{margin:.5rem 0}a{color:var(--accent)}\
+.card{background:#fff;border:1px solid var(--line);border-radius:.75rem;padding:1rem;margin:0 0 1rem}\
+ul.providers{list-style:none;margin:0;padding:0}ul.providers li{margin:0 0 .5rem}\
+.provider{display:flex;flex-wrap:wrap;align-items:center;gap:.25rem .75rem;padding:.75rem 1rem;background:#fff;\
+border:1px solid var(--line);border-radius:.75rem;color:inherit;text-decoration:none;min-height:3rem}\
+a.provider:hover{border-color:var(--accent)}\
+.logo{display:inline-grid;place-items:center;width:2rem;height:2rem;border-radius:.4rem;flex:none;overflow:hidden;\
+background:#e9edf3;color:var(--muted);font-weight:700}.logo>*{grid-area:1/1}.logo img{max-width:100%;max-height:100%;background:#fff}\
+.name{font-weight:600}.kind{margin-left:auto;color:var(--muted);font-size:.875rem}\
+label,legend{display:block;font-weight:600;margin:1rem 0 .25rem}\
+input,select{width:100%;font:inherit;padding:.6rem .75rem;border:1px solid #8d97a8;border-radius:.5rem;background:#fff;color:inherit;min-height:2.75rem}\
+fieldset{border:0;padding:0;margin:0}.choice{display:flex;gap:.5rem;align-items:center;font-weight:400;margin:.5rem 0}\
+.choice input{width:auto;min-height:0}\
+button,.button{display:inline-block;font:inherit;font-weight:600;padding:.65rem 1.25rem;margin:1.25rem .5rem 0 0;border:1px solid var(--accent);\
+border-radius:.5rem;background:var(--accent);color:#fff;text-decoration:none;cursor:pointer;min-height:2.75rem}\
+.secondary{background:#fff;color:var(--accent)}\
+:focus-visible{outline:3px solid #e8a400;outline-offset:2px}\
+.error{color:var(--err);background:#fdecea;border:1px solid #f0bcb9;border-radius:.5rem;padding:.75rem 1rem}\
+.notice{background:#eaf2fd;border:1px solid #bcd3f5;border-radius:.5rem;padding:.75rem 1rem}\
+.muted,.hint{color:var(--muted)}.hint{font-size:.9rem}\
+.status{font-family:ui-monospace,monospace;font-size:.875rem;overflow-wrap:anywhere}\
+.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}\
+td,th{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}\
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}dt{color:var(--muted)}dd{margin:0}\
+@media (max-width:30rem){h1{font-size:1.3rem}.kind{margin-left:0;flex-basis:100%}}";
+
+static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| hosted::style_source(STYLE));
+
+/// The Content-Security-Policy of a page: nothing but its own stylesheet, images from the
+/// API and HTTPS (provider logos), no framing, no script. `form_target` is where a form of
+/// the page may end up after its POST (a team's redirect URL): browsers check form-action
+/// against redirects too.
+pub fn content_security_policy(form_target: Option<&str>) -> String {
+    let extra = form_target.and_then(source_of).map(|s| format!(" {s}")).unwrap_or_default();
+    format!(
+        "default-src 'none'; style-src {}; img-src 'self' https: data:; form-action 'self'{extra}; \
+         frame-ancestors 'none'; base-uri 'none'",
+        STYLE_SOURCE.as_str()
+    )
+}
+
+/// The CSP source of a URL: `scheme://host[:port]` for web URLs, `scheme:` for app schemes;
+/// `None` when the URL holds anything a policy cannot carry.
+fn source_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme_ok =
+        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    if !scheme_ok {
+        return None;
+    }
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Some(format!("{scheme}:"));
+    }
+    let host = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_ok = !host.is_empty()
+        && !host.contains('@')
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c));
+    host_ok.then(|| format!("{scheme}://{host}"))
+}
+
+/// The headers every hosted page answer carries, HTML, redirect or error alike.
+pub fn set_security_headers(h: &mut HeaderMap, form_target: Option<&str>) {
+    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(form_target)) {
+        h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    // Pages show personal data and carry one-time tokens: never kept by a browser or proxy.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// Escapes text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A page: a title, a body of escaped HTML, its status and where its forms may lead.
+#[derive(Debug, Clone)]
+pub struct Page {
+    status: StatusCode,
+    title: String,
+    body: String,
+    wide: bool,
+    form_target: Option<String>,
+}
+
+impl Page {
+    /// `body` is HTML whose every value the caller escaped.
+    pub fn new(title: impl Into<String>, body: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::OK,
+            title: title.into(),
+            body: body.into(),
+            wide: false,
+            form_target: None,
+        }
+    }
+
+    /// A page that only says something: a heading and a paragraph of text.
+    pub fn message(status: StatusCode, title: &str, text: &str) -> Self {
+        Self::new(title, format!("<h1>{}</h1><p>{}</p>", escape(title), escape(text))).status(status)
+    }
+
+    pub fn status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Room for tables (the portal).
+    pub fn wide(mut self) -> Self {
+        self.wide = true;
+        self
+    }
+
+    /// A form of this page may be answered with a redirect to `url`.
+    pub fn forms_may_lead_to(mut self, url: Option<&str>) -> Self {
+        self.form_target = url.map(str::to_owned);
+        self
+    }
+
+    /// The whole document.
+    pub fn document(&self) -> String {
+        format!(
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta name=\"robots\" content=\"noindex\"><meta name=\"referrer\" content=\"no-referrer\">\
+             <title>{}</title><style>{STYLE}</style></head><body><main{}>{}</main></body></html>",
+            escape(&self.title),
+            if self.wide { " class=\"wide\"" } else { "" },
+            self.body
+        )
+    }
+}
+
+impl IntoResponse for Page {
+    fn into_response(self) -> Response {
+        let mut res = (self.status, self.document()).into_response();
+        let h = res.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        set_security_headers(h, self.form_target.as_deref());
+        res
+    }
+}
+
+/// 303 See Other to `location` (after a POST the browser follows with a GET), with the
+/// pages' headers.
+pub fn redirect(location: &str) -> Response {
+    let mut res = StatusCode::SEE_OTHER.into_response();
+    match HeaderValue::from_str(location) {
+        Ok(v) => {
+            res.headers_mut().insert(header::LOCATION, v);
+        }
+        Err(_) => return PageError::Form("the address to go on to is not valid".into()).into_response(),
+    }
+    set_security_headers(res.headers_mut(), None);
+    res
+}
+
+/// The hidden field that carries a form's CSRF token.
+pub fn csrf_input(token: &str) -> String {
+    format!("<input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">", escape(token))
+}
+
+/// A fresh CSRF token for the forms of a `kind` page opened with `subject`.
+pub async fn csrf_token(deps: &Deps, kind: PageKind, subject: &str) -> Result<String, PageError> {
+    Ok(hosted::csrf_token(deps, kind, subject).await?)
+}
+
+/// Refuses a form whose CSRF token is missing, expired or minted for another link (403).
+pub async fn check_csrf(
+    deps: &Deps,
+    kind: PageKind,
+    subject: &str,
+    form: &FormData,
+) -> Result<(), PageError> {
+    if hosted::csrf_valid(deps, kind, subject, form.get(CSRF_FIELD)).await? {
+        Ok(())
+    } else {
+        Err(PageError::Csrf)
+    }
+}
+
+/// Why a page could not be answered as asked; said as a page with the pages' headers.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error("the form's security token is missing or not valid")]
+    Csrf,
+    #[error("{0}")]
+    Form(String),
+    #[error("the form is too large")]
+    TooLarge,
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let page = match self {
+            PageError::Csrf => Page::message(
+                StatusCode::FORBIDDEN,
+                "Form expired",
+                "This form could not be accepted: it is too old or was not sent from this page. \
+                 Go back, reload the page and try again.",
+            ),
+            PageError::Form(m) => Page::message(StatusCode::BAD_REQUEST, "Something went wrong", &m),
+            PageError::TooLarge => {
+                Page::message(StatusCode::PAYLOAD_TOO_LARGE, "Something went wrong", "The form is too large.")
+            }
+            PageError::Domain(DomainError::NotFound(m)) => {
+                Page::message(StatusCode::NOT_FOUND, "Not found", &m)
+            }
+            PageError::Domain(DomainError::Rejected(m)) => {
+                Page::message(StatusCode::BAD_REQUEST, "This cannot be done", &m)
+            }
+            PageError::Domain(DomainError::Validation(_)) => Page::message(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Something went wrong",
+                "The address of this page is not complete. Open the link you were given again.",
+            ),
+            PageError::Domain(e) => {
+                tracing::error!(error = %e, "hosted page failed");
+                Page::message(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Temporarily unavailable",
+                    "This page cannot be shown just now. Try again in a moment.",
+                )
+            }
+        };
+        page.into_response()
+    }
+}
+
+/// A query parameter of a page's address (the last one when repeated). Pages read their few
+/// parameters this way so that a malformed query still gets a page, never a JSON error.
+pub fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .last()
+}
+
+/// An `application/x-www-form-urlencoded` body (what an HTML form posts).
+#[derive(Debug, Clone, Default)]
+pub struct FormData(HashMap<String, String>);
+
+impl FormData {
+    pub fn parse(bytes: &[u8]) -> Self {
+        Self(form_urlencoded::parse(bytes).into_owned().collect())
+    }
+
+    /// A field's value (the last one when repeated).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// A field's value, or "" when absent.
+    pub fn text(&self, name: &str) -> String {
+        self.get(name).unwrap_or_default().to_owned()
+    }
+}
+
+impl<S: Send + Sync> FromRequest<S> for FormData {
+    type Rejection = PageError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, PageError> {
+        let is_form =
+            req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+                v.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded")
+            });
+        if !is_form {
+            return Err(PageError::Form("This address takes a form sent from its page.".into()));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| PageError::TooLarge)?;
+        if bytes.len() > MAX_FORM_BYTES {
+            return Err(PageError::TooLarge);
+        }
+        Ok(Self::parse(&bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_allows_only_the_pages_own_style_and_the_redirect_origin() {
+        let csp = content_security_policy(Some("https://app.example:8443/done?x=1"));
+        assert!(csp.starts_with("default-src 'none'; style-src 'sha256-"), "{csp}");
+        assert!(csp.contains("form-action 'self' https://app.example:8443;"), "{csp}");
+        assert!(
+            csp.contains("frame-ancestors 'none'")
+                && !csp.contains("unsafe-inline")
+                && !csp.contains("script")
+        );
+        assert!(content_security_policy(Some("myapp://done")).contains("form-action 'self' myapp:;"));
+        assert!(content_security_policy(Some("https://a;b")).contains("form-action 'self';"));
+        assert!(content_security_policy(None).contains("form-action 'self';"));
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">O'Neil & co</a>"),
+            "&lt;a href=&quot;x&quot;&gt;O&#39;Neil &amp; co&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn forms_parse() {
+        let f = FormData::parse(b"username=jane%40example.com&password=a+b&csrf=1.x");
+        assert_eq!(f.get("username"), Some("jane@example.com"));
+        assert_eq!(f.get("password"), Some("a b"));
+        assert_eq!(f.text("region"), "");
+    }
+}
