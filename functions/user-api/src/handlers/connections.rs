@@ -53,6 +53,7 @@ pub async fn deregister(
     ),
     responses(
         (status = 202, description = "Queued.", body = HistoricalPullStarted),
+        (status = 400, description = "The connection is paused or failing: link it again first.", body = DetailBody),
         (status = 404, description = "No such user in this team, unknown provider, or no connection to it.", body = DetailBody),
     ))]
 pub async fn historical_pull(
