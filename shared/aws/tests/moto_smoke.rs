@@ -312,3 +312,23 @@ async fn service_errors_carry_no_item_data() {
     }
     assert!(matches!(t.get(&Key::new("P", "S")).await, Err(StoreError::Unavailable(_))));
 }
+
+/// The adapters `deps_from_env` makes build their SDK client on the first request, count that
+/// request, and read bodies as text (`get_raw`) the same as `get` reads them.
+#[tokio::test]
+async fn lazily_built_tables_work_from_the_first_request() {
+    let (Some((created, _)), Some(endpoint)) = (table("lazy").await, endpoint()) else {
+        return;
+    };
+    let config = wearlab_aws::LazySdkConfig::given(wearlab_aws::config_for_endpoint(&endpoint).await);
+    let t = DynamoDbTable::on_first_use(config, created.table_name());
+    assert_eq!(t.round_trips(), 0);
+    let a = item("P", "lazy").with_gsi1("G", "S").with_expiry(Some(1_700_000_000));
+    t.put(a.clone(), Condition::NotExists).await.unwrap();
+    let raw = t.get_raw(&a.key).await.unwrap().unwrap();
+    assert_eq!(raw.key(), &a.key);
+    assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (a.body.clone(), a.version));
+    assert_eq!(t.get(&a.key).await.unwrap(), Some(a));
+    assert!(t.get_raw(&Key::new("P", "missing")).await.unwrap().is_none());
+    assert_eq!(t.round_trips(), 4, "one request per call, the first included");
+}

@@ -43,6 +43,7 @@ pub struct UserRecord {
     pub user_id: UserId,
     pub team_id: TeamId,
     pub client_user_id: ClientUserId,
+    #[serde(with = "wearlab_models::user::rfc3339")]
     pub created_on: DateTime<Utc>,
     pub fallback_time_zone: Option<FallbackTimeZone>,
     pub fallback_birth_date: Option<FallbackBirthDate>,

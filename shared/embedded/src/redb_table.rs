@@ -132,6 +132,59 @@ fn decode(bytes: &[u8]) -> Result<Item, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
+/// The version and body text of an item as this table writes it (`serde_json::to_vec(&item)`):
+/// `{"key":{"pk":S,"sk":S},"gsi1":null|{"pk":S,"sk":S},"version":N,"expires_at":null|N,
+/// "body":B}`, found without parsing the envelope or the body. `None` for any other layout
+/// (the caller then parses the whole text). Only the envelope's shape is checked here; the
+/// body is parsed, and so checked, by whoever decodes it.
+fn split_stored(json: &str) -> Option<(u64, &str)> {
+    let rest = json.strip_prefix(r#"{"key":"#)?;
+    let rest = skip_key(rest)?.strip_prefix(r#","gsi1":"#)?;
+    let rest = match rest.strip_prefix("null") {
+        Some(rest) => rest,
+        None => skip_key(rest)?,
+    };
+    let (version, rest) = integer(rest.strip_prefix(r#","version":"#)?)?;
+    let rest = rest.strip_prefix(r#","expires_at":"#)?;
+    let rest = match rest.strip_prefix("null") {
+        Some(rest) => rest,
+        None => integer(rest.strip_prefix('-').unwrap_or(rest))?.1,
+    };
+    let body = rest.strip_prefix(r#","body":"#)?.strip_suffix('}')?;
+    Some((version, body))
+}
+
+/// Skips `{"pk":S,"sk":S}`.
+fn skip_key(s: &str) -> Option<&str> {
+    let rest = skip_string(s.strip_prefix(r#"{"pk":"#)?)?;
+    skip_string(rest.strip_prefix(r#","sk":"#)?)?.strip_prefix('}')
+}
+
+/// Skips one JSON string: up to the first quote not escaped, that is not preceded by an odd
+/// run of backslashes.
+fn skip_string(s: &str) -> Option<&str> {
+    let mut rest = s.strip_prefix('"')?;
+    let mut at = 0;
+    loop {
+        let quote = at + rest[at..].find('"')?;
+        let backslashes = rest.as_bytes()[..quote].iter().rev().take_while(|&&c| c == b'\\').count();
+        if backslashes % 2 == 0 {
+            rest = &rest[quote + 1..];
+            return Some(rest);
+        }
+        at = quote + 1;
+    }
+}
+
+/// A JSON integer without sign as `serde_json` writes it (no leading zeros).
+fn integer(s: &str) -> Option<(u64, &str)> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || (digits > 1 && s.starts_with('0')) {
+        return None;
+    }
+    Some((s[..digits].parse().ok()?, &s[digits..]))
+}
+
 type ItemsTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
 
 fn read(items: &ItemsTable<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
@@ -316,11 +369,13 @@ impl Table for RedbTable {
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
         match items.get(primary(key).as_slice()).map_err(unavailable)? {
-            // The stored JSON as it is (checked as UTF-8 in one go): decoding it is the caller's
-            // one pass over it.
             Some(v) => {
+                // Checked as UTF-8 in one go; the body is then the caller's one pass over it.
                 let json = std::str::from_utf8(v.value()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                Ok(Some(RawItem::from_item_json(key.clone(), json.to_owned())))
+                Ok(Some(match split_stored(json) {
+                    Some((version, body)) => RawItem::from_body_json(key.clone(), version, body.to_owned()),
+                    None => RawItem::from_item_json(key.clone(), json.to_owned()),
+                }))
             }
             None => Ok(None),
         }
@@ -345,5 +400,88 @@ impl Table for RedbTable {
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
         run_query(&self.db, &query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn items() -> Vec<Item> {
+        let odd = "q\"uo\\te\\\"d\u{e9}\u{1F600}\n}\",\"sk\":\"";
+        vec![
+            Item::new(Key::new("USER#1", "PROFILE"), json!({"a": [1, "x"], "b": null})),
+            Item::new(Key::new(odd, odd), json!({"body": "}", "version": 3}))
+                .with_gsi1(odd, "\\")
+                .with_expiry(Some(-5)),
+            Item { version: 18_446_744_073_709_551_615, ..Item::new(Key::new("", ""), json!("text")) }
+                .with_gsi1("", "")
+                .with_expiry(Some(0)),
+            Item::new(Key::new("P", "S"), json!(null)).with_expiry(Some(i64::MIN)),
+            Item::new(Key::new("P", "S"), json!([{"x": {"y": "\"}"}}])).with_expiry(Some(i64::MAX)),
+        ]
+    }
+
+    #[test]
+    fn stored_items_split_into_version_and_body() {
+        for item in items() {
+            let json = serde_json::to_string(&item).unwrap();
+            let (version, body) = split_stored(&json).unwrap_or_else(|| panic!("{json}"));
+            assert_eq!(version, item.version, "{json}");
+            assert_eq!(serde_json::from_str::<serde_json::Value>(body).unwrap(), item.body, "{json}");
+        }
+    }
+
+    #[test]
+    fn other_layouts_are_left_to_the_full_parse() {
+        for json in [
+            r#"{"version":1,"key":{"pk":"P","sk":"S"},"gsi1":null,"expires_at":null,"body":{}}"#,
+            r#"{ "key":{"pk":"P","sk":"S"},"gsi1":null,"version":1,"expires_at":null,"body":{}}"#,
+            r#"{"key":{"pk":"P","sk":"S"},"gsi1":null,"version":01,"expires_at":null,"body":{}}"#,
+            r#"{"key":{"pk":"P","sk":"S"},"gsi1":null,"version":-1,"expires_at":null,"body":{}}"#,
+            r#"{"key":{"pk":"P","sk":"S"},"gsi1":null,"version":1.5,"expires_at":null,"body":{}}"#,
+            r#"{"key":{"pk":"P","sk":"S"},"gsi1":null,"version":1,"expires_at":"x","body":{}}"#,
+            r#"{"key":{"pk":"P","sk":"S},"gsi1":null,"version":1,"expires_at":null,"body":{}}"#,
+            r#"{"key":{"pk":"P","sk":"S"},"gsi1":null,"version":99999999999999999999,"expires_at":null,"body":{}}"#,
+        ] {
+            assert_eq!(split_stored(json), None, "{json}");
+        }
+        // A cut-off text splits, and its body fails to decode, as the full parse would.
+        let cut = r#"{"key":{"pk":"P","sk":"S"},"gsi1":null,"version":1,"expires_at":null,"body":{}"#;
+        let (version, body) = split_stored(cut).unwrap();
+        let raw = RawItem::from_body_json(Key::new("P", "S"), version, body.to_owned());
+        assert!(matches!(raw.decode::<serde_json::Value>(), Err(StoreError::Corrupt(_))));
+    }
+
+    #[test]
+    fn strings_end_at_the_first_unescaped_quote() {
+        for (text, rest) in [
+            (r#""abc"X"#, Some("X")),
+            (r#""a\\"X"#, Some("X")),
+            (r#""a\"b"X"#, Some("X")),
+            (r#""a\\\"b"X"#, Some("X")),
+            (r#""\\\\"X"#, Some("X")),
+            (r#""""#, Some("")),
+            (r#""a\""#, None),
+            (r#""abc"#, None),
+            (r#"abc""#, None),
+        ] {
+            assert_eq!(skip_string(text), rest, "{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn raw_reads_decode_as_reads_do() {
+        let table = RedbTable::in_memory();
+        for item in items() {
+            table.put(item.clone(), Condition::None).await.unwrap();
+            let raw = table.get_raw(&item.key).await.unwrap().unwrap();
+            assert_eq!(raw.key(), &item.key);
+            let read = table.get(&item.key).await.unwrap().unwrap();
+            assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (read.body, read.version));
+        }
+        assert!(table.get_raw(&Key::new("no", "such")).await.unwrap().is_none());
     }
 }

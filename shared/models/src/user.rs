@@ -1,18 +1,77 @@
 //! Users and what the users endpoints take and answer.
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
-use serde::{Deserialize, Serialize, Serializer};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::patch::Patch;
 
-/// A time as chrono's own `Serialize` writes it (RFC 3339, `Z`, as many fractional digits as
-/// needed: `to_rfc3339_opts(AutoSi, true)` is the same function), but formatted in one piece:
-/// chrono's goes through `collect_str`, whose JSON escaping runs once per character written.
-/// The users' answers carry these on every read.
-fn rfc3339<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+/// `DateTime<Utc>` exactly as chrono's own serde writes and reads it, for `#[serde(with)]` on
+/// the times every user answer and stored user carry; both directions are cheaper than
+/// chrono's (see each function).
+pub mod rfc3339 {
+    use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, Utc};
+    use serde::{Deserializer, Serializer, de};
+
+    /// RFC 3339 with `Z` and as many fractional digits as needed, written in one piece:
+    /// `to_rfc3339_opts(AutoSi, true)` is the function chrono's `Serialize` calls, through
+    /// `collect_str`, whose JSON escaping runs once per character written.
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+    }
+
+    /// What chrono's `Deserialize` accepts, with the same result; the form this API writes
+    /// (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`) is read directly, anything else by chrono's parser.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        d.deserialize_str(Visitor)
+    }
+
+    struct Visitor;
+
+    impl de::Visitor<'_> for Visitor {
+        type Value = DateTime<Utc>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an RFC 3339 formatted date and time string")
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<DateTime<Utc>, E> {
+            match canonical(v) {
+                Some(t) => Ok(t),
+                None => v
+                    .parse::<DateTime<chrono::FixedOffset>>()
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(E::custom),
+            }
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.1 to 9 digits]Z` naming a valid time (no leap second); `None` for
+    /// anything else.
+    pub(crate) fn canonical(s: &str) -> Option<DateTime<Utc>> {
+        let b = s.as_bytes();
+        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+            return None;
+        }
+        let number = |digits: &[u8]| {
+            digits.iter().try_fold(0u32, |n, &c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')))
+        };
+        let nanos = match b[19..].strip_suffix(b"Z")? {
+            [] => 0,
+            [b'.', digits @ ..] if (1..=9).contains(&digits.len()) => {
+                number(digits)? * 10u32.pow(9 - digits.len() as u32)
+            }
+            _ => return None,
+        };
+        let second = number(&b[17..19])?;
+        if second >= 60 {
+            return None;
+        }
+        let date = NaiveDate::from_ymd_opt(number(&b[0..4])? as i32, number(&b[5..7])?, number(&b[8..10])?)?;
+        let time = NaiveTime::from_hms_nano_opt(number(&b[11..13])?, number(&b[14..16])?, second, nanos)?;
+        Some(date.and_time(time).and_utc())
+    }
 }
 
 /// A provider as it is named on a user or an event: `{name, slug, logo}`.
@@ -27,7 +86,7 @@ pub struct ProviderRef {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ConnectedSource {
     pub provider: ProviderRef,
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "rfc3339")]
     pub created_on: DateTime<Utc>,
     /// Deprecated: the same content as `provider`.
     pub source: ProviderRef,
@@ -38,7 +97,7 @@ pub struct FallbackTimeZone {
     /// IANA time zone identifier, e.g. `Europe/London`.
     pub id: String,
     pub source_slug: String,
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -46,7 +105,7 @@ pub struct FallbackTimeZone {
 pub struct FallbackBirthDate {
     pub value: NaiveDate,
     pub source_slug: String,
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "rfc3339")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -55,7 +114,7 @@ pub struct User {
     pub user_id: Uuid,
     pub team_id: Uuid,
     pub client_user_id: String,
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "rfc3339")]
     pub created_on: DateTime<Utc>,
     pub connected_sources: Vec<ConnectedSource>,
     /// Always present in responses, `null` when not set.
@@ -166,8 +225,59 @@ mod tests {
         }
         for t in times {
             let mut ours = serde_json::Serializer::new(Vec::new());
-            rfc3339(&t, &mut ours).unwrap();
-            assert_eq!(String::from_utf8(ours.into_inner()).unwrap(), serde_json::to_string(&t).unwrap());
+            rfc3339::serialize(&t, &mut ours).unwrap();
+            let text = String::from_utf8(ours.into_inner()).unwrap();
+            assert_eq!(text, serde_json::to_string(&t).unwrap());
+            let mut back = serde_json::Deserializer::from_str(&text);
+            assert_eq!(rfc3339::deserialize(&mut back).unwrap(), t);
         }
+    }
+
+    #[test]
+    fn times_are_read_as_chrono_reads_them() {
+        let texts = [
+            "2026-03-01T09:00:00Z",
+            "2026-03-01T09:00:00.5Z",
+            "2026-03-01T09:00:00.123456Z",
+            "2026-03-01T09:00:00.123456789Z",
+            "2026-03-01T09:00:00.1234567890Z",
+            "0000-01-01T00:00:00Z",
+            "9999-12-31T23:59:59.999999999Z",
+            "2016-12-31T23:59:60Z",
+            "2016-12-31T23:59:60.5Z",
+            "2024-02-29T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-03-01T24:00:00Z",
+            "2026-03-01T09:60:00Z",
+            "2026-03-01T09:00:00.Z",
+            "2026-03-01T09:00:00z",
+            "2026-03-01t09:00:00Z",
+            "2026-03-01 09:00:00Z",
+            "2026-03-01T09:00:00+01:00",
+            "2026-03-01T09:00:00-00:00",
+            "+12026-03-01T09:00:00Z",
+            "2026-3-01T09:00:00Z",
+            "2026-03-01T09:00:0aZ",
+            "2026-03-01T09:00:00",
+            "",
+            "x",
+        ];
+        for text in texts {
+            let json = serde_json::to_string(text).unwrap();
+            let chrono: Result<DateTime<Utc>, _> = serde_json::from_str(&json);
+            let ours = rfc3339::deserialize(&mut serde_json::Deserializer::from_str(&json));
+            match (chrono, ours) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
+                (a, b) => panic!("{text}: chrono {a:?}, ours {b:?}"),
+            }
+        }
+        assert!(rfc3339::canonical("2026-03-01T09:00:00.25Z").is_some());
+        assert!(rfc3339::canonical("2016-12-31T23:59:60Z").is_none(), "leap seconds go to chrono");
+        let wrong_type: Result<DateTime<Utc>, _> =
+            rfc3339::deserialize(&mut serde_json::Deserializer::from_str("1"));
+        let chrono_wrong_type: Result<DateTime<Utc>, _> = serde_json::from_str("1");
+        assert_eq!(wrong_type.unwrap_err().to_string(), chrono_wrong_type.unwrap_err().to_string());
     }
 }

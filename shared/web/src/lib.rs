@@ -5,6 +5,7 @@ mod auth;
 mod error;
 mod extract;
 pub mod idempotency;
+mod json;
 pub mod openapi;
 pub mod pages;
 mod state;
@@ -12,6 +13,7 @@ mod state;
 pub use auth::AuthTeam;
 pub use error::ApiError;
 pub use extract::{JsonBody, QueryParams, path_user_id};
+pub use json::Json;
 pub use state::AppState;
 
 use axum::Router;

@@ -1,7 +1,6 @@
 //! One function per endpoint: parse, call one use case, answer. Each is documented for the
 //! OpenAPI document; shared answers (401, 422, 413) are added in `wearlab_web::openapi`.
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -12,7 +11,7 @@ use wearlab_domain::users::{self, NewUser, UndoTarget, UserChanges};
 use wearlab_models::{
     ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
 };
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
 
