@@ -14,6 +14,7 @@ use wearlab_domain::bulk::{
 };
 use wearlab_domain::ids::{TeamId, UserId};
 use wearlab_domain::ports::Cursor;
+use wearlab_domain::teams;
 use wearlab_models::DetailBody;
 use wearlab_models::bulk::{
     BulkExportBody, BulkExportPage, BulkImportBody, BulkImportResult, BulkOpPage, BulkPauseBody,
@@ -31,7 +32,7 @@ impl FromRequestParts<AppState> for BulkTeam {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let AuthTeam(team) = AuthTeam::from_request_parts(parts, state).await?;
-        bulk::require_enabled(&state.deps, team).await?;
+        teams::require_bulk_operations(&state.deps, team).await?;
         Ok(BulkTeam(team))
     }
 }

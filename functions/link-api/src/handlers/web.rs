@@ -53,12 +53,20 @@ async fn open(s: &AppState, raw: &str) -> Result<Result<Widget, Response>, PageE
     Ok(widget::open(&s.deps, Some(raw)).await?.map_err(|r| html::refused(&r).into_response()))
 }
 
+/// The link token of a page's query and its widget, or the page refusing the token.
+async fn open_query(
+    s: &AppState,
+    query: Option<&str>,
+) -> Result<Result<(String, Widget), Response>, PageError> {
+    let raw = query_param(query, "token").unwrap_or_default();
+    Ok(open(s, &raw).await?.map(|w| (raw, w)))
+}
+
 /// The page at `link_web_url`: the providers the token allows, or straight the provider it
 /// names, or the code form of a login that waits for its code (a reload keeps the step).
 pub async fn page(State(s): State<AppState>, RawQuery(q): RawQuery) -> PageAnswer {
-    let raw = query_param(q.as_deref(), "token").unwrap_or_default();
-    let w = match open(&s, &raw).await? {
-        Ok(w) => w,
+    let (raw, w) = match open_query(&s, q.as_deref()).await? {
+        Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
     let pending = match &w.token.record.state {
@@ -77,9 +85,8 @@ pub async fn provider(
     Path(provider): Path<String>,
     RawQuery(q): RawQuery,
 ) -> PageAnswer {
-    let raw = query_param(q.as_deref(), "token").unwrap_or_default();
-    let w = match open(&s, &raw).await? {
-        Ok(w) => w,
+    let (raw, w) = match open_query(&s, q.as_deref()).await? {
+        Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
     let p = w.provider(&provider)?;
@@ -102,9 +109,8 @@ pub async fn page_oauth(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> PageAnswer {
-    let raw = query_param(q.as_deref(), "token").unwrap_or_default();
-    let w = match open(&s, &raw).await? {
-        Ok(w) => w,
+    let (raw, w) = match open_query(&s, q.as_deref()).await? {
+        Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
     let p = w.provider(&provider)?;

@@ -778,3 +778,41 @@ async fn results_hold_no_tokens() {
         assert!(!item.body.to_string().contains("sim:fitbit"));
     }
 }
+
+/// Another team's users are not this team's: they fail (trigger, pause) or are left out
+/// (export), and their connections stay as they were.
+#[tokio::test]
+async fn another_teams_users_are_refused_by_every_operation() {
+    let t = bulk_team().await;
+    let other = TestApp::on(t.deps.clone(), t.clock.clone()).await;
+    let theirs = other.create_user("theirs").await;
+    let a = other.post("/v2/link/connect/demo", json!({"user_id": theirs, "provider": "fitbit"})).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&t).await;
+
+    let bg = workers(&t, 500);
+    let a = t
+        .post(
+            "/v2/link/bulk_trigger_historical_pull",
+            json!({"provider": "fitbit", "wait_for_completion": true, "user_ids": [theirs]}),
+        )
+        .await;
+    bg.stop().await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["user_ids_failed"], json!([theirs]));
+    assert_eq!(a.body["user_ids_triggered"], json!([]));
+
+    let a = t.post("/v2/link/bulk_pause", json!({"provider": "fitbit", "user_ids": [theirs]})).await;
+    assert_eq!(
+        (a.body["user_ids_paused"].clone(), a.body["user_ids_failed"].clone()),
+        (json!([]), json!([theirs]))
+    );
+    let c = other.get(&format!("/v2/user/providers/{theirs}")).await;
+    assert_eq!(c.body["providers"][0]["status"], "connected", "{}", c.body);
+
+    let a = t.post("/v2/link/bulk_export", json!({"provider": "fitbit", "user_ids": [theirs]})).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["data"], json!([]));
+    let pull = t.post_empty(&format!("/v2/user/historical_pull/{theirs}/fitbit")).await;
+    assert_eq!(pull.status, StatusCode::NOT_FOUND);
+}

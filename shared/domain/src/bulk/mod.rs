@@ -333,14 +333,6 @@ pub async fn wait(deps: &Deps, op: &OpRef) -> Result<Option<(Vec<UserId>, Vec<Us
     Ok(None)
 }
 
-/// One operation (tests, the local stack's tools).
-pub async fn get(deps: &Deps, op: &OpRef) -> Result<Option<BulkOp>, DomainError> {
-    Ok(match deps.table.get(&op.key()).await? {
-        Some(item) => Some(item.decode::<OpRecord>()?.to_wire(deps.now())),
-        None => None,
-    })
-}
-
 /// Handles one message of the bulk queue.
 pub async fn handle(deps: &Deps, queue: &dyn Queue, message: BulkMessage) -> Outcome {
     let result = match &message {
@@ -361,11 +353,6 @@ pub async fn dead_lettered(deps: &Deps, message: BulkMessage) -> Result<(), Doma
         }
         BulkMessage::Trigger { op, user_ids, .. } => trigger::give_up(deps, &op, &user_ids).await,
     }
-}
-
-/// Every bulk request answers this for a team that may not use them.
-pub async fn require_enabled(deps: &Deps, team: TeamId) -> Result<(), DomainError> {
-    crate::teams::require_bulk_operations(deps, team).await
 }
 
 /// Checks a list of user ids: at least one, none twice, at most `max` (when bounded).
