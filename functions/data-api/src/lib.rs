@@ -3,13 +3,11 @@
 
 mod handlers;
 
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
-    OpenApiRouter::new()
+    Routes::new()
         .routes(routes!(handlers::activity))
         .routes(routes!(handlers::sleep))
         .routes(routes!(handlers::sleep_cycle))

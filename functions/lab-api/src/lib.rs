@@ -11,10 +11,8 @@ pub mod requisition;
 use std::sync::Arc;
 
 use axum::Extension;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use wearlab_domain::lab::{LabNetwork, SimulatedLab};
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{lab_tests, markers, orders, portal_page, psc};
 
@@ -26,7 +24,7 @@ pub fn routes() -> Routes {
 /// The routes on a given lab network.
 #[allow(deprecated)] // GET /v3/lab_tests is deprecated but served.
 pub fn routes_with(network: Arc<dyn LabNetwork>) -> Routes {
-    OpenApiRouter::new()
+    Routes::new()
         .routes(routes!(markers::list))
         .routes(routes!(markers::of_lab_test))
         .routes(routes!(markers::of_order_set))

@@ -9,15 +9,13 @@
 mod handlers;
 mod widget_html;
 
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{catalog, link, preferences, team, web, webhooks};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
-    OpenApiRouter::new()
+    Routes::new()
         .routes(routes!(catalog::list))
         .routes(routes!(link::create_token))
         .routes(routes!(link::password))

@@ -3,16 +3,14 @@
 
 mod handlers;
 
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{connections, users};
 use handlers::{demographics, insurance, portal};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
-    OpenApiRouter::new()
+    Routes::new()
         .routes(routes!(users::list, users::create))
         .routes(routes!(users::resolve))
         .routes(routes!(users::undo_delete))

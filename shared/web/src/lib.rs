@@ -8,13 +8,23 @@ pub mod idempotency;
 mod json;
 pub mod openapi;
 pub mod pages;
+mod routes;
 mod state;
 
 pub use auth::AuthTeam;
 pub use error::ApiError;
 pub use extract::{JsonBody, QueryParams, path_user_id};
 pub use json::Json;
+pub use routes::{AddDocs, DocRouter, Documented, Routes};
 pub use state::AppState;
+
+/// What [`routes!`] expands to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use axum::routing::MethodRouter;
+    pub use utoipa_axum;
+    pub use utoipa_axum::PathItemExt;
+}
 
 use axum::Router;
 use tower::Layer;
@@ -23,19 +33,16 @@ use tower_http::normalize_path::{NormalizePath, NormalizePathLayer};
 /// A router as it is served: `/v2/user/` and `/v2/user` reach the same route.
 pub type App = NormalizePath<Router>;
 
-/// A function's routes with their documentation, before state is attached.
-pub type Routes = utoipa_axum::router::OpenApiRouter<AppState>;
-
 /// The OpenAPI document of `routes`, finished (security, shared error answers).
 pub fn openapi(routes: Routes) -> utoipa::openapi::OpenApi {
-    let (_, doc) = routes.split_for_parts();
-    finished(doc)
+    let (_, docs) = routes.into_parts();
+    finished(&docs)
 }
 
 /// The routes' own document inside the frame, with what every operation shares.
-fn finished(routes_doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+fn finished(docs: &[AddDocs]) -> utoipa::openapi::OpenApi {
     let mut doc = openapi::base();
-    doc.merge(routes_doc);
+    doc.merge(Routes::build_docs(docs));
     openapi::finish(&mut doc);
     doc
 }
@@ -43,9 +50,9 @@ fn finished(routes_doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
 /// Finishes routes for serving: their document at `/openapi.json`, JSON 404/405 answers, the
 /// 6 MB body limit and trailing-slash tolerance.
 pub fn app(routes: Routes, state: AppState) -> App {
-    let (router, doc) = routes.split_for_parts();
-    // Finished when first asked for, not at start: a Lambda's init does not pay for it.
-    let doc = std::sync::Arc::new(std::sync::LazyLock::new(move || finished(doc)));
+    let (router, docs) = routes.into_parts();
+    // Built when first asked for, not at start: a Lambda's init does not pay for it.
+    let doc = std::sync::Arc::new(std::sync::LazyLock::new(move || finished(&docs)));
     let router = router
         .route(
             openapi::OPENAPI_PATH,
