@@ -23,6 +23,8 @@ pub const QUEUE_POLL: Duration = Duration::from_millis(250);
 pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// How often connections are polled for new data, as the poll schedule does on AWS.
 pub const DATA_POLL_EVERY: Duration = Duration::from_secs(15 * 60);
+/// How often open lab orders are advanced, as the open-order rule does on AWS.
+pub const ORDER_SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// One process's adapters and workers.
 #[derive(Clone)]
@@ -189,65 +191,46 @@ impl LocalStack {
         Ok(())
     }
 
-    /// Runs the job poll and the hourly maintenance until the process ends.
+    /// What the open-order rule does on AWS (the lab-worker): advances every open lab order
+    /// whose next status change is due, publishing its events. Returns how many were due.
+    pub async fn advance_orders(&self) -> Result<usize, DomainError> {
+        Ok(lab_worker::handle(&self.deps, &wearlab_domain::lab::SimulatedLab).await?.orders)
+    }
+
+    /// Runs the queue workers, the job poll, the data poll, the open-order sweep and the
+    /// hourly maintenance until the process ends.
     pub fn spawn_workers(&self) {
-        let webhooks = self.clone();
+        self.every(
+            QUEUE_POLL,
+            "webhook queue poll",
+            |s| async move { s.run_webhooks_once().await.map(drop) },
+        );
+        self.every(QUEUE_POLL, "pull queue poll", |s| async move { s.run_pulls_once().await.map(drop) });
+        self.every(QUEUE_POLL, "bulk queue poll", |s| async move { s.run_bulk_once().await.map(drop) });
+        self.every(DATA_POLL_EVERY, "data poll", |s| async move { s.schedule_poll().await });
+        self.every(JOB_POLL, "job poll", |s| async move { s.run_due_jobs().await.map(drop) });
+        self.every(
+            ORDER_SWEEP_EVERY,
+            "open-order sweep",
+            |s| async move { s.advance_orders().await.map(drop) },
+        );
+        self.every(SWEEP_EVERY, "hourly maintenance", |s| async move { s.hourly().await });
+    }
+
+    /// Runs `work` now and then every `period` in a task of its own; a failure is logged and
+    /// the next tick tries again, as a scheduled rule or queue poller would.
+    fn every<F, Fut>(&self, period: Duration, what: &'static str, work: F)
+    where
+        F: Fn(LocalStack) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), DomainError>> + Send,
+    {
+        let stack = self.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(QUEUE_POLL);
+            let mut tick = tokio::time::interval(period);
             loop {
                 tick.tick().await;
-                if let Err(e) = webhooks.run_webhooks_once().await {
-                    tracing::warn!(error = %e, "webhook queue poll failed");
-                }
-            }
-        });
-        let pulls = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(QUEUE_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = pulls.run_pulls_once().await {
-                    tracing::warn!(error = %e, "pull queue poll failed");
-                }
-            }
-        });
-        let bulk = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(QUEUE_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = bulk.run_bulk_once().await {
-                    tracing::warn!(error = %e, "bulk queue poll failed");
-                }
-            }
-        });
-        let poller = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(DATA_POLL_EVERY);
-            loop {
-                tick.tick().await;
-                if let Err(e) = poller.schedule_poll().await {
-                    tracing::warn!(error = %e, "data poll not scheduled");
-                }
-            }
-        });
-        let jobs = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(JOB_POLL);
-            loop {
-                tick.tick().await;
-                if let Err(e) = jobs.run_due_jobs().await {
-                    tracing::warn!(error = %e, "job poll failed");
-                }
-            }
-        });
-        let sweeper = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(SWEEP_EVERY);
-            loop {
-                tick.tick().await;
-                if let Err(e) = sweeper.hourly().await {
-                    tracing::warn!(error = %e, "hourly maintenance failed");
+                if let Err(e) = work(stack.clone()).await {
+                    tracing::warn!(error = %e, task = what, "background task failed");
                 }
             }
         });

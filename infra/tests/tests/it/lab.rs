@@ -5,6 +5,7 @@ mod catalog;
 mod demographics;
 mod erasure;
 mod insurance;
+mod open_order_sweep;
 mod orders;
 mod portal;
 mod psc;

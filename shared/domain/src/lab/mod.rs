@@ -18,5 +18,5 @@ pub mod validate;
 pub mod verification;
 
 pub use network::LabNetwork;
-pub use orders::Links;
+pub use orders::{Links, advance_due};
 pub use sim_lab::SimulatedLab;

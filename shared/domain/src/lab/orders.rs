@@ -94,6 +94,11 @@ pub struct OrderRecord {
     pub updated_at: DateTime<Utc>,
     /// When the lab's next status change is due; `None` once it will change no more.
     pub next_due: Option<DateTime<Utc>>,
+    /// The public base URL the order was placed through. Links in the events of changes that
+    /// no request is behind (the open-order sweep) point there. Absent on orders stored before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
 }
 
 /// Pointer from an order id to its owner.
@@ -454,6 +459,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
         next_due: None,
+        base_url: Some(links.base_url.clone()),
     };
     rec.push_event(placement.status, now);
     rec.next_due = net.poll(&rec.lab_ref(), now).await.map_err(lab_error)?.next_due;
@@ -495,8 +501,11 @@ async fn load_of_user(
     }
 }
 
-/// Applies the lab's due status changes: one poll, and when something changed one transaction
-/// (order, pointer, results) and one event per change. A concurrent sync wins: its state is read.
+/// Applies the lab's due status changes: one poll, and when something changed one event per
+/// change, then one transaction (order, pointer, results). The events go out before the change
+/// is stored, so a failure between the two repeats them (the next read or sweep applies the
+/// same changes again) rather than losing them; when the bus refuses them nothing is stored and
+/// the order reads as before. A concurrent sync wins: its state is read.
 async fn sync(
     deps: &Deps,
     net: &dyn LabNetwork,
@@ -529,14 +538,6 @@ async fn sync(
             Item::new(keys::order_results(next.user_id, next.id), to_body(&ResultsRecord::from(report)));
         ops.push(WriteOp::Put { item, condition: Condition::None });
     }
-    match deps.table.transact(ops).await {
-        Ok(()) => {}
-        Err(StoreError::ConditionFailed { .. }) => {
-            return load_of_user(deps, rec.user_id, rec.id).await?.ok_or_else(|| not_found(rec.id));
-        }
-        Err(e) => return Err(e.into()),
-    }
-    tracing::info!(order_id = %next.id, status = %next.status, "lab order advanced");
     let key = signing::key(deps).await?;
     let mut events = Vec::new();
     for n in first_new + 1..=next.events.len() {
@@ -546,7 +547,20 @@ async fn sync(
         snapshot.updated_at = snapshot.events[n - 1].created_at.max(snapshot.created_at);
         events.push(envelope(&next, EVENT_UPDATED, &snapshot.to_wire(links, &key, now)));
     }
-    publish(deps, events).await;
+    if !events.is_empty()
+        && let Err(e) = deps.bus.publish(events).await
+    {
+        tracing::warn!(order_id = %rec.id, error = %e, "order changes not applied: their events were not published");
+        return Ok((rec, version));
+    }
+    match deps.table.transact(ops).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed { .. }) => {
+            return load_of_user(deps, rec.user_id, rec.id).await?.ok_or_else(|| not_found(rec.id));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    tracing::info!(order_id = %next.id, status = %next.status, "lab order advanced");
     Ok((next, version + 1))
 }
 
@@ -850,9 +864,13 @@ pub async fn requisition_signed(
     Ok(requisition_of(&rec))
 }
 
-/// Advances every open order whose next change is due (a periodic job may call this; reads
-/// advance orders anyway). Returns how many orders were looked at.
-pub async fn advance_due(deps: &Deps, net: &dyn LabNetwork, links: &Links) -> Result<usize, DomainError> {
+/// Advances every open order whose next change is due, as reading it would: the periodic
+/// open-order sweep (the local stack's background task, the lab-worker on AWS), so that
+/// `labtest.order.updated` events go out when the lab moves an order, whether or not anyone
+/// reads it. Each order's links point where it was placed (`fallback` for orders stored
+/// without that). Returns how many due orders were looked at (at most [`SWEEP_MAX`]); an order
+/// of a deleted user is left alone (its erasure removes it).
+pub async fn advance_due(deps: &Deps, net: &dyn LabNetwork, fallback: &Links) -> Result<usize, DomainError> {
     let now = deps.now();
     let upper = keys::open_orders_index_sort(now, Uuid::max());
     let q = Query::gsi1(keys::OPEN_ORDERS_INDEX).between("", upper);
@@ -862,9 +880,18 @@ pub async fn advance_due(deps: &Deps, net: &dyn LabNetwork, links: &Links) -> Re
             continue;
         };
         let p: OrderPointer = item.decode()?;
-        if let Some((rec, v)) = load_of_user(deps, p.user_id, order_id).await? {
-            sync(deps, net, rec, v, links).await?;
-            n += 1;
+        match load_active(deps, p.team_id, p.user_id).await {
+            Ok(_) => {}
+            Err(DomainError::NotFound(_)) => continue,
+            Err(e) => return Err(e),
+        }
+        let Some((rec, v)) = load_of_user(deps, p.user_id, order_id).await? else { continue };
+        let links = rec.base_url.clone().map(|base_url| Links { base_url });
+        n += 1;
+        // One order the lab cannot answer for must not hold up the others; the next sweep
+        // (or a read) tries it again.
+        if let Err(e) = sync(deps, net, rec, v, links.as_ref().unwrap_or(fallback)).await {
+            tracing::warn!(order_id = %order_id, error = %e, "open order not advanced");
         }
     }
     Ok(n)

@@ -1,0 +1,16 @@
+//! The lab-worker Lambda on the AWS adapters and the simulated lab network.
+
+use lambda_runtime::{LambdaEvent, service_fn};
+use serde_json::Value;
+use wearlab_domain::lab::SimulatedLab;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    wearlab_web::init_tracing();
+    let deps = wearlab_aws::deps_from_env().await?;
+    lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
+        let deps = deps.clone();
+        async move { lab_worker::handle(&deps, &SimulatedLab).await.map_err(lambda_runtime::Error::from) }
+    }))
+    .await
+}
