@@ -23,8 +23,9 @@ pub const QUEUE_POLL: Duration = Duration::from_millis(250);
 pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// How often connections are polled for new data, as the poll schedule does on AWS.
 pub const DATA_POLL_EVERY: Duration = Duration::from_secs(15 * 60);
-/// How often open lab orders are advanced, as the open-order rule does on AWS.
-pub const ORDER_SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// How often open lab orders are advanced and the outbox relayed, as the sweep-worker's rule
+/// does on AWS.
+pub const SWEEP_WORKER_EVERY: Duration = Duration::from_secs(60);
 
 /// One process's adapters and workers.
 #[derive(Clone)]
@@ -191,13 +192,13 @@ impl LocalStack {
         Ok(())
     }
 
-    /// What the open-order rule does on AWS (the lab-worker): advances every open lab order
-    /// whose next status change is due, publishing its events. Returns how many were due.
-    pub async fn advance_orders(&self) -> Result<usize, DomainError> {
-        Ok(lab_worker::handle(&self.deps, &wearlab_domain::lab::SimulatedLab).await?.orders)
+    /// What the every-minute rule does on AWS (the sweep-worker): advances every open lab
+    /// order whose next status change is due, then publishes events left in the outbox.
+    pub async fn sweep(&self) -> Result<sweep_worker::Outcome, DomainError> {
+        sweep_worker::handle(&self.deps, &wearlab_domain::lab::SimulatedLab).await
     }
 
-    /// Runs the queue workers, the job poll, the data poll, the open-order sweep and the
+    /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the
     /// hourly maintenance until the process ends.
     pub fn spawn_workers(&self) {
         self.every(
@@ -209,11 +210,7 @@ impl LocalStack {
         self.every(QUEUE_POLL, "bulk queue poll", |s| async move { s.run_bulk_once().await.map(drop) });
         self.every(DATA_POLL_EVERY, "data poll", |s| async move { s.schedule_poll().await });
         self.every(JOB_POLL, "job poll", |s| async move { s.run_due_jobs().await.map(drop) });
-        self.every(
-            ORDER_SWEEP_EVERY,
-            "open-order sweep",
-            |s| async move { s.advance_orders().await.map(drop) },
-        );
+        self.every(SWEEP_WORKER_EVERY, "every-minute sweeps", |s| async move { s.sweep().await.map(drop) });
         self.every(SWEEP_EVERY, "hourly maintenance", |s| async move { s.hourly().await });
     }
 

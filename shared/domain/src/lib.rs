@@ -12,6 +12,7 @@ pub mod ids;
 pub mod keys;
 pub mod lab;
 pub mod linking;
+pub mod outbox;
 pub mod pipeline;
 pub mod ports;
 pub mod teams;

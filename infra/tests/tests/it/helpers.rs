@@ -174,3 +174,19 @@ pub async fn moto_table() -> wearlab_aws::DynamoDbTable {
     wearlab_aws::create_table_for_tests(&ddb, &name).await.expect("table created on moto");
     wearlab_aws::DynamoDbTable::new(ddb, name)
 }
+
+/// An event bus that is down: refuses every publish.
+pub struct RefusingBus;
+
+#[async_trait::async_trait]
+impl wearlab_domain::ports::EventBus for RefusingBus {
+    async fn publish(
+        &self,
+        events: Vec<wearlab_domain::ports::EventEnvelope>,
+    ) -> Result<(), wearlab_domain::ports::BusError> {
+        Err(wearlab_domain::ports::BusError::NotPublished {
+            failed: events.len(),
+            reason: "bus unavailable".into(),
+        })
+    }
+}

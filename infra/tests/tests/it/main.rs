@@ -11,6 +11,7 @@ mod idempotency;
 mod lab;
 mod lifecycle;
 mod linking;
+mod outbox;
 mod pipeline;
 mod queues;
 mod storage_conformance;

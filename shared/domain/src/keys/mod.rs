@@ -82,3 +82,25 @@ pub fn erasure_due_sort(erase_at: DateTime<Utc>, user: UserId) -> String {
 pub fn erasure_schedule_name(user: UserId) -> String {
     format!("erase-user-{user}")
 }
+
+/// Events staged with the change they announce until they are published (`crate::outbox`).
+/// In the user's partition, so erasure takes what is still staged.
+pub fn outbox(user: UserId, at: DateTime<Utc>, id: uuid::Uuid) -> Key {
+    Key::new(user_partition(user), format!("OUTBOX#{}", outbox_index_sort(at, id)))
+}
+
+/// GSI1 partitions of staged events: the relay reads each for what is overdue. Spread by the
+/// staging's id so that no one index partition takes every write.
+pub const OUTBOX_SHARDS: u8 = 16;
+
+pub fn outbox_index(id: uuid::Uuid) -> String {
+    outbox_shard_index(id.as_bytes()[15] % OUTBOX_SHARDS)
+}
+
+pub fn outbox_shard_index(shard: u8) -> String {
+    format!("OUTBOX#{shard:02}")
+}
+
+pub fn outbox_index_sort(at: DateTime<Utc>, id: uuid::Uuid) -> String {
+    format!("{}#{id}", at.to_rfc3339_opts(SecondsFormat::Micros, true))
+}

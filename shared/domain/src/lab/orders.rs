@@ -24,6 +24,7 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
+use crate::outbox::Staged;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
 use crate::teams::to_body;
 use crate::users::load_active;
@@ -387,16 +388,6 @@ impl NewOrder {
     }
 }
 
-async fn publish(deps: &Deps, events: Vec<EventEnvelope>) {
-    if events.is_empty() {
-        return;
-    }
-    let n = events.len();
-    if let Err(e) = deps.bus.publish(events).await {
-        tracing::warn!(error = %e, events = n, "order events not published");
-    }
-}
-
 fn envelope(rec: &OrderRecord, event_type: &str, order: &Order) -> EventEnvelope {
     EventEnvelope {
         event_type: event_type.into(),
@@ -463,16 +454,18 @@ pub async fn create(
     };
     rec.push_event(placement.status, now);
     rec.next_due = net.poll(&rec.lab_ref(), now).await.map_err(lab_error)?.next_due;
+    let key = signing::key(deps).await?;
+    let order = rec.to_wire(links, &key, now);
+    let created = Staged::new(deps, rec.user_id, vec![envelope(&rec, EVENT_CREATED, &order)]);
     deps.table
         .transact(vec![
             WriteOp::Put { item: rec.item(1), condition: Condition::NotExists },
             WriteOp::Put { item: rec.pointer_item(), condition: Condition::NotExists },
+            created.write_op(),
         ])
         .await?;
     tracing::info!(team_id = %team, user_id = %rec.user_id, order_id = %id, "lab order placed");
-    let key = signing::key(deps).await?;
-    let order = rec.to_wire(links, &key, now);
-    publish(deps, vec![envelope(&rec, EVENT_CREATED, &order)]).await;
+    created.publish(deps).await;
     // A lab whose first changes are immediate moves the order at once.
     let (rec, _) = sync(deps, net, rec, 1, links).await?;
     Ok(rec.to_wire(links, &key, now))
@@ -501,11 +494,9 @@ async fn load_of_user(
     }
 }
 
-/// Applies the lab's due status changes: one poll, and when something changed one event per
-/// change, then one transaction (order, pointer, results). The events go out before the change
-/// is stored, so a failure between the two repeats them (the next read or sweep applies the
-/// same changes again) rather than losing them; when the bus refuses them nothing is stored and
-/// the order reads as before. A concurrent sync wins: its state is read.
+/// Applies the lab's due status changes: one poll, and when something changed one transaction
+/// (order, pointer, results, and one `labtest.order.updated` per change staged in the outbox),
+/// then the events are published. A concurrent sync wins: its state is read.
 async fn sync(
     deps: &Deps,
     net: &dyn LabNetwork,
@@ -547,12 +538,8 @@ async fn sync(
         snapshot.updated_at = snapshot.events[n - 1].created_at.max(snapshot.created_at);
         events.push(envelope(&next, EVENT_UPDATED, &snapshot.to_wire(links, &key, now)));
     }
-    if !events.is_empty()
-        && let Err(e) = deps.bus.publish(events).await
-    {
-        tracing::warn!(order_id = %rec.id, error = %e, "order changes not applied: their events were not published");
-        return Ok((rec, version));
-    }
+    let updated = (!events.is_empty()).then(|| Staged::new(deps, next.user_id, events));
+    ops.extend(updated.iter().map(Staged::write_op));
     match deps.table.transact(ops).await {
         Ok(()) => {}
         Err(StoreError::ConditionFailed { .. }) => {
@@ -561,6 +548,9 @@ async fn sync(
         Err(e) => return Err(e.into()),
     }
     tracing::info!(order_id = %next.id, status = %next.status, "lab order advanced");
+    if let Some(updated) = updated {
+        updated.publish(deps).await;
+    }
     Ok((next, version + 1))
 }
 
@@ -704,11 +694,15 @@ pub async fn cancel(
     let mut next = rec.clone();
     next.push_event(update.status, update.at);
     next.next_due = None;
+    let key = signing::key(deps).await?;
+    let order = next.to_wire(links, &key, now);
+    let cancelled = Staged::new(deps, next.user_id, vec![envelope(&next, EVENT_UPDATED, &order)]);
     match deps
         .table
         .transact(vec![
             WriteOp::Put { item: next.item(v + 1), condition: Condition::VersionIs(v) },
             WriteOp::Put { item: next.pointer_item(), condition: Condition::None },
+            cancelled.write_op(),
         ])
         .await
     {
@@ -719,9 +713,7 @@ pub async fn cancel(
         Err(e) => return Err(e.into()),
     }
     tracing::info!(team_id = %team, order_id = %order_id, "lab order cancelled");
-    let key = signing::key(deps).await?;
-    let order = next.to_wire(links, &key, now);
-    publish(deps, vec![envelope(&next, EVENT_UPDATED, &order)]).await;
+    cancelled.publish(deps).await;
     Ok(order)
 }
 
@@ -865,7 +857,7 @@ pub async fn requisition_signed(
 }
 
 /// Advances every open order whose next change is due, as reading it would: the periodic
-/// open-order sweep (the local stack's background task, the lab-worker on AWS), so that
+/// open-order sweep (the sweep-worker on AWS, a background task of the local stack), so that
 /// `labtest.order.updated` events go out when the lab moves an order, whether or not anyone
 /// reads it. Each order's links point where it was placed (`fallback` for orders stored
 /// without that). Returns how many due orders were looked at (at most [`SWEEP_MAX`]); an order

@@ -20,6 +20,7 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
+use crate::outbox::Staged;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
 use crate::teams::to_body;
 use crate::users::{self, UserRecord};
@@ -285,10 +286,13 @@ pub async fn commit(
             ops.push(t.consume_op(slug, now));
         }
         ops.extend(new.extra_ops.iter().cloned());
+        // Staged with the connection: its historical pull starts from this event.
+        let created = Staged::new(deps, user_id, vec![created_event(&user, slug)]);
+        ops.push(created.write_op());
         match deps.table.transact(ops).await {
             Ok(()) => {
                 tracing::info!(team_id = %team, user_id = %user_id, provider = slug, demo = new.demo, "connection created");
-                emit_created(deps, &user, slug).await;
+                created.publish(deps).await;
                 return Ok(Committed::Connected { external_user_id: external.to_owned() });
             }
             Err(StoreError::ConditionFailed { .. }) => {
@@ -308,9 +312,9 @@ pub async fn commit(
 }
 
 /// `provider.connection.created` with `provider` and the deprecated `source` (same content).
-async fn emit_created(deps: &Deps, user: &UserRecord, slug: &str) {
+fn created_event(user: &UserRecord, slug: &str) -> EventEnvelope {
     let provider = catalog().reference(slug);
-    let event = EventEnvelope {
+    EventEnvelope {
         event_type: CONNECTION_CREATED.into(),
         user_id: user.user_id.0,
         client_user_id: user.client_user_id.to_string(),
@@ -320,10 +324,6 @@ async fn emit_created(deps: &Deps, user: &UserRecord, slug: &str) {
             "provider": provider,
             "source": provider,
         }),
-    };
-    if let Err(e) = deps.bus.publish(vec![event]).await {
-        tracing::error!(team_id = %user.team_id, user_id = %user.user_id, provider = slug, error = %e,
-            "provider.connection.created not published");
     }
 }
 

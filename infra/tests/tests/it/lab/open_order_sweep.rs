@@ -1,21 +1,20 @@
-//! The open-order sweep (the local stack's background task; the lab-worker on AWS): orders
-//! nobody reads still move with the lab, and every change is announced exactly as a read
-//! would announce it, on both storage adapters.
+//! The open-order sweep (the sweep-worker on AWS, a background task of the local stack):
+//! orders nobody reads still move with the lab, and every change is announced exactly as a
+//! read would announce it, on both storage adapters.
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::Value;
-use wearlab_domain::Deps;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::lab::{Links, SimulatedLab, advance_due};
-use wearlab_domain::ports::{BusError, EventBus, EventEnvelope};
+use wearlab_domain::ports::EventBus;
+use wearlab_domain::{Deps, outbox};
 use wearlab_embedded::MemoryBus;
 
 use super::order_body;
-use crate::helpers::TestApp;
+use crate::helpers::{RefusingBus, TestApp};
 
 /// `(event_type, status, requisition_form_url)` of every event about the order, oldest first.
 fn order_events(bus: &MemoryBus, order_id: &str) -> Vec<(String, String, String)> {
@@ -58,10 +57,10 @@ async fn unread_orders_move_with_the_lab_and_their_changes_are_announced() {
     let t = TestApp::embedded().await;
     let stack = t.stack.clone().unwrap();
     let (user, id) = place_through_public_host(&t, "sweep-1").await;
-    assert_eq!(stack.advance_orders().await.unwrap(), 0, "nothing is due yet");
+    assert_eq!(stack.sweep().await.unwrap().orders, 0, "nothing is due yet");
 
     t.clock.advance(Duration::hours(1) + Duration::minutes(1));
-    assert_eq!(stack.advance_orders().await.unwrap(), 1);
+    assert_eq!(stack.sweep().await.unwrap().orders, 1);
     let events = order_events(&stack.bus, &id);
     let kinds_and_statuses: Vec<(&str, &str)> =
         events.iter().map(|(k, s, _)| (k.as_str(), s.as_str())).collect();
@@ -86,7 +85,7 @@ async fn unread_orders_move_with_the_lab_and_their_changes_are_announced() {
     );
 
     // Again before the next change: nothing is due, nothing is announced twice.
-    assert_eq!(stack.advance_orders().await.unwrap(), 0);
+    assert_eq!(stack.sweep().await.unwrap().orders, 0);
     assert_eq!(order_events(&stack.bus, &id).len(), 3);
     // A read then finds the order as the sweep left it, and announces nothing more.
     let read = t.get(&format!("/v3/order/{id}")).await;
@@ -96,11 +95,11 @@ async fn unread_orders_move_with_the_lab_and_their_changes_are_announced() {
 
     // Through to the end: completed, then the order is no longer open.
     t.clock.advance(Duration::days(3));
-    assert_eq!(stack.advance_orders().await.unwrap(), 1);
+    assert_eq!(stack.sweep().await.unwrap().orders, 1);
     assert_eq!(order_events(&stack.bus, &id).last().unwrap().1, "completed.walk_in_test.completed");
     assert_eq!(order_events(&stack.bus, &id).len(), 5);
     t.clock.advance(Duration::days(30));
-    assert_eq!(stack.advance_orders().await.unwrap(), 0, "a completed order is not looked at again");
+    assert_eq!(stack.sweep().await.unwrap().orders, 0, "a completed order is not looked at again");
 }
 
 #[tokio::test]
@@ -110,47 +109,42 @@ async fn orders_of_a_deleted_user_are_left_alone() {
     let (user, id) = place_through_public_host(&t, "sweep-2").await;
     assert_eq!(t.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
     t.clock.advance(Duration::hours(2));
-    assert_eq!(stack.advance_orders().await.unwrap(), 0);
+    assert_eq!(stack.sweep().await.unwrap().orders, 0);
     assert_eq!(order_events(&stack.bus, &id).len(), 1, "only the order's creation was announced");
     assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.ordered");
 
     // Undo: the order moves again, with every change it missed.
     let undo = t.post_empty(&format!("/v2/user/undo_delete?user_id={user}")).await;
     assert_eq!(undo.status, StatusCode::OK);
-    assert_eq!(stack.advance_orders().await.unwrap(), 1);
+    assert_eq!(stack.sweep().await.unwrap().orders, 1);
     assert_eq!(order_events(&stack.bus, &id).len(), 3);
 }
 
-/// A bus that is down.
-struct RefusingBus;
-
-#[async_trait]
-impl EventBus for RefusingBus {
-    async fn publish(&self, events: Vec<EventEnvelope>) -> Result<(), BusError> {
-        Err(BusError::NotPublished { failed: events.len(), reason: "bus unavailable".into() })
-    }
-}
-
 #[tokio::test]
-async fn changes_the_bus_refuses_are_not_stored_and_go_out_with_the_next_run() {
+async fn changes_the_bus_refuses_are_stored_and_announced_by_the_relay() {
     let t = TestApp::embedded().await;
     let stack = t.stack.clone().unwrap();
     let (user, id) = place_through_public_host(&t, "sweep-3").await;
     t.clock.advance(Duration::minutes(1));
 
-    assert_eq!(sweep(&t.deps, Arc::new(RefusingBus)).await, 1, "looked at, not advanced");
-    assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.ordered");
-    assert_eq!(order_events(&stack.bus, &id).len(), 1);
-
-    assert_eq!(sweep(&t.deps, Arc::new(stack.bus.clone())).await, 1);
+    assert_eq!(sweep(&t.deps, Arc::new(RefusingBus)).await, 1);
     assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.requisition_created");
+    assert_eq!(order_events(&stack.bus, &id).len(), 1, "the change is stored, its event staged");
+
+    // The relay leaves fresh entries to their publisher, then sends what is overdue, once.
+    assert_eq!(outbox::relay(&t.deps).await.unwrap(), 0);
+    t.clock.advance(outbox::RELAY_AFTER + Duration::seconds(1));
+    assert_eq!(stack.sweep().await.unwrap().relayed, 1);
     let events = order_events(&stack.bus, &id);
     assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[1].0, "labtest.order.updated");
     assert_eq!(events[1].1, "received.walk_in_test.requisition_created");
+    assert_eq!(stack.sweep().await.unwrap().relayed, 0);
+    assert_eq!(order_events(&stack.bus, &id).len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_lab_worker_advances_orders_on_dynamodb() {
+async fn the_sweep_worker_advances_orders_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     let bus = MemoryBus::new();
     let deps = Deps { bus: Arc::new(bus.clone()), ..t.deps.clone() };
@@ -162,11 +156,11 @@ async fn the_lab_worker_advances_orders_on_dynamodb() {
     let (user, id) = place_through_public_host(&t, "sweep-moto").await;
 
     t.clock.advance(Duration::minutes(1));
-    let outcome = lab_worker::handle(&t.deps, &SimulatedLab).await.unwrap();
+    let outcome = sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap();
     assert_eq!(outcome.orders, 1);
     assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.requisition_created");
     let events = order_events(&bus, &id);
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[1].0, "labtest.order.updated");
-    assert_eq!(lab_worker::handle(&t.deps, &SimulatedLab).await.unwrap().orders, 0);
+    assert_eq!(sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap().orders, 0);
 }

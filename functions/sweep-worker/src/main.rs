@@ -1,4 +1,4 @@
-//! The lab-worker Lambda on the AWS adapters and the simulated lab network.
+//! The sweep-worker Lambda on the AWS adapters and the simulated lab network.
 
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
@@ -10,7 +10,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let deps = wearlab_aws::deps_from_env().await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let deps = deps.clone();
-        async move { lab_worker::handle(&deps, &SimulatedLab).await.map_err(lambda_runtime::Error::from) }
+        async move { sweep_worker::handle(&deps, &SimulatedLab).await.map_err(lambda_runtime::Error::from) }
     }))
     .await
 }

@@ -1,0 +1,32 @@
+//! The sweep worker: what runs every minute. A scheduled rule invokes it; each run
+//!
+//! - advances every open lab order whose next status change is due (reads of an order advance
+//!   it too; the sweep decides how late an unread order's `labtest.order.updated` can be), and
+//! - publishes events left staged in the outbox (a crash or a refused publish after the change
+//!   they announce was stored).
+
+use serde::Serialize;
+use wearlab_domain::lab::{LabNetwork, Links, advance_due};
+use wearlab_domain::{Deps, DomainError, outbox};
+
+/// What one invocation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// Due orders looked at (each advanced, or logged and left for the next run).
+    pub orders: usize,
+    /// Staged outbox entries published.
+    pub relayed: usize,
+}
+
+/// Runs both sweeps, whatever the event (the scheduled rule's "Scheduled Event"; any other
+/// trigger is a misconfiguration, and sweeping is always safe). Orders placed before their
+/// base URL was kept link to `WEARLAB_PUBLIC_URL` in their events. The orders go first, so
+/// that what they could not publish is relayed by the next run, not this one.
+pub async fn handle(deps: &Deps, net: &dyn LabNetwork) -> Result<Outcome, DomainError> {
+    let orders = advance_due(deps, net, &Links::from_request(None, None)).await?;
+    let relayed = outbox::relay(deps).await?;
+    if orders > 0 {
+        tracing::info!(orders, "open-order sweep");
+    }
+    Ok(Outcome { orders, relayed })
+}
