@@ -4,7 +4,6 @@
 
 mod handlers;
 mod html;
-mod links;
 mod query;
 pub mod requisition;
 

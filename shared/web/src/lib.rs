@@ -18,6 +18,14 @@ pub use json::Json;
 pub use routes::{AddDocs, DocRouter, Documented, Routes};
 pub use state::AppState;
 
+/// The API's public address as a request saw it (`WEARLAB_PUBLIC_URL` when set, else the
+/// forwarded or own host), for links in answers: `link_web_url`, OAuth callbacks, requisition
+/// and portal URLs.
+pub fn public_links(headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
+    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    wearlab_domain::lab::Links::from_request(h("x-forwarded-host").or(h("host")), h("x-forwarded-proto"))
+}
+
 /// What [`routes!`] expands to; not part of the API.
 #[doc(hidden)]
 pub mod __private {
@@ -83,4 +91,28 @@ pub fn init_tracing() {
         .with_current_span(false)
         .without_time()
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderMap;
+
+    use super::public_links;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (http::HeaderName::from_static(k), v.parse().unwrap())).collect()
+    }
+
+    // WEARLAB_PUBLIC_URL is not set in the test environment; it wins over all of this when set.
+    #[test]
+    fn links_follow_the_host_the_request_came_to() {
+        let base = |pairs| public_links(&headers(pairs)).base_url;
+        assert_eq!(base(&[("host", "api.example.test")]), "https://api.example.test");
+        assert_eq!(base(&[("host", "127.0.0.1:8080")]), "http://127.0.0.1:8080");
+        assert_eq!(base(&[("host", "h.test"), ("x-forwarded-proto", "http")]), "http://h.test");
+        assert_eq!(base(&[("host", "in.test"), ("x-forwarded-host", "out.test")]), "https://out.test");
+        assert_eq!(base(&[("host", "evil.test/path?x=")]), "http://localhost", "not a host: ignored");
+        assert_eq!(base(&[("host", "a.test"), ("x-forwarded-proto", "javascript")]), "https://a.test");
+        assert_eq!(base(&[]), "http://localhost");
+    }
 }

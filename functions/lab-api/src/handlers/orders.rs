@@ -18,8 +18,8 @@ use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
 
-use crate::links::links;
 use crate::requisition;
+use wearlab_web::public_links as links;
 
 pub type Net = Arc<dyn LabNetwork>;
 

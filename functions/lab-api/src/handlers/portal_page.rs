@@ -19,7 +19,7 @@ use wearlab_web::{AppState, QueryParams};
 
 use super::orders::Net;
 use crate::html::{self, LinkPaths};
-use crate::links::links;
+use wearlab_web::public_links as links;
 
 pub const ORDER_BY_TOKEN_PATH: &str = "/v3/portal/orders/{order_id}";
 pub const ORDER_BY_CODE_PATH: &str = "/v3/p/{code}/orders/{order_id}";

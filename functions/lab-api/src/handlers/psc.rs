@@ -11,8 +11,8 @@ use wearlab_models::lab::{PscCapability, PscInfo};
 use wearlab_web::{ApiError, AppState, AuthTeam};
 
 use super::orders::{Net, order_id};
-use crate::links::links;
 use crate::query::RawParams;
+use wearlab_web::public_links as links;
 
 /// Query of the listing (documentation; read by `RawParams`).
 #[derive(IntoParams)]

@@ -4,15 +4,10 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use wearlab_domain::lab::{Links, portal};
+use wearlab_domain::lab::portal;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{PortalUrl, PortalUrlBody};
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, path_user_id};
-
-fn links(headers: &HeaderMap) -> Links {
-    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    Links::from_request(h("x-forwarded-host").or(h("host")), h("x-forwarded-proto"))
-}
+use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, path_user_id, public_links as links};
 
 /// Creates a link to the portal pre-authorized for the user: `launch` lives 10 minutes,
 /// `communications` 4 weeks (a short link). The user must have demographics.

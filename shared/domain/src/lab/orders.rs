@@ -52,15 +52,20 @@ pub struct Links {
 
 impl Links {
     /// The base URL for a request that came to `host` over `proto` (`x-forwarded-proto`).
-    /// `WEARLAB_PUBLIC_URL` wins when set.
+    /// `WEARLAB_PUBLIC_URL` wins when set. The one rule for the API's public address: requests
+    /// reach it through `wearlab_web::public_links`.
     pub fn from_request(host: Option<&str>, proto: Option<&str>) -> Self {
         if let Ok(url) = std::env::var("WEARLAB_PUBLIC_URL")
             && !url.trim().is_empty()
         {
             return Self { base_url: url.trim().trim_end_matches('/').to_owned() };
         }
-        let host =
-            host.filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic())).unwrap_or("localhost");
+        // Only what a host name or address can hold, so a header cannot bend the links.
+        let host = host
+            .filter(|h| {
+                !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+            })
+            .unwrap_or("localhost");
         let local = host.starts_with("localhost") || host.starts_with("127.") || host.starts_with("[::1]");
         let proto = match proto {
             Some(p @ ("http" | "https")) => p,
