@@ -16,7 +16,7 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::UserId;
 use crate::keys;
-use crate::ports::{Condition, Item, Key, Query, WriteOp, query_all};
+use crate::ports::{Condition, Item, Query, WriteOp, query_all};
 use crate::teams::to_body;
 
 /// Staged events this old are the relay's: their own publisher has had time to send them.
@@ -33,7 +33,6 @@ struct OutboxRecord {
 #[derive(Debug, Clone)]
 #[must_use = "write the staged events with the change, then publish them"]
 pub struct Staged {
-    key: Key,
     item: Item,
     events: Vec<EventEnvelope>,
 }
@@ -41,10 +40,9 @@ pub struct Staged {
 impl Staged {
     pub fn new(deps: &Deps, user: UserId, events: Vec<EventEnvelope>) -> Self {
         let (at, id) = (deps.now(), Uuid::new_v4());
-        let key = keys::outbox(user, at, id);
-        let item = Item::new(key.clone(), to_body(&OutboxRecord { events: events.clone() }))
+        let item = Item::new(keys::outbox(user, at, id), to_body(&OutboxRecord { events: events.clone() }))
             .with_gsi1(keys::outbox_index(id), keys::outbox_index_sort(at, id));
-        Self { key, item, events }
+        Self { item, events }
     }
 
     /// The write that stores the events; put it in the transaction of the change.
@@ -60,21 +58,30 @@ impl Staged {
             tracing::warn!(error = %e, events = n, "events not published yet; the outbox relay will send them");
             return;
         }
-        if let Err(e) = deps.table.delete(&self.key, Condition::None).await {
+        if let Err(e) = deps.table.delete(&self.item.key, Condition::None).await {
             tracing::warn!(error = %e, "published events still staged; the relay may send them again");
         }
     }
 }
 
 /// Publishes every staged entry older than [`RELAY_AFTER`] and removes it. Returns how many
-/// entries were published. An entry the bus refuses stays for the next run.
+/// entries were published. An entry the bus refuses (or that does not read) stays for the next
+/// run.
 pub async fn relay(deps: &Deps) -> Result<usize, DomainError> {
     let upper = keys::outbox_index_sort(deps.now() - RELAY_AFTER, Uuid::max());
     let mut published = 0;
     for shard in 0..keys::OUTBOX_SHARDS {
         let q = Query::gsi1(keys::outbox_shard_index(shard)).between("", upper.clone());
         for item in query_all(deps.table.as_ref(), q, RELAY_MAX_PER_SHARD).await? {
-            let record: OutboxRecord = item.decode()?;
+            // An entry that does not read is logged and left in place, not allowed to stop
+            // every later entry from going out.
+            let record: OutboxRecord = match item.decode() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(error = %e, "outbox relay: unreadable staged entry left in place");
+                    continue;
+                }
+            };
             let n = record.events.len();
             if let Err(e) = deps.bus.publish(record.events).await {
                 tracing::warn!(error = %e, events = n, "outbox relay: events not published; next run retries");

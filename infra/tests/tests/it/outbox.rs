@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use http::StatusCode;
+use serde_json::json;
 use wearlab_domain::ids::UserId;
-use wearlab_domain::ports::{Query, query_all};
+use wearlab_domain::ports::{Clock, Condition, Item, Query, query_all};
 use wearlab_domain::{Deps, keys, outbox};
 use wearlab_embedded::MemoryBus;
+use wearlab_local::LocalStack;
 
 use crate::helpers::{RefusingBus, TestApp};
 use crate::linking::connect_demo;
@@ -32,13 +34,20 @@ async fn staged_entries(deps: &Deps, user: &str) -> usize {
     query_all(deps.table.as_ref(), q, 100).await.unwrap().len()
 }
 
-#[tokio::test]
-async fn a_connection_made_while_the_bus_is_down_is_announced_and_pulled_later() {
+/// The embedded stack, its team app with the bus down, and a user connected through the latter
+/// (so the connection's event is staged, not published).
+async fn connected_while_bus_down(client_user_id: &str) -> (TestApp, LocalStack, TestApp, String) {
     let t = TestApp::embedded().await;
     let stack = t.stack.clone().unwrap();
     let down = with_bus_down(&t).await;
-    let user = down.create_user("outbox-1").await;
+    let user = down.create_user(client_user_id).await;
     connect_demo(&down, &user, "oura").await;
+    (t, stack, down, user)
+}
+
+#[tokio::test]
+async fn a_connection_made_while_the_bus_is_down_is_announced_and_pulled_later() {
+    let (t, stack, down, user) = connected_while_bus_down("outbox-1").await;
 
     let listed = down.get(&format!("/v2/user/providers/{user}")).await;
     assert_eq!(listed.status, StatusCode::OK);
@@ -73,11 +82,7 @@ async fn a_published_event_leaves_nothing_staged() {
 
 #[tokio::test]
 async fn staged_events_of_an_erased_user_are_erased_with_the_user() {
-    let t = TestApp::embedded().await;
-    let stack = t.stack.clone().unwrap();
-    let down = with_bus_down(&t).await;
-    let user = down.create_user("outbox-3").await;
-    connect_demo(&down, &user, "oura").await;
+    let (t, stack, down, user) = connected_while_bus_down("outbox-3").await;
     assert_eq!(down.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
 
     t.clock.advance(Duration::days(7) + Duration::minutes(1));
@@ -85,6 +90,21 @@ async fn staged_events_of_an_erased_user_are_erased_with_the_user() {
     assert_eq!(staged_entries(&t.deps, &user).await, 0);
     assert_eq!(outbox::relay(&t.deps).await.unwrap(), 0);
     assert_eq!(connection_events(&stack.bus, &user), 0, "nothing about an erased user goes out");
+}
+
+#[tokio::test]
+async fn an_unreadable_staged_entry_does_not_hold_up_the_others() {
+    let (t, stack, _, user) = connected_while_bus_down("outbox-4").await;
+    let uid = UserId(user.parse().unwrap());
+    let (at, id) = (t.clock.now() - Duration::hours(1), uuid::Uuid::new_v4());
+    let garbage = Item::new(keys::outbox(uid, at, id), json!({"not": "events"}))
+        .with_gsi1(keys::outbox_index(id), keys::outbox_index_sort(at, id));
+    t.deps.table.put(garbage, Condition::None).await.unwrap();
+
+    t.clock.advance(outbox::RELAY_AFTER + Duration::seconds(1));
+    assert_eq!(outbox::relay(&t.deps).await.unwrap(), 1, "the readable entry went out");
+    assert_eq!(connection_events(&stack.bus, &user), 1);
+    assert_eq!(staged_entries(&t.deps, &user).await, 1, "the unreadable one is left for a person to look at");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
