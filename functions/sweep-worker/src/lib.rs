@@ -21,10 +21,12 @@ pub struct Outcome {
 /// Runs both sweeps, whatever the event (the scheduled rule's "Scheduled Event"; any other
 /// trigger is a misconfiguration, and sweeping is always safe). Orders placed before their
 /// base URL was kept link to `WEARLAB_PUBLIC_URL` in their events. The orders go first, so
-/// that what they could not publish is relayed by the next run, not this one.
+/// that what they could not publish is relayed by the next run, not this one; the relay runs
+/// even when the order sweep failed (an error of either fails the invocation afterwards).
 pub async fn handle(deps: &Deps, net: &dyn LabNetwork) -> Result<Outcome, DomainError> {
-    let orders = advance_due(deps, net, &Links::from_request(None, None)).await?;
-    let relayed = outbox::relay(deps).await?;
+    let orders = advance_due(deps, net, &Links::from_request(None, None)).await;
+    let relayed = outbox::relay(deps).await;
+    let (orders, relayed) = (orders?, relayed?);
     if orders > 0 {
         tracing::info!(orders, "open-order sweep");
     }
