@@ -138,10 +138,63 @@ mod embedded {
 mod sqs_moto {
     use super::*;
     use std::collections::HashMap;
+    use std::sync::Mutex;
 
-    async fn sqs() -> (aws_sdk_sqs::Client, wearlab_aws::SqsQueue, String, Arc<ManualClock>) {
+    use aws_sdk_sqs::config::interceptors::BeforeSerializationInterceptorContextRef;
+    use aws_sdk_sqs::config::{ConfigBag, Intercept};
+    use aws_sdk_sqs::error::BoxError;
+    use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchInput;
+
+    /// What each SendMessageBatch call asked of SQS: (body, delay seconds) per entry. Delayed
+    /// messages cannot be received before their delay, so tests read what was sent here instead
+    /// of waiting for it in real time.
+    #[derive(Debug, Clone, Default)]
+    struct SentBatches(Arc<Mutex<Vec<Vec<(serde_json::Value, i32)>>>>);
+
+    impl SentBatches {
+        fn calls(&self) -> Vec<Vec<(serde_json::Value, i32)>> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    impl Intercept for SentBatches {
+        fn name(&self) -> &'static str {
+            "SentBatches"
+        }
+
+        fn read_before_execution(
+            &self,
+            context: &BeforeSerializationInterceptorContextRef<'_>,
+            _cfg: &mut ConfigBag,
+        ) -> Result<(), BoxError> {
+            if let Some(input) = context.input().downcast_ref::<SendMessageBatchInput>() {
+                let entries = input
+                    .entries()
+                    .iter()
+                    .map(|e| {
+                        (serde_json::from_str(e.message_body()).unwrap(), e.delay_seconds().unwrap_or(0))
+                    })
+                    .collect();
+                self.0.lock().unwrap().push(entries);
+            }
+            Ok(())
+        }
+    }
+
+    struct Sqs {
+        client: aws_sdk_sqs::Client,
+        queue: wearlab_aws::SqsQueue,
+        url: String,
+        clock: Arc<ManualClock>,
+        sent: SentBatches,
+    }
+
+    async fn sqs() -> Sqs {
         let config = aws_config_for_moto().await;
-        let client = aws_sdk_sqs::Client::new(&config);
+        let sent = SentBatches::default();
+        let client = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(&config).interceptor(sent.clone()).build(),
+        );
         let name = format!("wearlab-test-{}", uuid::Uuid::new_v4().simple());
         let url =
             client.create_queue().queue_name(name).send().await.unwrap().queue_url().unwrap().to_owned();
@@ -151,7 +204,14 @@ mod sqs_moto {
             HashMap::from([(QueueName::Pull, url.clone())]),
             clock.clone(),
         );
-        (client, queue, url, clock)
+        Sqs { client, queue, url, clock, sent }
+    }
+
+    /// Messages on the queue that are still within their delay.
+    async fn delayed(client: &aws_sdk_sqs::Client, url: &str) -> u64 {
+        let name = aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesDelayed;
+        let out = client.get_queue_attributes().queue_url(url).attribute_names(name.clone()).send().await;
+        out.unwrap().attributes().unwrap()[&name].parse().unwrap()
     }
 
     async fn aws_config_for_moto() -> aws_config::SdkConfig {
@@ -181,31 +241,43 @@ mod sqs_moto {
 
     #[tokio::test]
     async fn sends_in_batches_of_ten() {
-        let (client, queue, url, _) = sqs().await;
+        let Sqs { client, queue, url, sent, .. } = sqs().await;
         queue
             .send(QueueName::Pull, (0..25).map(|n| Outgoing::now(json!({ "n": n }))).collect())
             .await
             .unwrap();
+        assert_eq!(queue.send_batch_calls(), 3, "25 messages take three SendMessageBatch calls");
+        let sizes: Vec<usize> = sent.calls().iter().map(Vec::len).collect();
+        assert_eq!(sizes, [10, 10, 5]);
         let got = drain(&client, &url).await;
-        assert_eq!(got.len(), 25);
-        assert!(got.iter().all(|e| e["body"]["n"].is_u64()));
+        let mut numbers: Vec<u64> = got.iter().map(|e| e["body"]["n"].as_u64().unwrap()).collect();
+        numbers.sort();
+        assert_eq!(numbers, (0..25).collect::<Vec<u64>>(), "each message read back once");
         let err = queue.send(QueueName::Webhook, vec![Outgoing::now(json!({}))]).await;
         assert!(err.is_err(), "an unconfigured queue is an error, not a silent drop");
+        assert_eq!(queue.send_batch_calls(), 3);
     }
 
     #[tokio::test]
     async fn long_waits_ride_in_the_envelope() {
-        let (_, queue, _, clock) = sqs().await;
+        let Sqs { client, queue, url, clock, sent } = sqs().await;
         let later = clock.now() + Span::hours(3);
-        let (envelope, delay) = Outgoing::at(json!({}), later).envelope(clock.now());
-        assert_eq!(delay, Duration::from_secs(900), "SQS's maximum");
-        assert_eq!(envelope.not_before, Some(later));
-        queue.send(QueueName::Pull, vec![Outgoing::at(json!({}), later)]).await.unwrap();
+        queue.send(QueueName::Pull, vec![Outgoing::at(json!({"k": "late"}), later)]).await.unwrap();
+        let calls = sent.calls();
+        assert_eq!(calls.len(), 1);
+        let (body, delay) = &calls[0][0];
+        assert_eq!(*delay, 900, "SQS's maximum delay");
+        assert_eq!(body["body"], json!({"k": "late"}));
+        let not_before: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(body["not_before"].clone()).unwrap();
+        assert_eq!(not_before, later, "the rest of the wait rides in the envelope");
+        assert_eq!(delayed(&client, &url).await, 1, "the message is on the queue, held by its delay");
+        assert!(drain(&client, &url).await.is_empty(), "not receivable before its delay");
     }
 
     #[tokio::test]
     async fn partial_batch_response_names_only_failures() {
-        let (client, queue, url, _) = sqs().await;
+        let Sqs { client, queue, url, clock, sent } = sqs().await;
         let record = |id: &str, body: serde_json::Value| {
             json!({"messageId": id, "body": serde_json::to_string(&json!({"body": body})).unwrap(),
                    "attributes": {"ApproximateReceiveCount": "1"}})
@@ -225,11 +297,15 @@ mod sqs_moto {
         .await;
         let failed: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
         assert_eq!(failed, ["b", "d"]);
-        // The retry-later message went back on the queue with its due time (delay 5 s).
-        tokio::time::sleep(Duration::from_millis(5500)).await;
-        let resent = drain(&client, &url).await;
-        assert_eq!(resent.len(), 1);
-        assert_eq!(resent[0]["body"], "later");
-        assert!(resent[0]["not_before"].is_string());
+        // The retry-later message went back on the queue with its due time (delay 5 s): read
+        // from what was sent, as a delayed message cannot be received before its delay.
+        let calls = sent.calls();
+        assert_eq!(calls.len(), 1, "only the retry-later message was re-sent");
+        let (body, delay) = &calls[0][0];
+        assert_eq!((&body["body"], *delay), (&json!("later"), 5));
+        let not_before: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(body["not_before"].clone()).unwrap();
+        assert_eq!(not_before, clock.now() + Span::seconds(5));
+        assert_eq!(delayed(&client, &url).await, 1);
     }
 }

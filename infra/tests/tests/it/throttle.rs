@@ -133,63 +133,70 @@ async fn embedded() -> (Deps, Arc<ManualClock>) {
     (stack.deps.clone(), clock)
 }
 
-async fn policy_holds(provider: &str) {
+/// `specified` is the specification's number, written here as a literal: the runs are checked
+/// against it, not against the table they exercise, so a changed table fails.
+async fn policy_holds(provider: &str, specified: Policy) {
     let clock = ManualClock::new(start_time());
     let run = simulate(&mut Store::Memory(ThrottleState::default()), &clock, provider, PULLS).await;
-    check(provider, &run, PULLS);
+    check(specified, &run, PULLS);
 }
 
-fn check(provider: &str, run: &Run, pulls: usize) {
-    match throttle::policy_for(provider) {
+fn check(specified: Policy, run: &Run, pulls: usize) {
+    match specified {
         Policy::Rate { limit, window } => check_rate(run, limit, window, pulls),
         Policy::Concurrency { limit } => check_slots(run, limit, pulls),
     }
 }
 
+const MINUTE: Duration = Duration::from_secs(60);
+
 /// The same simulation through the table, as workers share it: a rate and a slot policy.
 #[tokio::test]
 async fn policies_hold_through_the_table() {
-    for (provider, pulls) in [("garmin", 60), ("fitbit", 300)] {
+    for (provider, specified, pulls) in [
+        ("garmin", Policy::Rate { limit: 2, window: MINUTE }, 60),
+        ("fitbit", Policy::Concurrency { limit: 250 }, 300),
+    ] {
         let (deps, clock) = embedded().await;
         let mut store = Store::Table(&deps, TeamId::new_random());
         let run = simulate(&mut store, &clock, provider, pulls).await;
-        check(provider, &run, pulls);
+        check(specified, &run, pulls);
     }
 }
 
 #[tokio::test]
 async fn garmin_two_per_minute() {
-    policy_holds("garmin").await
+    policy_holds("garmin", Policy::Rate { limit: 2, window: MINUTE }).await
 }
 
 #[tokio::test]
 async fn fitbit_250_in_flight() {
-    policy_holds("fitbit").await
+    policy_holds("fitbit", Policy::Concurrency { limit: 250 }).await
 }
 
 #[tokio::test]
 async fn polar_250_in_flight() {
-    policy_holds("polar").await
+    policy_holds("polar", Policy::Concurrency { limit: 250 }).await
 }
 
 #[tokio::test]
 async fn strava_one_per_15_minutes() {
-    policy_holds("strava").await
+    policy_holds("strava", Policy::Rate { limit: 1, window: Duration::from_secs(15 * 60) }).await
 }
 
 #[tokio::test]
 async fn oura_150_per_5_minutes() {
-    policy_holds("oura").await
+    policy_holds("oura", Policy::Rate { limit: 150, window: Duration::from_secs(5 * 60) }).await
 }
 
 #[tokio::test]
 async fn withings_eight_per_minute() {
-    policy_holds("withings").await
+    policy_holds("withings", Policy::Rate { limit: 8, window: MINUTE }).await
 }
 
 #[tokio::test]
 async fn others_eight_per_minute() {
-    policy_holds("wahoo").await
+    policy_holds("wahoo", Policy::Rate { limit: 8, window: MINUTE }).await
 }
 
 #[tokio::test]
