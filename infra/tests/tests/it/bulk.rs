@@ -79,8 +79,8 @@ fn workers(t: &TestApp, rounds: usize) -> Workers {
             if flag.load(std::sync::atomic::Ordering::SeqCst) {
                 break;
             }
-            let _ = stack.run_bulk_once().await;
-            let _ = stack.run_pulls_once().await;
+            stack.run_bulk_once().await.unwrap();
+            stack.run_pulls_once().await.unwrap();
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     });
@@ -464,20 +464,27 @@ async fn a_garmin_trigger_waits_for_the_throttle_and_estimates_its_end() {
     t.clock.advance(Span::minutes(5));
     drain(&t).await;
     t.clock.advance(Span::minutes(2));
-    let clock = t.clock.clone();
-    let bg = workers(&t, 2000);
-    let ticker = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(6)).await;
-        clock.advance(Span::seconds(21));
-    });
-    let a = t
-        .post(
-            "/v2/link/bulk_trigger_historical_pull",
-            json!({"provider": "garmin", "wait_for_completion": true, "user_ids": users}),
-        )
-        .await;
-    ticker.await.unwrap();
-    bg.stop().await;
+    // The request waits for its operation while the workers are stepped here: garmin lets two
+    // pulls start, the clock stands still so the third waits, then the clock passes the request's
+    // 20 s wait limit.
+    let request = t.post(
+        "/v2/link/bulk_trigger_historical_pull",
+        json!({"provider": "garmin", "wait_for_completion": true, "user_ids": users}),
+    );
+    let workers = async {
+        for _ in 0..500 {
+            drain(&t).await;
+            let trigger = ops(&t).await.into_iter().find(|op| op["type"] == "link_bulk_historical_trigger");
+            if trigger.is_some_and(|op| op["processed"] == 2) {
+                t.clock.advance(Span::seconds(21));
+                return;
+            }
+            // Lets the request queue its messages and look at its operation.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("two pulls never started");
+    };
+    let (a, ()) = tokio::join!(request, workers);
     assert_eq!(a.status, StatusCode::ACCEPTED, "2 per minute: the third waits: {}", a.body);
     let op = &ops(&t).await[0];
     assert_eq!(

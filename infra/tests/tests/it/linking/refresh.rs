@@ -78,14 +78,13 @@ async fn slow_sources_are_in_progress_when_the_timeout_passes() {
     let user = t.create_user("rf-4").await;
     connect_password(&t, &user, "renpho", "jane-slow").await;
     connect_demo(&t, &user, "freestyle_libre").await;
-    let started = std::time::Instant::now();
-    let a = t.post_empty(&format!("/v2/user/refresh/{user}?timeout=5")).await;
-    let waited = started.elapsed();
-    assert!(
-        waited >= std::time::Duration::from_secs(5) && waited < std::time::Duration::from_secs(15),
-        "{waited:?}"
-    );
-    assert_eq!(entries(&a.body["refreshed_sources"]), vec!["freestyle_libre/glucose".to_owned()]);
-    let pending = entries(&a.body["in_progress_sources"]);
-    assert!(pending.contains(&"renpho/weight".to_owned()), "{pending:?}");
+    // Through the use case, below the API's 5 s minimum, so that the test waits as little as
+    // it can: the slow source takes 20 s (simulated), the demo source a few milliseconds.
+    let uid = UserId::parse(&user).unwrap();
+    let r = wearlab_domain::users::refresh(&t.deps, t.team, uid, std::time::Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert_eq!(r.refreshed_sources, vec!["freestyle_libre/glucose".to_owned()]);
+    assert!(r.in_progress_sources.contains(&"renpho/weight".to_owned()), "{:?}", r.in_progress_sources);
+    assert!(r.failed_sources.is_empty(), "{:?}", r.failed_sources);
 }
