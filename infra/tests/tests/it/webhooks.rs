@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use chrono::Duration;
 use http::Method;
 use serde_json::json;
-use wearlab_domain::ports::{EventEnvelope, ManualClock};
+use wearlab_domain::ports::EventEnvelope;
 
 use crate::helpers::{TestApp, error_locs};
 
@@ -209,5 +209,30 @@ async fn endpoints_api() {
     assert_eq!(t.delete(&format!("/v2/team/webhooks/{id}")).await.status, StatusCode::OK);
     assert_eq!(t.delete(&format!("/v2/team/webhooks/{id}")).await.status, StatusCode::NOT_FOUND);
     assert_eq!(t.send(Method::GET, "/v2/team/webhooks", None, None).await.status, StatusCode::UNAUTHORIZED);
-    let _ = ManualClock::new(chrono::Utc::now());
+}
+
+#[tokio::test]
+async fn a_team_has_at_most_20_endpoints() {
+    let t = app().await;
+    let mut ids = Vec::new();
+    for n in 0..20 {
+        ids.push(create_endpoint(&t, &format!("https://hooks.example/{n}"), json!([])).await.0);
+    }
+    let refused =
+        t.post("/v2/team/webhooks", json!({"url": "https://hooks.example/20", "event_types": []})).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert_eq!(refused.body["detail"], "a team has at most 20 webhook endpoints");
+    assert_eq!(t.get("/v2/team/webhooks").await.body["data"].as_array().unwrap().len(), 20, "none added");
+    let other = t.other_team_key().await;
+    let theirs = t
+        .send(
+            Method::POST,
+            "/v2/team/webhooks",
+            Some(&other),
+            Some(&json!({"url": "https://hooks.example/other", "event_types": []}).to_string()),
+        )
+        .await;
+    assert_eq!(theirs.status, StatusCode::OK, "the limit is per team: {}", theirs.body);
+    assert_eq!(t.delete(&format!("/v2/team/webhooks/{}", ids[0])).await.status, StatusCode::OK);
+    create_endpoint(&t, "https://hooks.example/again", json!([])).await;
 }

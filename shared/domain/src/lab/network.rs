@@ -14,6 +14,8 @@ pub struct LabRequest {
     /// `walk_in_test`, `at_home_phlebotomy` or `testkit`.
     pub collection_method: String,
     pub marker_ids: Vec<i64>,
+    /// The patient's ZIP code, as given in the order's `patient_address`.
+    pub patient_zip: String,
     pub placed_at: DateTime<Utc>,
 }
 

@@ -55,7 +55,13 @@ impl Links {
     /// `WEARLAB_PUBLIC_URL` wins when set. The one rule for the API's public address: requests
     /// reach it through `wearlab_web::public_links`.
     pub fn from_request(host: Option<&str>, proto: Option<&str>) -> Self {
-        if let Ok(url) = std::env::var("WEARLAB_PUBLIC_URL")
+        Self::resolve(std::env::var("WEARLAB_PUBLIC_URL").ok().as_deref(), host, proto)
+    }
+
+    /// [`Links::from_request`] given the value of `WEARLAB_PUBLIC_URL` (`None` when unset), so
+    /// that both branches are testable without changing the process environment.
+    pub fn resolve(public_url: Option<&str>, host: Option<&str>, proto: Option<&str>) -> Self {
+        if let Some(url) = public_url
             && !url.trim().is_empty()
         {
             return Self { base_url: url.trim().trim_end_matches('/').to_owned() };
@@ -431,6 +437,7 @@ pub async fn create(
         lab_slug: new.resolved.lab.slug.clone(),
         collection_method: new.collection_method.clone(),
         marker_ids: markers.iter().map(|m| m.id).collect(),
+        patient_zip: new.patient_address.zip.clone(),
         placed_at: now,
     };
     let placement = net.place(&request).await.map_err(lab_error)?;

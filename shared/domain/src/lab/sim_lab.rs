@@ -13,6 +13,10 @@ use super::network::{
     status_detail, status_group,
 };
 
+/// The simulated lab refuses every order for a patient at this ZIP code (no US address has
+/// it), so that clients can see a refused order (`POST /v3/order` answers 400).
+pub const REFUSED_ZIP: &str = "00000";
+
 /// One step of a timeline: after `at` from placement, the order is `group.method.detail`.
 struct Step {
     at: Duration,
@@ -163,6 +167,11 @@ pub fn simulate(order_id: &str, a: &Analyte, provider_id: &str) -> LabResultValu
 #[async_trait]
 impl LabNetwork for SimulatedLab {
     async fn place(&self, request: &LabRequest) -> Result<Placement, LabError> {
+        if super::validate::zip5(&request.patient_zip) == REFUSED_ZIP {
+            return Err(LabError::Rejected(format!(
+                "The lab does not serve the patient's ZIP code {REFUSED_ZIP}: the order was not placed."
+            )));
+        }
         let h = hash(&["accession", &request.order_id.to_string()]);
         let digits = u64::from_be_bytes(h[..8].try_into().expect("8 bytes")) % 1_000_000_000;
         let prefix: String = request.lab_slug.chars().take(3).collect::<String>().to_ascii_uppercase();

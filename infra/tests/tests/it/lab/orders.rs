@@ -508,3 +508,19 @@ async fn deprecated_requisition_url_is_signed_for_seven_days() {
     t.clock.advance(Duration::days(7) + Duration::seconds(1));
     assert_eq!(t.send(Method::GET, &url, None, None).await.status, StatusCode::NOT_FOUND, "expired");
 }
+
+#[tokio::test]
+async fn the_lab_refusing_an_order_is_a_400_and_stores_nothing() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("ord-refused").await;
+    let mut body = order_body(&user);
+    body["patient_address"]["zip"] = json!(wearlab_domain::lab::sim_lab::REFUSED_ZIP);
+    let a = t.post("/v3/order", body).await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
+    let detail = a.body["detail"].as_str().unwrap();
+    assert!(detail.contains("does not serve") && detail.contains("00000"), "{detail}");
+    assert!(a.headers.get("retry-after").is_none(), "a permanent refusal is not retryable");
+    let list = t.get("/v3/orders").await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    assert_eq!(list.body["orders"], json!([]), "no order was stored");
+}

@@ -105,3 +105,17 @@ async fn another_lab_lists_its_own_sites() {
     assert!(sites.iter().all(|s| s["site_code"].as_str().unwrap().starts_with("NFD")));
     assert!(sites.iter().all(|s| s["metadata"]["state"] == "IL"));
 }
+
+#[tokio::test]
+async fn a_zip_without_a_known_location_is_a_400() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("psc-5").await;
+    let mut body = order_body(&user);
+    // A well-formed ZIP that the reference data's centroids do not have.
+    body["patient_address"]["zip"] = json!("00001");
+    let o = t.post("/v3/order", body).await;
+    assert_eq!(o.status, StatusCode::OK, "{}", o.body);
+    let a = t.get(&format!("/v3/order/{}/psc/info", o.body["id"].as_str().unwrap())).await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
+    assert_eq!(a.body["detail"], "No location is known for the patient's ZIP code 00001.");
+}

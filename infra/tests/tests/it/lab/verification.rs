@@ -237,3 +237,18 @@ async fn communications_tokens_do_not_open_without_the_check() {
     let a = get_page(&t, &format!("/v3/portal?token={token}"), None).await;
     assert_eq!(a.status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn a_user_without_an_email_or_phone_gets_a_409_page() {
+    let t = TestApp::embedded().await;
+    let (user, _, short) = portal_link(&t, "pv-409", "communications").await;
+    // The demographics were there when the link was made and are gone since: the identity
+    // check has nowhere to send a code.
+    let uid = wearlab_domain::ids::UserId::parse(&user).unwrap();
+    let gone = wearlab_domain::keys::lab::demographics(uid);
+    t.deps.table.delete(&gone, wearlab_domain::ports::Condition::Exists).await.unwrap();
+    let page = get_page(&t, &short, None).await;
+    assert_eq!(page.status, StatusCode::CONFLICT, "{}", page.html);
+    assert!(page.html.contains("no email address or phone number"), "{}", page.html);
+    assert!(emitted(&t).is_empty(), "no code was sent");
+}
