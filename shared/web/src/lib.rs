@@ -115,4 +115,19 @@ mod tests {
         assert_eq!(base(&[("host", "a.test"), ("x-forwarded-proto", "javascript")]), "https://a.test");
         assert_eq!(base(&[]), "http://localhost");
     }
+
+    #[test]
+    fn the_public_url_wins_over_the_request_when_set() {
+        let resolve = wearlab_domain::lab::Links::resolve;
+        let forwarded = (Some("out.test"), Some("http"));
+        let public = resolve(Some(" https://api.example.com/ "), forwarded.0, forwarded.1);
+        assert_eq!(public.base_url, "https://api.example.com", "trimmed, without its trailing slash");
+        assert_eq!(resolve(Some("https://api.example.com"), None, None).base_url, "https://api.example.com");
+        assert_eq!(
+            resolve(Some("  "), forwarded.0, forwarded.1).base_url,
+            "http://out.test",
+            "blank is unset"
+        );
+        assert_eq!(resolve(None, forwarded.0, forwarded.1).base_url, "http://out.test");
+    }
 }

@@ -1,7 +1,9 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use wearlab_domain::Deps;
 use wearlab_domain::ids::TeamId;
@@ -9,8 +11,9 @@ use wearlab_domain::ports::Queue;
 
 use crate::ApiError;
 
-/// How long a verified API key is trusted without a storage read. A revoked key stops working
-/// within this time on every warm Lambda.
+/// How long a verified API key is trusted without a storage read, on the deployment's clock
+/// (`deps.clock`, so tests can move it). A revoked key stops working within this time on every
+/// warm Lambda.
 pub const AUTH_CACHE_TTL: Duration = Duration::from_secs(60);
 const AUTH_CACHE_MAX: usize = 10_000;
 
@@ -70,13 +73,13 @@ impl AppState {
 
     /// The team of an API key verified less than the TTL ago.
     pub(crate) fn cached_team(&self, key: &str) -> Option<TeamId> {
-        self.0.auth_cache.get(key, self.0.auth_ttl)
+        self.0.auth_cache.get(key, self.0.auth_ttl, self.0.deps.now())
     }
 
     /// Remembers that `key` opens `team` (after a storage read verified it).
     pub(crate) fn remember_team(&self, key: &str, team: TeamId) {
         if !self.0.auth_ttl.is_zero() {
-            self.0.auth_cache.insert(key, team);
+            self.0.auth_cache.insert(key, team, self.0.deps.now());
         }
     }
 }
@@ -87,7 +90,7 @@ impl AppState {
 /// hash that storage would accept is held. A key that is not cached cannot be made to match one
 /// that is without the secret (a 128-bit keyed tag), so a hit means the same key was verified.
 /// Verified keys by tag: the team and when it was verified.
-type TagMap = HashMap<(u64, u64), (TeamId, Instant), BuildHasherDefault<TagHasher>>;
+type TagMap = HashMap<(u64, u64), (TeamId, DateTime<Utc>), BuildHasherDefault<TagHasher>>;
 
 #[derive(Default)]
 pub(crate) struct AuthCache {
@@ -96,22 +99,24 @@ pub(crate) struct AuthCache {
 }
 
 impl AuthCache {
-    fn get(&self, key: &str, ttl: Duration) -> Option<TeamId> {
+    fn get(&self, key: &str, ttl: Duration, now: DateTime<Utc>) -> Option<TeamId> {
         if ttl.is_zero() {
             return None;
         }
         let tag = self.tag(key);
         let entries = self.entries.lock().ok()?;
-        entries.get(&tag).filter(|(_, at)| at.elapsed() < ttl).map(|(t, _)| *t)
+        // A clock that went back counts as no time passed; the entry still expires after `ttl`.
+        let fresh = |at: &DateTime<Utc>| (now - *at).to_std().unwrap_or_default() < ttl;
+        entries.get(&tag).filter(|(_, at)| fresh(at)).map(|(t, _)| *t)
     }
 
-    fn insert(&self, key: &str, team: TeamId) {
+    fn insert(&self, key: &str, team: TeamId, now: DateTime<Utc>) {
         let tag = self.tag(key);
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= AUTH_CACHE_MAX {
                 entries.clear();
             }
-            entries.insert(tag, (team, Instant::now()));
+            entries.insert(tag, (team, now));
         }
     }
 
@@ -155,17 +160,18 @@ mod tests {
         let cache = AuthCache::default();
         let team = TeamId(uuid::Uuid::from_u128(7));
         let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
-        assert_eq!(cache.get(key, AUTH_CACHE_TTL), None);
-        cache.insert(key, team);
-        assert_eq!(cache.get(key, AUTH_CACHE_TTL), Some(team));
-        assert_eq!(cache.get(&key[..key.len() - 1], AUTH_CACHE_TTL), None);
+        let now = Utc::now();
+        assert_eq!(cache.get(key, AUTH_CACHE_TTL, now), None);
+        cache.insert(key, team, now);
+        assert_eq!(cache.get(key, AUTH_CACHE_TTL, now), Some(team));
+        assert_eq!(cache.get(&key[..key.len() - 1], AUTH_CACHE_TTL, now), None);
         assert_eq!(
-            cache.get("sk_test_0123456789abcdef0123456789abcdef0123456789abcdee", AUTH_CACHE_TTL),
+            cache.get("sk_test_0123456789abcdef0123456789abcdef0123456789abcdee", AUTH_CACHE_TTL, now),
             None
         );
-        assert_eq!(cache.get(key, Duration::ZERO), None, "a zero TTL caches nothing");
-        std::thread::sleep(Duration::from_millis(2));
-        assert_eq!(cache.get(key, Duration::from_millis(1)), None, "expired");
+        assert_eq!(cache.get(key, Duration::ZERO, now), None, "a zero TTL caches nothing");
+        let later = now + chrono::Duration::seconds(60);
+        assert_eq!(cache.get(key, AUTH_CACHE_TTL, later), None, "expired");
         assert_ne!(cache.tag(key).0, cache.tag(key).1);
         assert_ne!(AuthCache::default().tag(key), cache.tag(key), "the secret is per cache");
     }

@@ -9,7 +9,9 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 use wearlab_domain::ids::TeamId;
-use wearlab_domain::ports::ManualClock;
+use wearlab_domain::ports::{
+    Condition, Item, Key, ManualClock, Page, Query, RawItem, StoreError, Table, WriteOp,
+};
 use wearlab_domain::{Deps, teams};
 use wearlab_local::LocalStack;
 use wearlab_web::{App, AppState};
@@ -46,10 +48,31 @@ impl TestApp {
         Self { stack: Some(stack), ..t }
     }
 
+    /// The embedded stack in memory behind a table whose faults the test turns on.
+    pub async fn embedded_with_faults() -> (Self, Arc<FaultyTable>) {
+        let clock = Arc::new(ManualClock::new(start_time()));
+        let stack = LocalStack::in_memory(clock.clone());
+        let table = Arc::new(FaultyTable::new(stack.deps.table.clone()));
+        let deps = Deps { table: table.clone(), ..stack.deps.clone() };
+        let t = Self::on(deps, clock).await.with_queue(Arc::new(stack.queue.clone()));
+        (Self { stack: Some(stack), ..t }, table)
+    }
+
     /// The same app with work queues (bulk operations, on-demand pulls).
     pub fn with_queue(self, queue: Arc<dyn wearlab_domain::ports::Queue>) -> Self {
         let app = wearlab_local::app(AppState::without_auth_cache(self.deps.clone()).with_queue(queue));
         Self { app, ..self }
+    }
+
+    /// The same app with the API-key cache of deployments (other tests read every key from
+    /// storage, so that a revoked key fails at once).
+    pub fn with_auth_cache(self) -> Self {
+        let state = AppState::new(self.deps.clone());
+        let state = match &self.stack {
+            Some(stack) => state.with_queue(Arc::new(stack.queue.clone())),
+            None => state,
+        };
+        Self { app: wearlab_local::app(state), ..self }
     }
 
     /// Any adapters, with a fresh team and key.
@@ -188,5 +211,107 @@ impl wearlab_domain::ports::EventBus for RefusingBus {
             failed: events.len(),
             reason: "bus unavailable".into(),
         })
+    }
+}
+
+/// A work queue that is down: refuses every message.
+pub struct RefusingQueue;
+
+#[async_trait::async_trait]
+impl wearlab_domain::ports::Queue for RefusingQueue {
+    async fn send(
+        &self,
+        _queue: wearlab_domain::ports::QueueName,
+        messages: Vec<wearlab_domain::ports::Outgoing>,
+    ) -> Result<(), wearlab_domain::ports::QueueError> {
+        Err(wearlab_domain::ports::QueueError::NotSent {
+            failed: messages.len(),
+            reason: "queue unavailable".into(),
+        })
+    }
+}
+
+/// What a [`FaultyTable`] does wrong; all off by default.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Every version-checked write finds the item changed by another writer.
+    pub lose_races: bool,
+    /// Every call fails as storage that cannot be reached.
+    pub unavailable: bool,
+    /// Queries of this partition (either index) fail as unavailable storage.
+    pub failing_query_pk: Option<String>,
+}
+
+/// A table adapter around a real one, with faults a test turns on and off.
+pub struct FaultyTable {
+    inner: Arc<dyn Table>,
+    faults: std::sync::Mutex<Faults>,
+}
+
+impl FaultyTable {
+    pub fn new(inner: Arc<dyn Table>) -> Self {
+        Self { inner, faults: Default::default() }
+    }
+
+    pub fn set(&self, faults: Faults) {
+        *self.faults.lock().unwrap() = faults;
+    }
+
+    fn faults(&self) -> Result<Faults, StoreError> {
+        let f = self.faults.lock().unwrap().clone();
+        if f.unavailable {
+            return Err(StoreError::Unavailable("storage down (test fault)".into()));
+        }
+        Ok(f)
+    }
+
+    /// The race lost by a write under `condition`, if races are lost.
+    fn lost(&self, condition: Condition, op: Option<usize>) -> Result<(), StoreError> {
+        if self.faults()?.lose_races && matches!(condition, Condition::VersionIs(_)) {
+            return Err(StoreError::ConditionFailed { op });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Table for FaultyTable {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.faults()?;
+        self.inner.get(key).await
+    }
+
+    async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
+        self.faults()?;
+        self.inner.get_raw(key).await
+    }
+
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
+        self.lost(condition, None)?;
+        self.inner.put(item, condition).await
+    }
+
+    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
+        self.lost(condition, None)?;
+        self.inner.delete(key, condition).await
+    }
+
+    async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        for (i, op) in ops.iter().enumerate() {
+            let condition = match op {
+                WriteOp::Put { condition, .. }
+                | WriteOp::Delete { condition, .. }
+                | WriteOp::Check { condition, .. } => *condition,
+            };
+            self.lost(condition, Some(i))?;
+        }
+        self.inner.transact(ops).await
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        if self.faults()?.failing_query_pk.as_deref() == Some(query.pk.as_str()) {
+            return Err(StoreError::Unavailable(format!("queries of {} fail (test fault)", query.pk)));
+        }
+        self.inner.query(query).await
     }
 }

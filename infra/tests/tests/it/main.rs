@@ -14,6 +14,7 @@ mod linking;
 mod outbox;
 mod pipeline;
 mod queues;
+mod retryable;
 mod storage_conformance;
 mod throttle;
 mod users_api;

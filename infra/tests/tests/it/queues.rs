@@ -145,14 +145,17 @@ mod sqs_moto {
     use aws_sdk_sqs::error::BoxError;
     use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchInput;
 
-    /// What each SendMessageBatch call asked of SQS: (body, delay seconds) per entry. Delayed
+    /// What each SendMessageBatch call asked of SQS. Delayed
     /// messages cannot be received before their delay, so tests read what was sent here instead
     /// of waiting for it in real time.
     #[derive(Debug, Clone, Default)]
-    struct SentBatches(Arc<Mutex<Vec<Vec<(serde_json::Value, i32)>>>>);
+    struct SentBatches(Arc<Mutex<Vec<Batch>>>);
+
+    /// One SendMessageBatch call: each entry's body and delay in seconds.
+    type Batch = Vec<(serde_json::Value, i32)>;
 
     impl SentBatches {
-        fn calls(&self) -> Vec<Vec<(serde_json::Value, i32)>> {
+        fn calls(&self) -> Vec<Batch> {
             self.0.lock().unwrap().clone()
         }
     }

@@ -201,9 +201,13 @@ pub async fn concurrent_conditional_puts_have_one_winner(t: Arc<dyn Table>) {
             })
         })
         .collect();
-    let results = futures::future::join_all(tasks).await;
-    let wins = results.iter().filter(|r| matches!(r, Ok(Ok(())))).count();
+    let results: Vec<_> = futures::future::join_all(tasks).await.into_iter().map(Result::unwrap).collect();
+    let wins = results.iter().filter(|r| r.is_ok()).count();
     assert_eq!(wins, 1, "{results:?}");
+    for lost in results.iter().filter(|r| r.is_err()) {
+        // Each loser failed on the contested item, so a caller knows which condition broke.
+        assert_eq!(lost, &Err(StoreError::ConditionFailed { op: Some(0) }), "{results:?}");
+    }
     assert_eq!(query_all(t.as_ref(), Query::partition(&pk).prefix("W#"), 100).await.unwrap().len(), 1);
 }
 

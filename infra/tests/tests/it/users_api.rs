@@ -7,11 +7,12 @@ use serde_json::json;
 use crate::helpers::{TestApp, error_locs};
 
 mod auth {
+    //! With the API-key cache on, as deployments run.
     use super::*;
 
     #[tokio::test]
     async fn missing_key_is_401_with_detail() {
-        let t = TestApp::embedded().await;
+        let t = TestApp::embedded().await.with_auth_cache();
         let a = t.send(Method::GET, "/v2/user", None, None).await;
         assert_eq!(a.status, StatusCode::UNAUTHORIZED);
         assert_eq!(a.headers["content-type"], "application/json");
@@ -20,7 +21,7 @@ mod auth {
 
     #[tokio::test]
     async fn unknown_and_malformed_keys_are_401() {
-        let t = TestApp::embedded().await;
+        let t = TestApp::embedded().await.with_auth_cache();
         for key in ["sk_test_0000000000000000000000000000000000000000", "nonsense", ""] {
             let a = t.send(Method::GET, "/v2/user", Some(key), None).await;
             assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{key}");
@@ -30,13 +31,19 @@ mod auth {
 
     #[tokio::test]
     async fn revoked_key_stops_working() {
-        let t = TestApp::embedded().await;
+        let t = TestApp::embedded().await.with_auth_cache();
         assert_eq!(t.get("/v2/user").await.status, StatusCode::OK);
         let keys = wearlab_domain::teams::list_keys(&t.deps, t.team).await.unwrap();
         assert_eq!(keys.len(), 1);
         assert!(!serde_json::to_string(&keys[0]).unwrap().contains(&t.key), "only the hash is stored");
         wearlab_domain::teams::revoke_key(&t.deps, t.team, &keys[0].key_id).await.unwrap();
-        assert_eq!(t.get("/v2/user").await.status, StatusCode::UNAUTHORIZED);
+        // Documented: a revoked key stops working within 60 seconds (the cache's lifetime).
+        t.clock.advance(chrono::Duration::seconds(59));
+        assert_eq!(t.get("/v2/user").await.status, StatusCode::OK, "still trusted from the cache");
+        t.clock.advance(chrono::Duration::seconds(1));
+        let a = t.get("/v2/user").await;
+        assert_eq!(a.status, StatusCode::UNAUTHORIZED, "60 s after it was verified: {}", a.body);
+        assert!(a.body["detail"].is_string());
     }
 }
 

@@ -9,12 +9,12 @@ use http::{Method, StatusCode};
 use serde_json::Value;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::lab::{Links, SimulatedLab, advance_due};
-use wearlab_domain::ports::EventBus;
-use wearlab_domain::{Deps, outbox};
+use wearlab_domain::ports::{EventBus, StoreError};
+use wearlab_domain::{Deps, DomainError, outbox};
 use wearlab_embedded::MemoryBus;
 
 use super::order_body;
-use crate::helpers::{RefusingBus, TestApp};
+use crate::helpers::{Faults, RefusingBus, TestApp};
 
 /// `(event_type, status, requisition_form_url)` of every event about the order, oldest first.
 fn order_events(bus: &MemoryBus, order_id: &str) -> Vec<(String, String, String)> {
@@ -163,4 +163,26 @@ async fn the_sweep_worker_advances_orders_on_dynamodb() {
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[1].0, "labtest.order.updated");
     assert_eq!(sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap().orders, 0);
+}
+
+#[tokio::test]
+async fn the_sweep_worker_relays_even_when_the_order_sweep_fails() {
+    let (t, table) = TestApp::embedded_with_faults().await;
+    let stack = t.stack.clone().unwrap();
+    let (_, id) = place_through_public_host(&t, "sweep-4").await;
+    t.clock.advance(Duration::minutes(1));
+    assert_eq!(sweep(&t.deps, Arc::new(RefusingBus)).await, 1, "the change's event is staged");
+    t.clock.advance(outbox::RELAY_AFTER + Duration::seconds(1));
+
+    let open_orders = wearlab_domain::keys::lab::OPEN_ORDERS_INDEX.to_owned();
+    table.set(Faults { failing_query_pk: Some(open_orders), ..Faults::default() });
+    let run = sweep_worker::handle(&t.deps, &SimulatedLab).await;
+    assert!(matches!(run, Err(DomainError::Store(StoreError::Unavailable(_)))), "the run fails: {run:?}");
+    let events = order_events(&stack.bus, &id);
+    assert_eq!(events.len(), 2, "the relay ran anyway: {events:?}");
+    assert_eq!(events[1].0, "labtest.order.updated");
+    assert_eq!(events[1].1, "received.walk_in_test.requisition_created");
+
+    table.set(Faults::default());
+    assert_eq!(sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap().relayed, 0, "relayed once");
 }
