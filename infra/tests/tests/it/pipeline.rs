@@ -589,3 +589,113 @@ async fn pipeline_pull_on_demand_runs_again() {
     assert_eq!(c.get("historical.data.sleep.created"), Some(&2), "{c:?}");
     assert!(c.values().all(|n| *n == 2), "{c:?}");
 }
+
+/// One summary read that must succeed: the list under `field`.
+async fn summary(t: &TestApp, path: &str, user: &str, field: &str, query: String) -> Vec<Value> {
+    let a = t.get(&format!("/v2/summary/{path}/{user}?{query}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{path}?{query}: {}", a.body);
+    a.body[field].as_array().unwrap_or_else(|| panic!("{path}: {}", a.body)).clone()
+}
+
+/// Every summary endpoint through HTTP: date bounds (a narrow window answers exactly the wide
+/// answer's days in it), the provider filter (each provider's part, together the whole),
+/// another team's user and no key.
+#[tokio::test]
+async fn pipeline_every_summary_honours_dates_provider_and_team() {
+    let t = TestApp::embedded().await;
+    let user = user_with(&t, "pl-sum").await;
+    connect(&t, &user, "fitbit").await;
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    let other = t.other_team_key().await;
+    let wide = "start_date=2025-12-02&end_date=2026-03-01";
+    let (from, to) = ("2026-02-20", "2026-02-22");
+    for (path, field) in [
+        ("activity", "activity"),
+        ("sleep", "sleep"),
+        ("sleep_cycle", "sleep_cycle"),
+        ("workouts", "workouts"),
+        ("body", "body"),
+        ("meal", "meals"),
+    ] {
+        let read = |query: String| summary(&t, path, &user, field, query);
+        let date = |v: &Value| v["calendar_date"].as_str().unwrap().to_owned();
+        let all = read(wide.to_owned()).await;
+        assert!(!all.is_empty(), "{path}: fitbit has it");
+        assert!(all.iter().all(|v| ("2025-12-02".."2026-03-02").contains(&date(v).as_str())), "{path}");
+        let window = read(format!("start_date={from}&end_date={to}")).await;
+        let expected: Vec<&Value> =
+            all.iter().filter(|v| (from..="2026-02-22").contains(&date(v).as_str())).collect();
+        assert_eq!(window.iter().collect::<Vec<_>>(), expected, "{path}: the window's days, no more");
+
+        let mut parts = 0;
+        for provider in ["fitbit", "oura"] {
+            let mine = read(format!("{wide}&provider={provider}")).await;
+            assert!(mine.iter().all(|v| v["source"]["provider"] == provider), "{path}: only {provider}'s");
+            parts += mine.len();
+        }
+        assert_eq!(parts, all.len(), "{path}: the providers' parts make the whole");
+        assert_eq!(
+            read(format!("{wide}&provider=garmin")).await,
+            Vec::<Value>::new(),
+            "{path}: not connected"
+        );
+
+        let theirs =
+            t.send(Method::GET, &format!("/v2/summary/{path}/{user}?{wide}"), Some(&other), None).await;
+        assert_eq!(theirs.status, StatusCode::NOT_FOUND, "{path}: another team's user");
+        let anonymous = t.send(Method::GET, &format!("/v2/summary/{path}/{user}?{wide}"), None, None).await;
+        assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    let mine = t.get(&format!("/v2/summary/profile/{user}?provider=fitbit")).await;
+    assert_eq!((mine.status, &mine.body["source"]["provider"]), (StatusCode::OK, &json!("fitbit")));
+    let theirs = t.send(Method::GET, &format!("/v2/summary/profile/{user}"), Some(&other), None).await;
+    assert_eq!(theirs.status, StatusCode::NOT_FOUND);
+}
+
+/// Every timeseries resource of a provider through HTTP, page by page: the pages follow each
+/// other without gap or repeat, stay within the dates, and another team's user is 404.
+#[tokio::test]
+async fn pipeline_every_timeseries_pages_within_its_dates() {
+    let t = TestApp::embedded().await;
+    let user = user_with(&t, "pl-ts").await;
+    connect(&t, &user, "fitbit").await;
+    drain(&t).await;
+    let other = t.other_team_key().await;
+    let range = "start_date=2026-02-20&end_date=2026-03-01";
+    for resource in ["heartrate", "steps", "hrv", "blood_oxygen", "calories_active", "weight"] {
+        let path = format!("/v2/timeseries/{user}/{resource}/grouped?{range}");
+        let mut stamps: Vec<String> = Vec::new();
+        let mut pages = 0;
+        let mut cursor: Option<String> = None;
+        for _ in 0..10 {
+            let page_path = match &cursor {
+                Some(c) => format!("{path}&next_cursor={c}"),
+                None => path.clone(),
+            };
+            let a = t.get(&page_path).await;
+            assert_eq!(a.status, StatusCode::OK, "{resource}: {}", a.body);
+            pages += 1;
+            let groups = a.body["groups"].as_object().unwrap();
+            assert_eq!(groups.keys().collect::<Vec<_>>(), ["fitbit"], "{resource}");
+            for g in a.body["groups"]["fitbit"].as_array().unwrap() {
+                assert_eq!(g["source"]["provider"], "fitbit");
+                stamps.extend(
+                    g["data"].as_array().unwrap().iter().map(|s| s["timestamp"].as_str().unwrap().to_owned()),
+                );
+            }
+            cursor = a.body["next_cursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        assert!(cursor.is_none(), "{resource}: the pages end");
+        assert_eq!(pages, 2, "{resource}: 10 days in pages of 7");
+        assert_eq!(stamps.len(), 10 * 24, "{resource}: hourly samples over the 10 days");
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{resource}: no repeat across pages");
+        assert_eq!(stamps.first().unwrap(), "2026-02-20T00:00:00Z", "{resource}");
+        assert!(stamps.last().unwrap().as_str() < "2026-03-02", "{resource}: within end_date");
+        let theirs = t.send(Method::GET, &path, Some(&other), None).await;
+        assert_eq!(theirs.status, StatusCode::NOT_FOUND, "{resource}: another team's user");
+    }
+}
