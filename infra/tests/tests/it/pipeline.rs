@@ -648,7 +648,8 @@ async fn every_summary_honours_dates_provider_and_team(t: &TestApp, user: &str) 
 /// without gap or repeat, stay within the dates, and another team's user is 404.
 async fn every_timeseries_pages_within_its_dates(t: &TestApp, user: &str) {
     let other = t.other_team_key().await;
-    let range = "start_date=2026-02-20&end_date=2026-03-01";
+    // Ten days that all have data, and data on the days around them.
+    let range = "start_date=2026-02-10&end_date=2026-02-19";
     for resource in ["heartrate", "steps", "hrv", "blood_oxygen", "calories_active", "weight"] {
         let path = format!("/v2/timeseries/{user}/{resource}/grouped?{range}");
         let mut stamps: Vec<String> = Vec::new();
@@ -679,8 +680,8 @@ async fn every_timeseries_pages_within_its_dates(t: &TestApp, user: &str) {
         assert_eq!(pages, 2, "{resource}: 10 days in pages of 7");
         assert_eq!(stamps.len(), 10 * 24, "{resource}: hourly samples over the 10 days");
         assert!(stamps.windows(2).all(|w| w[0] < w[1]), "{resource}: no repeat across pages");
-        assert_eq!(stamps.first().unwrap(), "2026-02-20T00:00:00Z", "{resource}");
-        assert!(stamps.last().unwrap().as_str() < "2026-03-02", "{resource}: within end_date");
+        assert_eq!(stamps.first().unwrap(), "2026-02-10T00:00:00Z", "{resource}");
+        assert!(stamps.last().unwrap().as_str() < "2026-02-20", "{resource}: within end_date");
         let theirs = t.send(Method::GET, &path, Some(&other), None).await;
         assert_eq!(theirs.status, StatusCode::NOT_FOUND, "{resource}: another team's user");
     }
