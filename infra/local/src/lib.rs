@@ -9,6 +9,7 @@ use std::time::Duration;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::linking::DataKey;
 use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
+use wearlab_domain::webhook_url::UrlPolicy;
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_web::{App, AppState};
@@ -98,6 +99,7 @@ impl LocalStack {
                     },
                 ),
             );
+        let state = state.with_webhook_urls(UrlPolicy::LocalStack);
         wearlab_web::app(served_routes().merge(wearlab_web::Routes::from(debug)), state)
     }
 
@@ -137,7 +139,7 @@ impl LocalStack {
 
     /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
     pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
-        let sender = webhook_worker::HttpSender::new();
+        let sender = webhook_worker::HttpSender::new(UrlPolicy::LocalStack);
         let n = self
             .queue
             .run_once(QueueName::Webhook, |env, _| {
@@ -243,9 +245,10 @@ pub fn routes() -> wearlab_web::Routes {
         .merge(data_api::routes())
 }
 
-/// Every router of every API function, served together, `/openapi.json` included.
+/// Every router of every API function, served together, `/openapi.json` included. Webhook
+/// endpoints may be plain http to loopback here: the team's receivers run on the same machine.
 pub fn app(state: AppState) -> App {
-    wearlab_web::app(served_routes(), state)
+    wearlab_web::app(served_routes(), state.with_webhook_urls(UrlPolicy::LocalStack))
 }
 
 /// The documented routes plus the undocumented browser pages: the simulated providers' OAuth

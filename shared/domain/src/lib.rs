@@ -18,6 +18,7 @@ pub mod ports;
 pub mod teams;
 pub mod throttle;
 pub mod users;
+pub mod webhook_url;
 pub mod webhooks;
 
 use std::sync::Arc;

@@ -18,4 +18,5 @@ mod storage_conformance;
 mod throttle;
 mod users_api;
 mod users_on_dynamodb;
+mod webhook_urls;
 mod webhooks;
