@@ -14,6 +14,7 @@ mod linking;
 mod outbox;
 mod pipeline;
 mod queues;
+mod simulator_pages;
 mod storage_conformance;
 mod throttle;
 mod users_api;
