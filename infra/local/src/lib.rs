@@ -75,8 +75,8 @@ impl LocalStack {
     }
 
     /// Every API router on this stack's adapters, plus the local debug routes: `GET /local/events`
-    /// (what the stack published, oldest first; `?event_type=` filters, `?limit=` keeps the last)
-    /// and `POST /local/clock/advance?seconds=N` (moves the stack's clock forward, for tests that
+    /// (what the stack published for the key's team, oldest first; `?event_type=` filters,
+    /// `?limit=` keeps the last) and `POST /local/clock/advance?seconds=N` (moves the stack's clock forward, for tests that
     /// expire link tokens and portal links; takes the team's API key). Neither exists on Lambda:
     /// only this function adds them.
     pub fn app(&self, state: AppState) -> App {
@@ -85,10 +85,15 @@ impl LocalStack {
         let debug = axum::Router::new()
             .route(
                 LOCAL_EVENTS_PATH,
-                axum::routing::get(move |q: axum::extract::Query<EventsQuery>| {
-                    let bus = bus.clone();
-                    async move { axum::Json(q.0.select(bus.published())) }
-                }),
+                axum::routing::get(
+                    move |team: wearlab_web::AuthTeam, q: axum::extract::Query<EventsQuery>| {
+                        let bus = bus.clone();
+                        async move {
+                            let own = bus.published().into_iter().filter(|e| e.team_id == team.0.0).collect();
+                            axum::Json(q.0.select(own))
+                        }
+                    },
+                ),
             )
             .route(
                 LOCAL_CLOCK_PATH,

@@ -189,14 +189,17 @@ fn parse_tz(s: &str, issues: &mut Vec<ValidationIssue>) -> Option<TimeZoneId> {
     tz
 }
 
+/// The earliest birth date accepted: before it a date is a typo (or a negative year), and ages
+/// computed from it would be nonsense.
+const EARLIEST_BIRTH_DATE: NaiveDate = NaiveDate::from_ymd_opt(1900, 1, 1).expect("a valid date");
+
 fn check_birth_date(d: Option<NaiveDate>, today: NaiveDate, issues: &mut Vec<ValidationIssue>) {
-    if d.is_some_and(|d| d > today) {
-        issues.push(issue(
-            &["body", "fallback_birth_date"],
-            "fallback_birth_date must not be in the future",
-            "value_error",
-        ));
-    }
+    let msg = match d {
+        Some(d) if d > today => "fallback_birth_date must not be in the future",
+        Some(d) if d < EARLIEST_BIRTH_DATE => "fallback_birth_date must be 1900-01-01 or later",
+        _ => return,
+    };
+    issues.push(issue(&["body", "fallback_birth_date"], msg, "value_error"));
 }
 
 fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mut Vec<ValidationIssue>) {

@@ -178,4 +178,18 @@ mod tests {
         assert_ne!(cache.tag(key).0, cache.tag(key).1);
         assert_ne!(AuthCache::default().tag(key), cache.tag(key), "the secret is per cache");
     }
+
+    #[test]
+    fn a_revoked_key_is_trusted_for_sixty_seconds_at_most() {
+        assert!(AUTH_CACHE_TTL <= Duration::from_secs(60));
+        let cache = AuthCache::default();
+        let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
+        cache.insert(key, TeamId(uuid::Uuid::from_u128(7)));
+        // The entry as it stands once the TTL has passed since the key was verified: the next
+        // request reads storage, where a revoked key is gone.
+        for (_, at) in cache.entries.lock().unwrap().values_mut() {
+            *at = at.checked_sub(AUTH_CACHE_TTL).expect("the machine has been up a minute");
+        }
+        assert_eq!(cache.get(key, AUTH_CACHE_TTL), None);
+    }
 }

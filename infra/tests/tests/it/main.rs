@@ -5,6 +5,7 @@
 
 mod bulk;
 mod contract;
+mod hardening;
 mod helpers;
 mod hosted;
 mod idempotency;
