@@ -6,6 +6,7 @@
 pub mod bulk;
 pub mod erasure;
 pub mod error;
+pub mod event_secrets;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;

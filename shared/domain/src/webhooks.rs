@@ -13,6 +13,7 @@ use wearlab_models::webhooks::{WebhookAttempt as Attempt, WebhookEndpoint};
 
 use crate::Deps;
 use crate::error::{DomainError, issue};
+use crate::event_secrets;
 use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
 use crate::linking::{Sealed, Secret};
@@ -233,7 +234,7 @@ async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result
                 team_id: team,
                 message_id: message_id.clone(),
                 attempt: 1,
-                event: event.clone(),
+                event: waiting(deps, &event, &message_id),
             }))
         })
         .collect();
@@ -241,6 +242,14 @@ async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result
         queue.send(QueueName::Webhook, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
     }
     Ok(())
+}
+
+/// The event as a delivery job holds it while it waits: its credentials sealed (the job may wait
+/// hours for its retries), bound to the message id.
+fn waiting(deps: &Deps, event: &EventEnvelope, message_id: &str) -> EventEnvelope {
+    let mut event = event.clone();
+    event_secrets::seal(&deps.data_key, &mut event, message_id);
+    event
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -278,7 +287,9 @@ async fn deliver(
     }
     let secret_bytes = deps.data_key.open(&endpoint.secret, &keys::endpoint(team, endpoint_id).sk)?;
     let secret = Secret::new(String::from_utf8_lossy(&secret_bytes).into_owned());
-    let body = serde_json::to_vec(&event).expect("events serialize");
+    let mut plain = event.clone();
+    event_secrets::open(&deps.data_key, &mut plain, message_id)?;
+    let body = serde_json::to_vec(&plain).expect("events serialize");
     let headers = sign(&secret, message_id, now, &body).map_err(DomainError::Rejected)?;
     let result = sender.post(&endpoint.url, headers, body).await;
     match result {
