@@ -10,6 +10,7 @@ use wearlab_models::{
 
 use crate::Deps;
 use crate::error::{DomainError, issue};
+use crate::idempotency::Completion;
 use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
 use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
@@ -227,6 +228,16 @@ fn not_found(user_id: impl std::fmt::Display) -> DomainError {
 
 /// Creates a user: one transaction writing the user and its client_user_id reservation.
 pub async fn create(deps: &Deps, team: TeamId, new: NewUser) -> Result<User, DomainError> {
+    create_keeping(deps, team, new, &Completion::default()).await
+}
+
+/// [`create`], keeping the idempotent answer in the same transaction as the user.
+pub async fn create_keeping(
+    deps: &Deps,
+    team: TeamId,
+    new: NewUser,
+    completion: &Completion,
+) -> Result<User, DomainError> {
     let now = deps.now();
     let record = UserRecord {
         user_id: UserId::new_random(),
@@ -244,17 +255,17 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewUser) -> Result<User, Dom
         keys::client_user_id(team, &record.client_user_id),
         to_body(&Reservation { user_id: record.user_id, created_on: record.created_on }),
     );
-    let result = deps
-        .table
-        .transact(vec![
-            WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
-            WriteOp::Put { item: reservation, condition: Condition::NotExists },
-        ])
-        .await;
+    let user = record.to_wire();
+    let mut writes = vec![
+        WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
+        WriteOp::Put { item: reservation, condition: Condition::NotExists },
+    ];
+    writes.extend(completion.ops(200, &user));
+    let result = deps.table.transact(writes).await;
     match result {
         Ok(()) => {
             tracing::info!(team_id = %team, user_id = %record.user_id, "user created");
-            Ok(record.to_wire())
+            Ok(user)
         }
         Err(StoreError::ConditionFailed { .. }) => Err(taken(deps, team, &record.client_user_id).await),
         Err(e) => Err(e.into()),
