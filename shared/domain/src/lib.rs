@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod lab;
+pub mod lifecycle_events;
 pub mod linking;
 pub mod outbox;
 pub mod pipeline;

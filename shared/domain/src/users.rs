@@ -13,6 +13,8 @@ use crate::error::{DomainError, issue};
 use crate::idempotency::Completion;
 use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
+use crate::lifecycle_events;
+use crate::outbox::Staged;
 use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
 use crate::teams::to_body;
 
@@ -531,12 +533,15 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         },
     ];
     ops.extend(removals);
+    let staged = Staged::new(deps, user_id, vec![lifecycle_events::deleted(&current, now, erase_at)]);
+    ops.push(staged.write_op());
     match deps.table.transact(ops).await {
         Ok(()) => {}
         // Someone changed or deleted the user between our read and write.
         Err(StoreError::ConditionFailed { .. }) => return Err(not_found(user_id)),
         Err(e) => return Err(e.into()),
     }
+    staged.publish(deps).await;
     crate::linking::connections::deregister_at_providers(deps, user_id, connections).await;
     let schedule = Schedule {
         name: keys::erasure_schedule_name(user_id),
@@ -582,7 +587,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
     let mut restored = record.clone();
     restored.deletion = None;
     let user_id = record.user_id;
-    let ops = vec![
+    let mut ops = vec![
         WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
         WriteOp::Put {
             item: Item::new(
@@ -597,6 +602,8 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
         },
         WriteOp::Delete { key: keys::erasure_due(deletion.erase_at, user_id), condition: Condition::None },
     ];
+    let staged = Staged::new(deps, user_id, vec![lifecycle_events::undo_deleted(&restored, now)]);
+    ops.push(staged.write_op());
     match deps.table.transact(ops).await {
         Ok(()) => {}
         Err(StoreError::ConditionFailed { op: Some(0) }) => {
@@ -610,6 +617,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
         }
         Err(e) => return Err(e.into()),
     }
+    staged.publish(deps).await;
     // A stale schedule is harmless (the eraser checks the user is still due), so a failed
     // cancel only costs one no-op invocation.
     if let Err(e) = deps.scheduler.cancel(&keys::erasure_schedule_name(user_id)).await {

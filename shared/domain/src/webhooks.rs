@@ -276,8 +276,10 @@ async fn deliver(
     let Ok(endpoint) = get_endpoint(deps, team, endpoint_id).await else {
         return Ok(()); // deleted since: nothing to record it under
     };
-    // An erased user's events are not delivered any more.
-    if deps.table.get(&crate::keys::user(UserId(event.user_id))).await?.is_none() {
+    // An erased user's events are not delivered any more, except the proof of the erasure.
+    if event.event_type != crate::lifecycle_events::USER_ERASED
+        && deps.table.get(&crate::keys::user(UserId(event.user_id))).await?.is_none()
+    {
         return save_attempt(deps, team, endpoint_id, record("dropped", None, Some("user erased".into())))
             .await;
     }

@@ -11,6 +11,7 @@ mod hosted;
 mod idempotency;
 mod lab;
 mod lifecycle;
+mod lifecycle_events;
 mod linking;
 mod outbox;
 mod pipeline;

@@ -240,32 +240,14 @@ async fn a_short_links_code_is_kept_only_as_an_hmac_and_no_token_is_stored() {
     assert_eq!(get_page(&t, "/v3/p/AAAAAAAAAAAA", None).await.status, StatusCode::FORBIDDEN);
 }
 
-/// A webhook receiver that refuses its first request; keeps every body.
-async fn flaky_receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
-    let kept = seen.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |body: axum::body::Bytes| {
-            let kept = kept.clone();
-            async move {
-                let mut seen = kept.lock().unwrap();
-                seen.push(serde_json::from_slice(&body).unwrap());
-                if seen.len() == 1 { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::NO_CONTENT }
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/hook"), seen)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_one_time_code_waits_for_its_webhook_retry_sealed() {
     let t = TestApp::embedded().await;
     let stack = t.stack.as_ref().unwrap();
-    let (url, seen) = flaky_receiver().await;
+    let (url, seen) = crate::helpers::json_receiver(|n| {
+        if n == 1 { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::NO_CONTENT }
+    })
+    .await;
     let hook = t
         .post(
             "/v2/team/webhooks",
