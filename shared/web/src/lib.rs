@@ -74,7 +74,7 @@ pub fn app(routes: Routes, state: AppState) -> App {
             tower::ServiceBuilder::new()
                 // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
                 .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
-                .layer(axum::middleware::from_fn(path_check::utf8_path))
+                .layer(path_check::Utf8PathLayer)
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),
         )
         .with_state(state)
