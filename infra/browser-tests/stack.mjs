@@ -99,11 +99,8 @@ export class Stack {
     return this.api('POST', `/local/clock/advance?seconds=${seconds}`);
   }
 
-  /** Events the stack published, of one type. */
+  /** Events the stack published for the team, of one type. */
   async events(eventType) {
-    const res = await fetch(`${this.base}/local/events?event_type=${encodeURIComponent(eventType)}`, {
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    return res.json();
+    return this.api('GET', `/local/events?event_type=${encodeURIComponent(eventType)}`);
   }
 }

@@ -36,8 +36,14 @@ pub fn routes() -> Routes {
         .route(web::MFA_PATH, axum::routing::post(web::post_mfa))
 }
 
-/// The function as served, `/openapi.json` included. On Lambda the simulated providers' consent
-/// page is served too (see `main.rs`).
+/// The function as served, `/openapi.json` included.
 pub fn app(state: AppState) -> wearlab_web::App {
     wearlab_web::app(routes(), state)
+}
+
+/// The routes of the deployed function: with the simulated providers' consent page only when
+/// the deployment is configured for simulation (`WEARLAB_SIMULATOR_PAGES=true`).
+pub fn deployed_routes(simulator_pages: bool) -> Routes {
+    let routes = routes();
+    if simulator_pages { routes.merge(Routes::from(wearlab_sim::routes())) } else { routes }
 }

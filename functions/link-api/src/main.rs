@@ -1,11 +1,12 @@
 //! The link-api Lambda: its router on the AWS adapters. Providers are the simulator until real
-//! provider adapters exist, so its consent page is served here too.
+//! provider adapters exist; its consent page is served here when the template's
+//! `SimulatorPages` parameter says so.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_web::init_tracing();
     let deps = wearlab_aws::deps_from_env().await?;
-    let routes = link_api::routes().merge(wearlab_web::Routes::from(wearlab_sim::routes()));
+    let routes = link_api::deployed_routes(wearlab_sim::pages_configured());
     let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));
     lambda_http::run(app).await
 }

@@ -9,7 +9,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_web::init_tracing();
     let deps = wearlab_aws::deps_from_env().await?;
     let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
-    let sender = webhook_worker::HttpSender::new();
+    let sender = webhook_worker::HttpSender::new(wearlab_domain::webhook_url::UrlPolicy::Production);
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue, sender) = (&deps, &queue, &sender);
         async move {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::linking::DataKey;
 use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
+use wearlab_domain::webhook_url::UrlPolicy;
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_web::{App, AppState};
@@ -74,8 +75,8 @@ impl LocalStack {
     }
 
     /// Every API router on this stack's adapters, plus the local debug routes: `GET /local/events`
-    /// (what the stack published, oldest first; `?event_type=` filters, `?limit=` keeps the last)
-    /// and `POST /local/clock/advance?seconds=N` (moves the stack's clock forward, for tests that
+    /// (what the stack published for the key's team, oldest first; `?event_type=` filters,
+    /// `?limit=` keeps the last) and `POST /local/clock/advance?seconds=N` (moves the stack's clock forward, for tests that
     /// expire link tokens and portal links; takes the team's API key). Neither exists on Lambda:
     /// only this function adds them.
     pub fn app(&self, state: AppState) -> App {
@@ -84,10 +85,15 @@ impl LocalStack {
         let debug = axum::Router::new()
             .route(
                 LOCAL_EVENTS_PATH,
-                axum::routing::get(move |q: axum::extract::Query<EventsQuery>| {
-                    let bus = bus.clone();
-                    async move { axum::Json(q.0.select(bus.published())) }
-                }),
+                axum::routing::get(
+                    move |team: wearlab_web::AuthTeam, q: axum::extract::Query<EventsQuery>| {
+                        let bus = bus.clone();
+                        async move {
+                            let own = bus.published().into_iter().filter(|e| e.team_id == team.0.0).collect();
+                            axum::Json(q.0.select(own))
+                        }
+                    },
+                ),
             )
             .route(
                 LOCAL_CLOCK_PATH,
@@ -98,6 +104,7 @@ impl LocalStack {
                     },
                 ),
             );
+        let state = state.with_webhook_urls(UrlPolicy::LocalStack);
         wearlab_web::app(served_routes().merge(wearlab_web::Routes::from(debug)), state)
     }
 
@@ -137,7 +144,7 @@ impl LocalStack {
 
     /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
     pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
-        let sender = webhook_worker::HttpSender::new();
+        let sender = webhook_worker::HttpSender::new(UrlPolicy::LocalStack);
         let n = self
             .queue
             .run_once(QueueName::Webhook, |env, _| {
@@ -243,9 +250,10 @@ pub fn routes() -> wearlab_web::Routes {
         .merge(data_api::routes())
 }
 
-/// Every router of every API function, served together, `/openapi.json` included.
+/// Every router of every API function, served together, `/openapi.json` included. Webhook
+/// endpoints may be plain http to loopback here: the team's receivers run on the same machine.
 pub fn app(state: AppState) -> App {
-    wearlab_web::app(served_routes(), state)
+    wearlab_web::app(served_routes(), state.with_webhook_urls(UrlPolicy::LocalStack))
 }
 
 /// The documented routes plus the undocumented browser pages: the simulated providers' OAuth

@@ -4,6 +4,8 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::UserId;
 use crate::keys;
+use crate::lifecycle_events;
+use crate::outbox::Staged;
 use crate::ports::{Condition, Query, WriteOp, query_all};
 use crate::users::{ErasureDue, UserRecord};
 
@@ -54,6 +56,11 @@ pub async fn erase_user(deps: &Deps, user_id: UserId) -> Result<Erasure, DomainE
             chunk.iter().map(|k| WriteOp::Delete { key: k.clone(), condition: Condition::None }).collect();
         deps.table.transact(ops).await?;
     }
+    // The erasure proof is staged with the last write, so it goes out exactly when the user is
+    // gone (it is the one item left in the partition until it is published).
+    keys_to_delete.push(user_root.clone());
+    let proof =
+        Staged::new(deps, user_id, vec![lifecycle_events::erased(&record, deps.now(), &keys_to_delete)]);
     deps.table
         .transact(vec![
             WriteOp::Delete { key: user_root, condition: Condition::VersionIs(item.version) },
@@ -61,8 +68,10 @@ pub async fn erase_user(deps: &Deps, user_id: UserId) -> Result<Erasure, DomainE
                 key: keys::erasure_due(deletion.erase_at, user_id),
                 condition: Condition::None,
             },
+            proof.write_op(),
         ])
         .await?;
+    proof.publish(deps).await;
     tracing::info!(team_id = %record.team_id, user_id = %user_id, items = count, "user erased");
     Ok(Erasure::Erased { items: count })
 }

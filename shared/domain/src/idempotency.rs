@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
-use crate::ports::{Condition, Item, Key, StoreError};
+use crate::ports::{Condition, Item, Key, StoreError, WriteOp};
 use crate::teams::to_body;
 
 /// How long an answer is kept for replay.
@@ -34,8 +34,12 @@ impl IdempotencyKey {
     }
 }
 
-/// What identifies "the same request": method, path, query and body.
+/// What identifies "the same request": method, path, query and body. A JSON body counts as its
+/// value (key order and spacing aside), so a client that re-serializes its retry still matches.
 pub fn fingerprint(method: &str, path_and_query: &str, body: &[u8]) -> String {
+    let canonical =
+        serde_json::from_slice::<serde_json::Value>(body).ok().map(|v| v.to_string().into_bytes());
+    let body = canonical.as_deref().unwrap_or(body);
     let mut h = Sha256::new();
     for part in [method.as_bytes(), path_and_query.as_bytes(), body] {
         h.update((part.len() as u64).to_be_bytes());
@@ -138,13 +142,40 @@ pub async fn claim(
     })
 }
 
+/// The write that keeps `response` as the claim's answer. A use case may put it in the
+/// transaction of its change (see [`Completion`]), so a process that dies after the change
+/// still leaves the answer for the retry.
+pub fn complete_op(token: &ClaimToken, response: StoredResponse) -> WriteOp {
+    let record = Record {
+        fingerprint: token.fingerprint.clone(),
+        claimed_at: token.claimed_at,
+        response: Some(response),
+    };
+    let mut item = Item::new(token.key.clone(), to_body(&record)).with_expiry(Some(expiry(token.claimed_at)));
+    item.version = token.version + 1;
+    WriteOp::Put { item, condition: Condition::VersionIs(token.version) }
+}
+
+/// The claim of the request being served, handed to a use case that keeps its answer in its
+/// own transaction: `ops(answer)` gives the writes to add (none without a claim).
+#[derive(Debug, Clone, Default)]
+pub struct Completion(pub Option<ClaimToken>);
+
+impl Completion {
+    pub fn ops<T: Serialize>(&self, status: u16, answer: &T) -> Vec<WriteOp> {
+        let Some(token) = &self.0 else { return vec![] };
+        let body = serde_json::to_string(answer).expect("answers serialize");
+        vec![complete_op(
+            token,
+            StoredResponse { status, content_type: Some("application/json".into()), body },
+        )]
+    }
+}
+
 /// Keeps the answer for replay.
 pub async fn complete(deps: &Deps, token: ClaimToken, response: StoredResponse) -> Result<(), DomainError> {
-    let record =
-        Record { fingerprint: token.fingerprint, claimed_at: token.claimed_at, response: Some(response) };
-    let mut item = Item::new(token.key, to_body(&record)).with_expiry(Some(expiry(token.claimed_at)));
-    item.version = token.version + 1;
-    match deps.table.put(item, Condition::VersionIs(token.version)).await {
+    let WriteOp::Put { item, condition } = complete_op(&token, response) else { unreachable!("a put") };
+    match deps.table.put(item, condition).await {
         // Someone took the claim over after it went stale; their answer wins.
         Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
         Err(e) => Err(e.into()),

@@ -6,11 +6,13 @@
 pub mod bulk;
 pub mod erasure;
 pub mod error;
+pub mod event_secrets;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod lab;
+pub mod lifecycle_events;
 pub mod linking;
 pub mod outbox;
 pub mod pipeline;
@@ -18,6 +20,7 @@ pub mod ports;
 pub mod teams;
 pub mod throttle;
 pub mod users;
+pub mod webhook_url;
 pub mod webhooks;
 
 use std::sync::Arc;

@@ -10,8 +10,11 @@ use wearlab_models::{
 
 use crate::Deps;
 use crate::error::{DomainError, issue};
+use crate::idempotency::Completion;
 use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
+use crate::lifecycle_events;
+use crate::outbox::Staged;
 use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
 use crate::teams::to_body;
 
@@ -189,14 +192,17 @@ fn parse_tz(s: &str, issues: &mut Vec<ValidationIssue>) -> Option<TimeZoneId> {
     tz
 }
 
+/// The earliest birth date accepted: before it a date is a typo (or a negative year), and ages
+/// computed from it would be nonsense.
+const EARLIEST_BIRTH_DATE: NaiveDate = NaiveDate::from_ymd_opt(1900, 1, 1).expect("a valid date");
+
 fn check_birth_date(d: Option<NaiveDate>, today: NaiveDate, issues: &mut Vec<ValidationIssue>) {
-    if d.is_some_and(|d| d > today) {
-        issues.push(issue(
-            &["body", "fallback_birth_date"],
-            "fallback_birth_date must not be in the future",
-            "value_error",
-        ));
-    }
+    let msg = match d {
+        Some(d) if d > today => "fallback_birth_date must not be in the future",
+        Some(d) if d < EARLIEST_BIRTH_DATE => "fallback_birth_date must be 1900-01-01 or later",
+        _ => return,
+    };
+    issues.push(issue(&["body", "fallback_birth_date"], msg, "value_error"));
 }
 
 fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mut Vec<ValidationIssue>) {
@@ -224,6 +230,16 @@ fn not_found(user_id: impl std::fmt::Display) -> DomainError {
 
 /// Creates a user: one transaction writing the user and its client_user_id reservation.
 pub async fn create(deps: &Deps, team: TeamId, new: NewUser) -> Result<User, DomainError> {
+    create_keeping(deps, team, new, &Completion::default()).await
+}
+
+/// [`create`], keeping the idempotent answer in the same transaction as the user.
+pub async fn create_keeping(
+    deps: &Deps,
+    team: TeamId,
+    new: NewUser,
+    completion: &Completion,
+) -> Result<User, DomainError> {
     let now = deps.now();
     let record = UserRecord {
         user_id: UserId::new_random(),
@@ -241,17 +257,17 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewUser) -> Result<User, Dom
         keys::client_user_id(team, &record.client_user_id),
         to_body(&Reservation { user_id: record.user_id, created_on: record.created_on }),
     );
-    let result = deps
-        .table
-        .transact(vec![
-            WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
-            WriteOp::Put { item: reservation, condition: Condition::NotExists },
-        ])
-        .await;
+    let user = record.to_wire();
+    let mut writes = vec![
+        WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
+        WriteOp::Put { item: reservation, condition: Condition::NotExists },
+    ];
+    writes.extend(completion.ops(200, &user));
+    let result = deps.table.transact(writes).await;
     match result {
         Ok(()) => {
             tracing::info!(team_id = %team, user_id = %record.user_id, "user created");
-            Ok(record.to_wire())
+            Ok(user)
         }
         Err(StoreError::ConditionFailed { .. }) => Err(taken(deps, team, &record.client_user_id).await),
         Err(e) => Err(e.into()),
@@ -517,12 +533,15 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         },
     ];
     ops.extend(removals);
+    let staged = Staged::new(deps, user_id, vec![lifecycle_events::deleted(&current, now, erase_at)]);
+    ops.push(staged.write_op());
     match deps.table.transact(ops).await {
         Ok(()) => {}
         // Someone changed or deleted the user between our read and write.
         Err(StoreError::ConditionFailed { .. }) => return Err(not_found(user_id)),
         Err(e) => return Err(e.into()),
     }
+    staged.publish(deps).await;
     crate::linking::connections::deregister_at_providers(deps, user_id, connections).await;
     let schedule = Schedule {
         name: keys::erasure_schedule_name(user_id),
@@ -568,7 +587,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
     let mut restored = record.clone();
     restored.deletion = None;
     let user_id = record.user_id;
-    let ops = vec![
+    let mut ops = vec![
         WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
         WriteOp::Put {
             item: Item::new(
@@ -583,6 +602,8 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
         },
         WriteOp::Delete { key: keys::erasure_due(deletion.erase_at, user_id), condition: Condition::None },
     ];
+    let staged = Staged::new(deps, user_id, vec![lifecycle_events::undo_deleted(&restored, now)]);
+    ops.push(staged.write_op());
     match deps.table.transact(ops).await {
         Ok(()) => {}
         Err(StoreError::ConditionFailed { op: Some(0) }) => {
@@ -596,6 +617,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
         }
         Err(e) => return Err(e.into()),
     }
+    staged.publish(deps).await;
     // A stale schedule is harmless (the eraser checks the user is still due), so a failed
     // cancel only costs one no-op invocation.
     if let Err(e) = deps.scheduler.cancel(&keys::erasure_schedule_name(user_id)).await {

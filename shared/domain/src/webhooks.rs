@@ -13,11 +13,13 @@ use wearlab_models::webhooks::{WebhookAttempt as Attempt, WebhookEndpoint};
 
 use crate::Deps;
 use crate::error::{DomainError, issue};
+use crate::event_secrets;
 use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
 use crate::linking::{Sealed, Secret};
 use crate::ports::{Condition, Item, Key, Outgoing, Query, Queue, QueueName, query_all};
 use crate::teams::to_body;
+use crate::webhook_url::{self, UrlPolicy};
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 pub const RETRY_SCHEDULE: [Duration; 7] = [
@@ -65,31 +67,11 @@ impl From<&Endpoint> for WebhookEndpoint {
     }
 }
 
-/// Validates an endpoint URL: https, or http to a loopback host (local development).
-fn check_url(url: &str) -> Result<(), DomainError> {
-    let bad = || {
-        DomainError::invalid(
-            &["body", "url"],
-            "url must be https:// (or http:// to 127.0.0.1 or localhost)",
-            "value_error",
-        )
-    };
-    let rest = if let Some(r) = url.strip_prefix("https://") {
-        r
-    } else if let Some(r) = url.strip_prefix("http://") {
-        let host = r.split(['/', ':']).next().unwrap_or("");
-        if host != "127.0.0.1" && host != "localhost" {
-            return Err(bad());
-        }
-        r
-    } else {
-        return Err(bad());
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if host.is_empty() || url.len() > 2048 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad());
-    }
-    Ok(())
+/// Validates an endpoint URL against the deployment's policy (see [`crate::webhook_url`]).
+fn check_url(url: &str, policy: UrlPolicy) -> Result<(), DomainError> {
+    webhook_url::check(url, policy)
+        .map(|_| ())
+        .map_err(|e| DomainError::invalid(&["body", "url"], e.to_string(), "value_error"))
 }
 
 /// Creates an endpoint; returns it and its signing secret (`whsec_...`), shown this once.
@@ -98,9 +80,10 @@ pub async fn create_endpoint(
     team: TeamId,
     url: &str,
     event_types: Vec<String>,
+    policy: UrlPolicy,
 ) -> Result<(WebhookEndpoint, Secret), DomainError> {
     let mut issues = Vec::new();
-    if let Err(DomainError::Validation(mut v)) = check_url(url) {
+    if let Err(DomainError::Validation(mut v)) = check_url(url, policy) {
         issues.append(&mut v);
     }
     for (i, t) in event_types.iter().enumerate() {
@@ -251,7 +234,7 @@ async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result
                 team_id: team,
                 message_id: message_id.clone(),
                 attempt: 1,
-                event: event.clone(),
+                event: waiting(deps, &event, &message_id),
             }))
         })
         .collect();
@@ -259,6 +242,14 @@ async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result
         queue.send(QueueName::Webhook, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
     }
     Ok(())
+}
+
+/// The event as a delivery job holds it while it waits: its credentials sealed (the job may wait
+/// hours for its retries), bound to the message id.
+fn waiting(deps: &Deps, event: &EventEnvelope, message_id: &str) -> EventEnvelope {
+    let mut event = event.clone();
+    event_secrets::seal(&deps.data_key, &mut event, message_id);
+    event
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -285,8 +276,10 @@ async fn deliver(
     let Ok(endpoint) = get_endpoint(deps, team, endpoint_id).await else {
         return Ok(()); // deleted since: nothing to record it under
     };
-    // An erased user's events are not delivered any more.
-    if deps.table.get(&crate::keys::user(UserId(event.user_id))).await?.is_none() {
+    // An erased user's events are not delivered any more, except the proof of the erasure.
+    if event.event_type != crate::lifecycle_events::USER_ERASED
+        && deps.table.get(&crate::keys::user(UserId(event.user_id))).await?.is_none()
+    {
         return save_attempt(deps, team, endpoint_id, record("dropped", None, Some("user erased".into())))
             .await;
     }
@@ -296,7 +289,9 @@ async fn deliver(
     }
     let secret_bytes = deps.data_key.open(&endpoint.secret, &keys::endpoint(team, endpoint_id).sk)?;
     let secret = Secret::new(String::from_utf8_lossy(&secret_bytes).into_owned());
-    let body = serde_json::to_vec(&event).expect("events serialize");
+    let mut plain = event.clone();
+    event_secrets::open(&deps.data_key, &mut plain, message_id)?;
+    let body = serde_json::to_vec(&plain).expect("events serialize");
     let headers = sign(&secret, message_id, now, &body).map_err(DomainError::Rejected)?;
     let result = sender.post(&endpoint.url, headers, body).await;
     match result {
@@ -351,15 +346,6 @@ async fn save_attempt(deps: &Deps, team: TeamId, endpoint_id: &str, a: Attempt) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls() {
-        assert!(check_url("https://example.com/hooks").is_ok());
-        assert!(check_url("http://127.0.0.1:9000/h").is_ok());
-        assert!(check_url("http://example.com/h").is_err());
-        assert!(check_url("ftp://x").is_err());
-        assert!(check_url("https://").is_err());
-    }
 
     #[test]
     fn signatures_verify_with_the_secret() {

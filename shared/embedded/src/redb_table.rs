@@ -28,9 +28,29 @@ pub struct RedbTable {
 
 impl RedbTable {
     /// Opens (or creates) the table file.
+    /// The file holds health data: it is readable by its owner only (0600), and a directory
+    /// created for it is the owner's only (0700), like the key files beside it.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(unavailable)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir).map_err(unavailable)?;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            // Created 0600 before redb opens it, so it is never readable by others, not even
+            // for a moment; a file made by an earlier version is tightened.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(unavailable)?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(unavailable)?;
         }
         Self::init(Database::create(path).map_err(unavailable)?)
     }

@@ -131,6 +131,7 @@ pub struct CreateUserBody {
     pub client_user_id: String,
     #[serde(default)]
     pub fallback_time_zone: Option<String>,
+    /// For maximum heart rate when a provider gives no age: from 1900-01-01 up to today.
     #[serde(default)]
     pub fallback_birth_date: Option<NaiveDate>,
     #[serde(default)]
@@ -145,6 +146,7 @@ pub struct PatchUserBody {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub fallback_time_zone: Patch<String>,
+    /// From 1900-01-01 up to today.
     #[serde(default)]
     #[schema(value_type = Option<NaiveDate>)]
     pub fallback_birth_date: Patch<NaiveDate>,

@@ -7,7 +7,8 @@ use utoipa::ToSchema;
 /// POST /v2/team/webhooks body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CreateWebhookBody {
-    /// https:// URL (http:// only to 127.0.0.1 or localhost).
+    /// https:// URL to a public address, without user name or password (http:// to 127.0.0.1
+    /// or localhost only on the local stack).
     pub url: String,
     /// Event types to deliver, e.g. `provider.connection.created`; omitted or empty: every type.
     #[serde(default)]

@@ -1,15 +1,21 @@
 //! The simulated consent page "at the provider". Without `decision` it shows the choices; with
 //! one it sends the browser back to `redirect_uri` as a provider would: a code
-//! (`allow`, `partial`, `error`) or `error=access_denied` (`deny`).
+//! (`allow`, `partial`, `error`) or `error=access_denied` (`deny`). It is served on the API's
+//! own address, so it sends the browser nowhere but this API's OAuth callback for the provider
+//! (anything else would make the API's domain an open redirect), and its answers carry the
+//! hosted pages' headers. Deployed functions serve it only where simulation is configured
+//! ([`pages_configured`]).
 
 use axum::Router;
 use axum::extract::{Path, Query};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
+use wearlab_domain::linking::oauth::callback_url;
 use wearlab_domain::linking::providers::AuthorizeRequest;
 use wearlab_domain::linking::{catalog, with_query};
+use wearlab_web::{pages, public_links};
 
 /// Path of the consent page (under the API's own address).
 pub const CONSENT_PATH: &str = "/v2/link/sim/oauth/{provider}/authorize";
@@ -85,6 +91,15 @@ struct ConsentParams {
     account: Option<String>,
 }
 
+/// The variable that turns the consent page on in a deployed function (`true`); the template sets
+/// it from its `SimulatorPages` parameter.
+pub const PAGES_ENV: &str = "WEARLAB_SIMULATOR_PAGES";
+
+/// Whether this deployment serves the simulator's pages.
+pub fn pages_configured() -> bool {
+    std::env::var(PAGES_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// The consent page's routes, for any router state.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new().route(CONSENT_PATH, get(consent))
@@ -99,13 +114,26 @@ fn escape_html(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-async fn consent(Path(provider): Path<String>, Query(q): Query<ConsentParams>) -> Response {
+async fn consent(
+    Path(provider): Path<String>,
+    Query(q): Query<ConsentParams>,
+    headers: HeaderMap,
+) -> Response {
+    let mut res = answer(&provider, q, &public_links(&headers).base_url);
+    pages::set_security_headers(res.headers_mut(), None);
+    res
+}
+
+fn answer(provider: &str, q: ConsentParams, base_url: &str) -> Response {
+    let provider = provider.to_owned();
     let Some(p) = catalog().get(&provider).filter(|p| p.is_oauth()) else {
         return bad("unknown OAuth provider");
     };
-    let redirect_ok = q.redirect_uri.starts_with("http://") || q.redirect_uri.starts_with("https://");
-    if q.client_id.is_empty() || q.state.is_empty() || !redirect_ok {
-        return bad("client_id, state and an http(s) redirect_uri are required");
+    if q.client_id.is_empty() || q.state.is_empty() {
+        return bad("client_id and state are required");
+    }
+    if q.redirect_uri != callback_url(base_url, &provider) {
+        return bad("redirect_uri must be this API's OAuth callback for the provider");
     }
     let Some(decision) = q.decision.as_deref() else {
         let mut links = String::new();

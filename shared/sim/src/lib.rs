@@ -23,7 +23,7 @@ use wearlab_domain::linking::providers::{
 use wearlab_domain::ports::Clock;
 use wearlab_models::{AuthType, MfaMethod};
 
-pub use consent::{CONSENT_PATH, routes};
+pub use consent::{CONSENT_PATH, PAGES_ENV, pages_configured, routes};
 
 /// Username fragments (case-insensitive) that decide a password login.
 pub const BAD_CREDENTIALS: &str = "bad-credentials";

@@ -171,6 +171,9 @@ where
         }
     };
 
+    // A use case that can keeps the answer in its own transaction (`Completion`); the
+    // `complete` below then finds the claim already answered and leaves it.
+    parts.extensions.insert(idempotency::Completion(Some(token.clone())));
     let response = run(Request::from_parts(parts, Body::from(bytes))).await;
     if response.status().is_server_error() {
         // Worth retrying: give the key back so the retry runs the request again.

@@ -8,6 +8,7 @@ pub mod idempotency;
 mod json;
 pub mod openapi;
 pub mod pages;
+mod path_check;
 mod routes;
 mod state;
 
@@ -73,6 +74,7 @@ pub fn app(routes: Routes, state: AppState) -> App {
             tower::ServiceBuilder::new()
                 // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
                 .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+                .layer(path_check::Utf8PathLayer)
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),
         )
         .with_state(state)

@@ -26,7 +26,8 @@ pub async fn create(
     AuthTeam(team): AuthTeam,
     JsonBody(body): JsonBody<CreateWebhookBody>,
 ) -> Answer<Json<CreatedWebhook>> {
-    let (endpoint, secret) = webhooks::create_endpoint(&s.deps, team, &body.url, body.event_types).await?;
+    let (endpoint, secret) =
+        webhooks::create_endpoint(&s.deps, team, &body.url, body.event_types, s.webhook_urls).await?;
     Ok(Json(CreatedWebhook { endpoint, secret: secret.expose().to_owned() }))
 }
 

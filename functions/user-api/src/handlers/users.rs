@@ -1,11 +1,13 @@
 //! One function per endpoint: parse, call one use case, answer. Each is documented for the
 //! OpenAPI document; shared answers (401, 422, 413) are added in `wearlab_web::openapi`.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::DomainError;
+use wearlab_domain::idempotency::Completion;
 use wearlab_domain::ids::ClientUserId;
 use wearlab_domain::users::{self, NewUser, UndoTarget, UserChanges};
 use wearlab_models::{
@@ -24,10 +26,12 @@ type Answer<T> = Result<T, ApiError>;
 pub async fn create(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
+    completion: Option<Extension<Completion>>,
     JsonBody(body): JsonBody<CreateUserBody>,
 ) -> Answer<Json<User>> {
     let new = NewUser::parse(body, s.deps.now().date_naive())?;
-    Ok(Json(users::create(&s.deps, team, new).await?))
+    let completion = completion.map(|c| c.0).unwrap_or_default();
+    Ok(Json(users::create_keeping(&s.deps, team, new, &completion).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

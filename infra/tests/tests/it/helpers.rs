@@ -315,3 +315,28 @@ impl Table for FaultyTable {
         self.inner.query(query).await
     }
 }
+
+/// Bodies a [`json_receiver`] got, oldest first.
+pub type Received = Arc<std::sync::Mutex<Vec<Value>>>;
+
+/// A webhook receiver on a free loopback port: answers `answer(n)` to its n-th request (from 1)
+/// and keeps every body. Returns its URL and the bodies.
+pub async fn json_receiver(answer: fn(usize) -> StatusCode) -> (String, Received) {
+    let seen = Received::default();
+    let kept = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let kept = kept.clone();
+            async move {
+                let mut seen = kept.lock().unwrap();
+                seen.push(serde_json::from_slice(&body).unwrap());
+                answer(seen.len())
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/hook"), seen)
+}

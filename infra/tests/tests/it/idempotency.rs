@@ -7,6 +7,10 @@ use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::json;
 
+use wearlab_domain::Deps;
+use wearlab_domain::ports::{Condition, Item, Key, Page, Query, StoreError, Table, WriteOp};
+use wearlab_web::AppState;
+
 use crate::helpers::{Answer, TestApp, error_locs};
 
 async fn post_with_key(t: &TestApp, key: &str, body: &str) -> Answer {
@@ -71,6 +75,69 @@ pub async fn keys_expire_after_24_hours(t: TestApp) {
     assert_eq!(later.status, StatusCode::BAD_REQUEST, "ran again: the id is taken now");
 }
 
+/// A table whose first transaction creating a user commits and then reports a lost connection:
+/// what a process sees that dies (or loses its answer) right after the commit.
+struct CommitThenFail {
+    inner: Arc<dyn Table>,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Table for CommitThenFail {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
+        self.inner.put(item, condition).await
+    }
+    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
+        self.inner.delete(key, condition).await
+    }
+    async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
+        let creates_user = ops.iter().any(|op| op.key().pk.starts_with("USER#"));
+        self.inner.transact(ops).await?;
+        if creates_user && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("connection lost after commit".into()));
+        }
+        Ok(())
+    }
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        self.inner.query(query).await
+    }
+}
+
+pub async fn a_create_that_committed_before_its_answer_was_lost_replays_it(t: TestApp) {
+    let table = Arc::new(CommitThenFail { inner: t.deps.table.clone(), armed: true.into() });
+    let deps = Deps { table, ..t.deps.clone() };
+    let app = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+    let t = TestApp { app, deps, ..t };
+    let lost = post_with_key(&t, "crash-1", r#"{"client_user_id": "crash-1"}"#).await;
+    assert!(lost.status.is_server_error(), "{}", lost.status);
+    let retry = post_with_key(&t, "crash-1", r#"{"client_user_id": "crash-1"}"#).await;
+    assert_eq!(retry.status, StatusCode::OK, "the original answer, not a conflict: {}", retry.body);
+    assert_eq!(retry.headers["idempotent-replayed"], "true");
+    assert_eq!(retry.body["client_user_id"], "crash-1");
+    let total = t.get("/v2/user").await.body["total"].clone();
+    assert_eq!(total, 1);
+    let user = t.get(&format!("/v2/user/{}", retry.body["user_id"].as_str().unwrap())).await;
+    assert_eq!(user.body, retry.body, "the replay is the user that was created");
+}
+
+pub async fn a_retry_with_the_same_json_written_differently_is_the_same_request(t: TestApp) {
+    let first =
+        post_with_key(&t, "json-1", r#"{"client_user_id":"json-1","fallback_time_zone":"UTC"}"#).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let again = post_with_key(
+        &t,
+        "json-1",
+        "{\n  \"fallback_time_zone\": \"UTC\",\n  \"client_user_id\": \"json-1\"\n}",
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.body, first.body);
+}
+
 macro_rules! on_both_adapters {
     ($($case:ident),*) => {
         mod embedded {
@@ -88,7 +155,9 @@ on_both_adapters!(
     replays_the_first_answer,
     same_key_different_request_is_422,
     concurrent_duplicates_create_one_user,
-    keys_expire_after_24_hours
+    keys_expire_after_24_hours,
+    a_create_that_committed_before_its_answer_was_lost_replays_it,
+    a_retry_with_the_same_json_written_differently_is_the_same_request
 );
 
 #[tokio::test]

@@ -7,8 +7,14 @@ use serde_json::json;
 
 use crate::helpers::TestApp;
 
-/// Items anywhere in the table that mention the user.
+/// Items anywhere in the table that mention the user, once the webhook queue has handled the
+/// lifecycle events in flight (they name the user by design).
 async fn items_of(t: &TestApp, user_id: &str) -> Vec<String> {
+    for _ in 0..10 {
+        if t.stack.as_ref().unwrap().run_webhooks_once().await.unwrap() == 0 {
+            break;
+        }
+    }
     let table = &t.stack.as_ref().unwrap().table;
     table
         .scan_all()

@@ -5,18 +5,22 @@
 
 mod bulk;
 mod contract;
+mod hardening;
 mod helpers;
 mod hosted;
 mod idempotency;
 mod lab;
 mod lifecycle;
+mod lifecycle_events;
 mod linking;
 mod outbox;
 mod pipeline;
 mod queues;
 mod retryable;
+mod simulator_pages;
 mod storage_conformance;
 mod throttle;
 mod users_api;
 mod users_on_dynamodb;
+mod webhook_urls;
 mod webhooks;

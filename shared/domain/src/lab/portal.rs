@@ -1,7 +1,9 @@
 //! Portal links: a page pre-authorized for one user, showing their lab orders. A link carries a
 //! token `<claims>.<signature>` (base64url JSON claims with an expiry, HMAC-SHA256 signed with
 //! the deployment's key). `launch` links live 10 minutes; `communications` links live 4 weeks
-//! and are short: a random code whose pointer item holds the token (and expires with it).
+//! and are short: a random code whose pointer item holds the link's claims (and expires with
+//! it). The code opens the portal, so storage keeps only an HMAC of it (the pointer's key and the
+//! user's record of the link are named by it), and never a signed token that would open it.
 
 use base64::Engine;
 use chrono::{DateTime, Duration, Utc};
@@ -41,11 +43,21 @@ struct Claims {
     exp: i64,
 }
 
-/// A short link's pointer (outside the user's partition).
+/// A short link's pointer (outside the user's partition), under the HMAC of its code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct ShortLink {
-    token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    claims: Option<Claims>,
+    /// Pointers made before codes were kept as HMACs: under the code itself, with the signed
+    /// token. They expire within the communications lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
     user_id: UserId,
+}
+
+/// What storage names a short link by: the HMAC of its code under the deployment's signing key.
+fn code_handle(key: &[u8], code: &str) -> String {
+    signing::sign(key, &format!("portal-code:{code}"))
 }
 
 /// The user's record of a short link (in the user's partition, so erasure finds the pointer).
@@ -114,22 +126,24 @@ pub async fn create(
         exp: expires_at.timestamp(),
     };
     let key = signing::key(deps).await?;
-    let token = encode_token(&key, &claims);
     let url = match body.context {
-        PortalContext::Launch => format!("{}/v3/portal?token={token}", links.base_url),
+        PortalContext::Launch => {
+            format!("{}/v3/portal?token={}", links.base_url, encode_token(&key, &claims))
+        }
         _ => {
             let code = random_code();
+            let handle = code_handle(&key, &code);
             let expiry = Some(expires_at.timestamp());
+            let pointer = ShortLink { claims: Some(claims), token: None, user_id };
             deps.table
                 .transact(vec![
                     WriteOp::Put {
-                        item: Item::new(keys::portal_pointer(&code), to_body(&ShortLink { token, user_id }))
-                            .with_expiry(expiry),
+                        item: Item::new(keys::portal_pointer(&handle), to_body(&pointer)).with_expiry(expiry),
                         condition: Condition::NotExists,
                     },
                     WriteOp::Put {
                         item: Item::new(
-                            keys::portal_link(user_id, &code),
+                            keys::portal_link(user_id, &handle),
                             to_body(&ShortLinkRecord { expires_at }),
                         )
                         .with_expiry(expiry),
@@ -199,6 +213,15 @@ async fn check_signed(deps: &Deps, token: &str) -> Result<Result<Access, Denied>
     else {
         return Ok(Err(Denied::Invalid));
     };
+    check_claims(deps, claims, token).await
+}
+
+/// Checks what a link grants (signed, or found under its code): expiry, and the user still there.
+async fn check_claims(
+    deps: &Deps,
+    claims: Claims,
+    link: &str,
+) -> Result<Result<Access, Denied>, DomainError> {
     let Some(expires_at) = DateTime::from_timestamp(claims.exp, 0) else { return Ok(Err(Denied::Invalid)) };
     if expires_at <= deps.now() {
         return Ok(Err(Denied::Expired));
@@ -213,7 +236,7 @@ async fn check_signed(deps: &Deps, token: &str) -> Result<Result<Access, Denied>
         order_id: claims.order_id,
         expires_at,
         context: PortalContext::from(claims.context.as_str()),
-        link: token.to_owned(),
+        link: link.to_owned(),
     }))
 }
 
@@ -222,12 +245,22 @@ pub async fn check_code(deps: &Deps, code: &str) -> Result<Result<Access, Denied
     if code.len() != CODE_LEN || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
         return Ok(Err(Denied::Invalid));
     }
-    let Some(item) = deps.table.get(&keys::portal_pointer(code)).await? else {
-        return Ok(Err(Denied::Invalid));
+    let handle = code_handle(&signing::key(deps).await?, code);
+    let item = match deps.table.get(&keys::portal_pointer(&handle)).await? {
+        Some(item) => item,
+        None => match deps.table.get(&keys::portal_pointer(code)).await? {
+            Some(legacy) => legacy,
+            None => return Ok(Err(Denied::Invalid)),
+        },
     };
-    // The TTL deletes lazily: an expired pointer may still be there; its token says so.
+    // The TTL deletes lazily: an expired pointer may still be there; its claims say so.
     let link: ShortLink = item.decode()?;
-    Ok(check_signed(deps, &link.token).await?.map(|a| Access { link: code.to_owned(), ..a }))
+    let checked = match (link.claims, link.token) {
+        (Some(claims), _) => check_claims(deps, claims, code).await?,
+        (None, Some(token)) => check_signed(deps, &token).await?,
+        (None, None) => Err(Denied::Invalid),
+    };
+    Ok(checked.map(|a| Access { link: code.to_owned(), ..a }))
 }
 
 /// What the portal page shows.

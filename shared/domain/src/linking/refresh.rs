@@ -125,6 +125,7 @@ async fn refresh_connection(
                         c.error_details = Some(details.clone());
                     })
                     .await;
+                    announce_error(deps, &conn, &details).await;
                 }
                 return fail_all(&tx);
             }
@@ -160,6 +161,20 @@ async fn refresh_connection(
     }
     if !synced.is_empty() {
         update(deps, &conn, |c| c.synced.extend(synced.clone())).await;
+    }
+}
+
+/// `provider.connection.error`, best effort: the connection's status says it too.
+async fn announce_error(deps: &Deps, conn: &ConnectionRecord, details: &ConnectionErrorDetails) {
+    let Ok(Some((user, _))) = crate::users::load(deps, conn.team_id, conn.user_id).await else { return };
+    let event = crate::lifecycle_events::connection_error(
+        &user,
+        &conn.provider,
+        &details.error_type,
+        details.created_on,
+    );
+    if let Err(e) = deps.bus.publish(vec![event]).await {
+        tracing::warn!(user_id = %conn.user_id, provider = conn.provider, error = %e, "connection error not announced");
     }
 }
 

@@ -227,15 +227,56 @@ async fn a_launch_link_shows_the_order_with_its_draw_sites_and_results() {
 }
 
 #[tokio::test]
-async fn communications_tokens_do_not_open_without_the_check() {
-    // A communications link's signed token opens only through its short link.
+async fn a_short_links_code_is_kept_only_as_an_hmac_and_no_token_is_stored() {
     let t = TestApp::embedded().await;
     let (_, _, short) = portal_link(&t, "pv-7", "communications").await;
     let code = short.trim_start_matches("/v3/p/");
-    let item = t.deps.table.get(&wearlab_domain::keys::lab::portal_pointer(code)).await.unwrap().unwrap();
-    let token = item.body["token"].as_str().unwrap().to_owned();
-    let a = get_page(&t, &format!("/v3/portal?token={token}"), None).await;
-    assert_eq!(a.status, StatusCode::FORBIDDEN);
+    let stored = t.stack.as_ref().unwrap().table.scan_all().await.unwrap();
+    let text = serde_json::to_string(&stored).unwrap();
+    assert!(!text.contains(code), "the code is nowhere in storage");
+    assert!(!text.contains("\"token\""), "no signed token that would open the portal is stored");
+    // The link still opens (on the identity check).
+    assert_eq!(get_page(&t, &short, None).await.status, StatusCode::OK);
+    assert_eq!(get_page(&t, "/v3/p/AAAAAAAAAAAA", None).await.status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_one_time_code_waits_for_its_webhook_retry_sealed() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    let (url, seen) = crate::helpers::json_receiver(|n| {
+        if n == 1 { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::NO_CONTENT }
+    })
+    .await;
+    let hook = t
+        .post(
+            "/v2/team/webhooks",
+            serde_json::json!({"url": url, "event_types": [EVENT_VERIFICATION_REQUESTED]}),
+        )
+        .await;
+    assert_eq!(hook.status, StatusCode::OK, "{}", hook.body);
+    let (_, _, short) = portal_link(&t, "pv-8", "communications").await;
+    let start = get_page(&t, &short, None).await;
+    send_code(&t, &short, &start, "sms").await;
+    let code = emitted(&t).last().unwrap()["data"]["code"].as_str().unwrap().to_owned();
+    for _ in 0..3 {
+        stack.run_webhooks_once().await.unwrap();
+    }
+    assert_eq!(seen.lock().unwrap().len(), 1, "the first attempt failed; a retry waits");
+    let stored = serde_json::to_string(&stack.table.scan_all().await.unwrap()).unwrap();
+    assert!(
+        !stored.contains(&format!("\"{code}\"")) && !stored.contains(&format!("\\\"{code}\\\"")),
+        "the waiting retry holds no code in clear"
+    );
+    t.clock.advance(Duration::seconds(10));
+    for _ in 0..3 {
+        stack.run_webhooks_once().await.unwrap();
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    for body in &seen {
+        assert_eq!(body["data"]["code"], code.as_str(), "the team receives the code itself");
+    }
 }
 
 #[tokio::test]

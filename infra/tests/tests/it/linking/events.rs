@@ -53,14 +53,21 @@ async fn local_stack_lists_published_events() {
     t.app = stack.app(AppState::without_auth_cache(stack.deps.clone()));
     let user = t.create_user("ev-2").await;
     super::connect_demo(&t, &user, "fitbit").await;
-    let a = t.send(Method::GET, "/local/events?event_type=provider.connection.created", None, None).await;
+    let a = t.get("/local/events?event_type=provider.connection.created").await;
     assert_eq!(a.status, StatusCode::OK);
     assert_eq!(a.body.as_array().unwrap().len(), 1);
     assert_connection_created(&a.body[0], &t, &user, "ev-2", "fitbit");
-    let none = t.send(Method::GET, "/local/events?event_type=nothing.happened", None, None).await;
+    let none = t.get("/local/events?event_type=nothing.happened").await;
     assert_eq!(none.body, json!([]));
-    let last = t.send(Method::GET, "/local/events?limit=1", None, None).await;
+    let last = t.get("/local/events?limit=1").await;
     assert_eq!(last.body.as_array().unwrap().len(), 1);
+    // The key's team only, and never without a key.
+    let anonymous = t.send(Method::GET, "/local/events", None, None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    let other = t.other_team_key().await;
+    let theirs = t.send(Method::GET, "/local/events", Some(&other), None).await;
+    assert_eq!(theirs.status, StatusCode::OK);
+    assert_eq!(theirs.body, json!([]));
 }
 
 /// Through moto: the DynamoDB table, the EventBridge bus adapter, a rule on the bus that

@@ -1,0 +1,162 @@
+//! Webhook destinations: a deployed API refuses endpoint URLs that reach its own network, and
+//! the sender refuses, at delivery time, every address a name resolves to that is not public.
+//! No test sends traffic anywhere but 127.0.0.1: "private" destinations are loopback listeners
+//! under the production policy, and names resolve through fixed answers.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use http::StatusCode;
+use serde_json::json;
+use wearlab_domain::webhook_url::UrlPolicy;
+use wearlab_domain::webhooks::WebhookSender;
+use wearlab_web::AppState;
+use webhook_worker::HttpSender;
+use webhook_worker::guard::{GuardedResolver, NOT_ALLOWED};
+
+use crate::helpers::{TestApp, error_locs};
+
+const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// The stack's link-api routes served as a deployed link-api serves them (production URL policy).
+fn deployed(t: TestApp) -> TestApp {
+    let app = link_api::app(AppState::without_auth_cache(t.deps.clone()));
+    TestApp { app, ..t }
+}
+
+/// A loopback listener that never answers; `connected` tells whether anything reached it.
+struct Listener(std::net::TcpListener);
+
+impl Listener {
+    fn bind() -> Self {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        Self(l)
+    }
+
+    fn port(&self) -> u16 {
+        self.0.local_addr().unwrap().port()
+    }
+
+    fn connected(&self) -> bool {
+        match self.0.accept() {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_deployed_api_refuses_internal_destinations() {
+    let t = deployed(TestApp::embedded().await);
+    for url in [
+        "http://127.0.0.1:1@10.0.0.5:8080/x",
+        "http://example.com/x",
+        "http://localhost:9001/2018-06-01/runtime/invocation/next",
+        "http://127.0.0.1:9000/h",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://10.0.0.5/x",
+        "https://172.16.0.1/x",
+        "https://192.168.0.1/x",
+        "https://[::1]/x",
+        "https://[fc00::1]/x",
+        "https://[fe80::1]/x",
+        "https://metadata.google.internal/computeMetadata/v1/",
+        "https://user:pass@example.com/x",
+    ] {
+        let a = t.post("/v2/team/webhooks", json!({"url": url})).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {}", a.body);
+        assert_eq!(error_locs(&a.body)[0], ["body", "url"], "{url}");
+    }
+    let ok = t.post("/v2/team/webhooks", json!({"url": "https://hooks.example.com/wearlab"})).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.body);
+}
+
+#[tokio::test]
+async fn userinfo_cannot_disguise_the_host_on_the_local_stack_either() {
+    let t = TestApp::embedded().await;
+    let a = t.post("/v2/team/webhooks", json!({"url": "http://127.0.0.1:1@10.0.0.5:8080/x"})).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.body);
+    let local = t.post("/v2/team/webhooks", json!({"url": "http://127.0.0.1:9/hook"})).await;
+    assert_eq!(local.status, StatusCode::OK, "loopback http is for the local stack: {}", local.body);
+}
+
+#[tokio::test]
+async fn the_sender_refuses_a_name_that_resolves_to_a_private_address_without_connecting() {
+    let listener = Listener::bind();
+    let sender = HttpSender::with_resolver(
+        UrlPolicy::Production,
+        GuardedResolver::with_answers(UrlPolicy::Production, &[("rebound.example.com", LOOPBACK)]),
+    );
+    let url = format!("https://rebound.example.com:{}/hook", listener.port());
+    assert_eq!(sender.post(&url, vec![], b"{}".to_vec()).await, Err(NOT_ALLOWED.to_owned()));
+    assert!(!listener.connected(), "nothing reached the private address");
+}
+
+#[tokio::test]
+async fn the_sender_refuses_private_literals_stored_before_the_policy() {
+    let listener = Listener::bind();
+    let sender = HttpSender::new(UrlPolicy::Production);
+    for url in [
+        format!("http://127.0.0.1:{}/hook", listener.port()),
+        format!("https://127.0.0.1:{}/hook", listener.port()),
+        format!("https://[::ffff:127.0.0.1]:{}/hook", listener.port()),
+    ] {
+        assert_eq!(sender.post(&url, vec![], b"{}".to_vec()).await, Err(NOT_ALLOWED.to_owned()), "{url}");
+    }
+    assert!(!listener.connected());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_local_stack_the_sender_reaches_loopback_through_the_guard() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().route("/hook", axum::routing::post(|| async { StatusCode::NO_CONTENT }));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let sender = HttpSender::with_resolver(
+        UrlPolicy::LocalStack,
+        GuardedResolver::with_answers(UrlPolicy::LocalStack, &[("localhost", LOOPBACK)]),
+    );
+    let sent = sender.post(&format!("http://localhost:{port}/hook"), vec![], b"{}".to_vec()).await;
+    assert_eq!(sent, Ok(204));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
+    let listener = Listener::bind();
+    let local = TestApp::embedded().await;
+    let user = local.create_user("guarded").await;
+    let t = deployed(local);
+    let url = format!("https://rebound.example.com:{}/hook", listener.port());
+    let created = t.post("/v2/team/webhooks", json!({"url": url})).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    let event = wearlab_domain::ports::EventEnvelope {
+        event_type: "provider.connection.created".into(),
+        user_id: user.parse().unwrap(),
+        client_user_id: "c".into(),
+        team_id: t.team.0,
+        data: json!({"provider": "oura"}),
+    };
+    t.deps.bus.publish(vec![event]).await.unwrap();
+    let sender = HttpSender::with_resolver(
+        UrlPolicy::Production,
+        GuardedResolver::with_answers(UrlPolicy::Production, &[("rebound.example.com", LOOPBACK)]),
+    );
+    let stack = t.stack.as_ref().unwrap();
+    for _ in 0..3 {
+        stack
+            .queue
+            .run_once(wearlab_domain::ports::QueueName::Webhook, |env, _| {
+                webhook_worker::handle(&t.deps, &stack.queue, &sender, env)
+            })
+            .await
+            .unwrap();
+    }
+    let attempts = t.get(&format!("/v2/team/webhooks/{id}/attempts")).await;
+    let first = &attempts.body["data"][0];
+    assert_eq!(first["outcome"], "failed", "{}", attempts.body);
+    assert_eq!(first["error"], NOT_ALLOWED);
+    assert_eq!(first["status_code"], serde_json::Value::Null);
+    assert!(!listener.connected());
+}

@@ -1,0 +1,73 @@
+//! Events of a user's lifecycle and of a connection failing, delivered like every other event
+//! (the bus, the team's rules, webhooks): `user.deleted`, `user.undo_deleted`, `user.erased`
+//! (the erasure proof: how many items went, by kind, never what they held) and
+//! `provider.connection.error`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use wearlab_models::EventEnvelope;
+
+use crate::keys;
+use crate::linking::catalog;
+use crate::ports::Key;
+use crate::users::UserRecord;
+
+pub const USER_DELETED: &str = "user.deleted";
+pub const USER_UNDO_DELETED: &str = "user.undo_deleted";
+pub const USER_ERASED: &str = "user.erased";
+pub const CONNECTION_ERROR: &str = "provider.connection.error";
+
+fn envelope(user: &UserRecord, event_type: &str, data: serde_json::Value) -> EventEnvelope {
+    EventEnvelope {
+        event_type: event_type.into(),
+        user_id: user.user_id.0,
+        client_user_id: user.client_user_id.to_string(),
+        team_id: user.team_id.0,
+        data,
+    }
+}
+
+pub fn deleted(user: &UserRecord, deleted_at: DateTime<Utc>, erase_at: DateTime<Utc>) -> EventEnvelope {
+    envelope(
+        user,
+        USER_DELETED,
+        json!({"user_id": user.user_id, "deleted_at": deleted_at, "erase_at": erase_at}),
+    )
+}
+
+pub fn undo_deleted(user: &UserRecord, at: DateTime<Utc>) -> EventEnvelope {
+    envelope(user, USER_UNDO_DELETED, json!({"user_id": user.user_id, "restored_at": at}))
+}
+
+/// The erasure proof: `removed` are the keys deleted (the user record included).
+pub fn erased(user: &UserRecord, at: DateTime<Utc>, removed: &[Key]) -> EventEnvelope {
+    let partition = keys::user_partition(user.user_id);
+    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for k in removed {
+        // Inside the user's partition the sort key names the kind, outside it the partition key.
+        let name = if k.pk == partition { &k.sk } else { &k.pk };
+        let kind = name.split('#').find(|s| !s.is_empty()).unwrap_or("USER").to_ascii_lowercase();
+        *by_kind.entry(kind).or_default() += 1;
+    }
+    envelope(
+        user,
+        USER_ERASED,
+        json!({"user_id": user.user_id, "erased_at": at, "items_removed": removed.len(), "items_removed_by_kind": by_kind}),
+    )
+}
+
+pub fn connection_error(
+    user: &UserRecord,
+    provider: &str,
+    error_type: &str,
+    at: DateTime<Utc>,
+) -> EventEnvelope {
+    let reference = catalog().reference(provider);
+    envelope(
+        user,
+        CONNECTION_ERROR,
+        json!({"user_id": user.user_id, "provider": reference, "error_type": error_type, "created_on": at}),
+    )
+}
