@@ -4,13 +4,14 @@
 //! Nothing in this crate knows about HTTP, Lambda or AWS.
 
 pub mod bulk;
-pub mod erasure;
+pub mod catalog;
 pub mod error;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod lab;
+pub mod lifecycle;
 pub mod linking;
 pub mod outbox;
 pub mod pipeline;

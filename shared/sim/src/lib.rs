@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Duration as Span;
 use sha2::{Digest, Sha256};
-use wearlab_domain::linking::catalog;
+use wearlab_domain::catalog::catalog;
 use wearlab_domain::linking::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
     ProviderAccount, ProviderCredentials, ProviderError, Providers, Secret,
@@ -163,7 +163,7 @@ fn uuid_like() -> String {
     format!("{t}-{n}")
 }
 
-fn known(provider: &str) -> Result<&'static wearlab_domain::linking::ProviderInfo, ProviderError> {
+fn known(provider: &str) -> Result<&'static wearlab_domain::catalog::ProviderInfo, ProviderError> {
     catalog().get(provider).ok_or_else(|| ProviderError::Unsupported(format!("unknown provider {provider}")))
 }
 

@@ -25,10 +25,11 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::bulk::{BulkOp, BulkOpStatus, BulkOpType, BulkProvider};
 
 use crate::Deps;
+use crate::catalog::ProviderInfo;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
-use crate::linking::{ProviderInfo, Sealed, known_provider};
+use crate::linking::{Sealed, known_provider};
 use crate::ports::{Condition, Cursor, Item, Key, Outcome, Query, Queue, StoreError, WriteOp, query_all};
 use crate::teams::to_body;
 use crate::throttle::{self, Policy};

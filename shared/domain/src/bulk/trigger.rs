@@ -7,10 +7,10 @@ use wearlab_models::bulk::{BulkOpType, BulkTriggerBody};
 
 use super::{BulkMessage, OpRef, ResultRecord, abandon, begin, bulk_provider, check_user_ids, record};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
-use crate::linking::ProviderInfo;
 use crate::linking::connections::ConnectionRecord;
 use crate::pipeline::{Job, PullJob, PullMessage};
 use crate::ports::{Key, Outcome, Outgoing, Queue, QueueName};

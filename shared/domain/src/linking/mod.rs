@@ -3,7 +3,6 @@
 //!
 //! The rules live here; what a provider does is behind the `Providers` port.
 
-pub mod catalog;
 pub mod connections;
 pub mod crypto;
 pub mod demo;
@@ -18,10 +17,10 @@ pub mod widget;
 use sha2::{Digest, Sha256};
 use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderMfaRequest};
 
+use crate::catalog::{ProviderInfo, catalog};
 use crate::error::DomainError;
 use crate::ports::StoreError;
 
-pub use catalog::{ProviderInfo, catalog};
 pub use crypto::{DataKey, Sealed, Secret};
 pub use providers::Providers;
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 use chrono::{Days, NaiveDate};
 use wearlab_models::{ConnectionErrorDetails, ConnectionStatus, RefreshResult};
 
-use super::catalog;
 use super::connections::{self, ConnectionRecord, SyncState};
 use super::providers::{DateRange, ProviderAccount, ProviderError};
 use crate::Deps;
+use crate::catalog::catalog;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::ports::{Condition, StoreError};

@@ -7,8 +7,9 @@ use wearlab_models::{LinkConfig, LinkConfigPatch, OauthApp, OauthAppBody, Valida
 
 use super::crypto::{Sealed, Secret};
 use super::providers::OauthClient;
-use super::{ProviderInfo, corrupt, known_provider};
+use super::{corrupt, known_provider};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
 use crate::error::{DomainError, issue};
 use crate::ids::TeamId;
 use crate::keys;

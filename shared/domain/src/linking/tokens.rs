@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::{LinkErrorType, LinkTokenAnswer, LinkTokenBody, ProviderMfaRequest, ValidationIssue};
 
 use super::crypto::Sealed;
-use super::{catalog, random_hex, sha256_hex, valid_redirect_url, with_query};
+use super::{random_hex, sha256_hex, valid_redirect_url, with_query};
 use crate::Deps;
+use crate::catalog::catalog;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys;

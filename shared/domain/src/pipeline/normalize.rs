@@ -11,8 +11,8 @@ use wearlab_models::data::{
     SleepSummary, SourceContext, WorkoutSummary,
 };
 
+use crate::catalog::catalog;
 use crate::ids::UserId;
-use crate::linking::catalog;
 use crate::teams::to_body;
 
 /// Summary resources (one record per day or per session); every other resource is a timeseries.
