@@ -4,8 +4,9 @@
 
 use async_trait::async_trait;
 use wearlab_domain::Deps;
+use wearlab_domain::ports::WebhookSender;
 use wearlab_domain::ports::{Envelope, Outcome, Queue};
-use wearlab_domain::webhooks::{self, TIMEOUT, WebhookJob, WebhookSender};
+use wearlab_domain::webhooks::{self, TIMEOUT, WebhookJob};
 
 /// POSTs with a 15 s deadline; redirects are not followed (a receiver must answer itself).
 pub struct HttpSender {

@@ -103,7 +103,7 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
         bus: Arc::new(wearlab_embedded::MemoryBus::new()),
         providers: Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
         // The admin commands never open sealed secrets.
-        data_key: Arc::new(wearlab_domain::linking::DataKey::ephemeral()),
+        data_key: Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
     })
 }
 

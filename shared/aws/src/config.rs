@@ -62,7 +62,7 @@ impl AwsEnv {
     /// is first used: making them does no AWS work (no configuration loading, no HTTPS
     /// connector, no root certificates). Fails only on an unusable `WEARLAB_DATA_KEY`.
     pub fn deps_on_first_use(&self, config: LazySdkConfig) -> Result<Deps, String> {
-        let data_key = wearlab_domain::linking::DataKey::from_base64(&self.data_key)
+        let data_key = wearlab_domain::crypto::DataKey::from_base64(&self.data_key)
             .map_err(|e| format!("WEARLAB_DATA_KEY: {e}"))?;
         let table = DynamoDbTable::on_first_use(config.clone(), &self.table_name);
         let scheduler = EventBridgeScheduler::on_first_use(

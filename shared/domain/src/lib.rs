@@ -5,6 +5,7 @@
 
 pub mod bulk;
 pub mod catalog;
+pub mod crypto;
 pub mod error;
 pub mod hosted;
 pub mod idempotency;
@@ -34,9 +35,9 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
     pub bus: Arc<dyn EventBus>,
     /// What each wearable or health-data provider does (the simulator until real adapters exist).
-    pub providers: Arc<dyn linking::Providers>,
+    pub providers: Arc<dyn ports::Providers>,
     /// Seals secrets at rest (provider credentials, MFA sessions, team OAuth secrets).
-    pub data_key: Arc<linking::DataKey>,
+    pub data_key: Arc<crypto::DataKey>,
 }
 
 impl Deps {

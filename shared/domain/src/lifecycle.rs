@@ -10,8 +10,8 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{ClientUserId, TeamId, UserId};
 use crate::keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
 use crate::users::{Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found};
 
 /// How long a deleted user can be restored before its data is erased.

@@ -12,8 +12,8 @@ use crate::Deps;
 use crate::error::{DomainError, issue};
 use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
 
 /// `source_slug` of fallback values set through the API.
 pub const MANUAL_SOURCE: &str = "manual";

@@ -9,8 +9,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
 use wearlab_domain::catalog::catalog;
-use wearlab_domain::linking::providers::AuthorizeRequest;
 use wearlab_domain::linking::with_query;
+use wearlab_domain::ports::providers::AuthorizeRequest;
 
 /// Path of the consent page (under the API's own address).
 pub const CONSENT_PATH: &str = "/v2/link/sim/oauth/{provider}/authorize";

@@ -16,11 +16,12 @@ use async_trait::async_trait;
 use chrono::Duration as Span;
 use sha2::{Digest, Sha256};
 use wearlab_domain::catalog::catalog;
-use wearlab_domain::linking::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers, Secret,
-};
+use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::Clock;
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+};
 use wearlab_models::{AuthType, MfaMethod};
 
 pub use consent::{CONSENT_PATH, routes};

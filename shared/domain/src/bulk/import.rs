@@ -11,12 +11,14 @@ use wearlab_models::bulk::{BulkImportBody, BulkOpType, ConnectionRecipe};
 use super::{BulkMessage, OpRef, ResultRecord, abandon, begin, bulk_provider, record};
 use crate::Deps;
 use crate::catalog::ProviderInfo;
+use crate::crypto::Sealed;
+use crate::crypto::Secret;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
 use crate::linking::connections::{self, Committed, ConnectionRecord, NewConnection};
-use crate::linking::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError, Secret};
-use crate::linking::{Sealed, team};
+use crate::linking::team;
+use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueName};
 
 /// Longest token and provider user id accepted.

@@ -26,12 +26,13 @@ use wearlab_models::bulk::{BulkOp, BulkOpStatus, BulkOpType, BulkProvider};
 
 use crate::Deps;
 use crate::catalog::ProviderInfo;
+use crate::crypto::Sealed;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
-use crate::linking::{Sealed, known_provider};
+use crate::linking::known_provider;
+use crate::ports::to_body;
 use crate::ports::{Condition, Cursor, Item, Key, Outcome, Query, Queue, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
 use crate::throttle::{self, Policy};
 
 /// The longest a request with `wait_for_completion` waits for its operation.

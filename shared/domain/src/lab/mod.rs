@@ -8,7 +8,6 @@
 pub mod catalog;
 pub mod demographics;
 pub mod insurance;
-pub mod network;
 pub mod orders;
 pub mod portal;
 pub mod psc;
@@ -17,6 +16,5 @@ pub mod sim_lab;
 pub mod validate;
 pub mod verification;
 
-pub use network::LabNetwork;
 pub use orders::{Links, advance_due};
 pub use sim_lab::SimulatedLab;

@@ -12,18 +12,18 @@ use wearlab_models::{
     UserConnection, UserConnections,
 };
 
-use super::crypto::Sealed;
-use super::providers::{ProviderAccount, ProviderCredentials};
 use super::tokens::{TokenState, ValidToken};
 use super::{corrupt, known_provider, team};
 use crate::Deps;
 use crate::catalog::{ProviderInfo, catalog};
+use crate::crypto::Sealed;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::outbox::Staged;
+use crate::ports::providers::{ProviderAccount, ProviderCredentials};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
 use crate::users::{self, ConnectionRef, UserRecord};
 
 /// The event a new connection emits.

@@ -4,11 +4,9 @@
 //! The rules live here; what a provider does is behind the `Providers` port.
 
 pub mod connections;
-pub mod crypto;
 pub mod demo;
 pub mod oauth;
 pub mod password;
-pub mod providers;
 pub mod refresh;
 pub mod team;
 pub mod tokens;
@@ -20,9 +18,6 @@ use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderMfaRequest};
 use crate::catalog::{ProviderInfo, catalog};
 use crate::error::DomainError;
 use crate::ports::StoreError;
-
-pub use crypto::{DataKey, Sealed, Secret};
-pub use providers::Providers;
 
 /// 256 random bits as 64 hex characters (two v4 UUIDs hashed, as API keys are made).
 pub(crate) fn random_hex() -> String {

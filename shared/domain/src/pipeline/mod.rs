@@ -20,8 +20,8 @@ use crate::catalog::catalog;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys::pipeline as keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item};
-use crate::teams::to_body;
 
 pub use pull::{PollJob, PullJob, handle};
 

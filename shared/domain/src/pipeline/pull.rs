@@ -26,9 +26,9 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
-use crate::linking::providers::{DateRange, ProviderAccount, ProviderError};
+use crate::ports::providers::{DateRange, ProviderAccount, ProviderError};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, Queue, QueueName, StoreError};
-use crate::teams::to_body;
 use crate::throttle::{self, Decision};
 use crate::users::{self, UserRecord};
 
