@@ -48,7 +48,7 @@ pub struct PullJob {
     pub pull_id: String,
     /// The bulk trigger that asked for this pull: told when it starts (or cannot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bulk_op: Option<crate::bulk::OpRef>,
+    pub bulk_op: Option<crate::bulk_ledger::OpRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -255,7 +255,7 @@ async fn save(
 /// Tells the bulk trigger behind the job (if any) whether the user's pull started.
 async fn report(deps: &Deps, job: &PullJob, started: bool) -> Result<(), DomainError> {
     match &job.bulk_op {
-        Some(op) => crate::bulk::trigger::record_pull(deps, op, job.user_id, started).await,
+        Some(op) => crate::bulk_ledger::record_pull(deps, op, job.user_id, started).await,
         None => Ok(()),
     }
 }
