@@ -8,6 +8,7 @@
 
 mod consent;
 mod data;
+mod lab;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,7 @@ use wearlab_domain::ports::providers::{
 use wearlab_models::{AuthType, MfaMethod};
 
 pub use consent::{CONSENT_PATH, routes};
+pub use lab::SimulatedLab;
 
 /// Username fragments (case-insensitive) that decide a password login.
 pub const BAD_CREDENTIALS: &str = "bad-credentials";
@@ -65,6 +67,12 @@ impl SimProviders {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self { clock }
     }
+}
+
+/// The simulator on the system clock: what every deployment uses until real provider adapters
+/// exist (each `main.rs` passes it to `wearlab_aws::deps_from_env`).
+pub fn providers() -> Arc<dyn Providers> {
+    Arc::new(SimProviders::new(Arc::new(wearlab_domain::ports::SystemClock)))
 }
 
 pub(crate) fn short_hash(parts: &[&str]) -> String {
