@@ -3,7 +3,7 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    wearlab_web::init_tracing();
+    wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
     let routes = link_api::routes().merge(wearlab_web::Routes::from(wearlab_sim::routes()));
     let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));

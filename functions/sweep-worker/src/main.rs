@@ -6,7 +6,7 @@ use wearlab_sim::SimulatedLab;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    wearlab_web::init_tracing();
+    wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let deps = deps.clone();

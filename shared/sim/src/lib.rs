@@ -7,6 +7,8 @@
 //! process under `/v2/link/sim/oauth/{provider}/authorize`.
 
 mod consent;
+#[cfg(feature = "consent")]
+mod consent_page;
 mod data;
 mod lab;
 
@@ -25,7 +27,9 @@ use wearlab_domain::ports::providers::{
 };
 use wearlab_models::{AuthType, MfaMethod};
 
-pub use consent::{CONSENT_PATH, routes};
+pub use consent::CONSENT_PATH;
+#[cfg(feature = "consent")]
+pub use consent_page::routes;
 pub use lab::SimulatedLab;
 
 /// Username fragments (case-insensitive) that decide a password login.
