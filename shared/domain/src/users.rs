@@ -1,5 +1,5 @@
 //! User records and the use cases that only read or write them: create, read, list, change.
-//! Linking builds on these; the lifecycle (delete, undo, refresh, erasure) is in `crate::lifecycle`.
+//! Linking builds on these; the lifecycle (delete, undo, refresh, erasure) builds on both.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
