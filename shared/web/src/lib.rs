@@ -23,7 +23,12 @@ pub use state::AppState;
 /// and portal URLs.
 pub fn public_links(headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    wearlab_domain::lab::Links::from_request(h("x-forwarded-host").or(h("host")), h("x-forwarded-proto"))
+    let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
+    wearlab_domain::lab::Links::for_host(
+        configured.as_deref(),
+        h("x-forwarded-host").or(h("host")),
+        h("x-forwarded-proto"),
+    )
 }
 
 /// What [`routes!`] expands to; not part of the API.

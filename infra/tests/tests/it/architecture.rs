@@ -140,3 +140,15 @@ fn lower_domain_modules_do_not_name_the_ones_above() {
     }
     assert_eq!(found, Vec::<String>::new());
 }
+
+#[test]
+fn the_domain_reads_no_environment() {
+    let mut files = Vec::new();
+    rust_files(&root().join("shared/domain/src"), &mut files);
+    let readers: Vec<_> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).expect("readable source").contains("env::var"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(readers, Vec::<String>::new(), "configuration is read at the edge (main.rs, wearlab-web)");
+}

@@ -51,11 +51,11 @@ pub struct Links {
 }
 
 impl Links {
-    /// The base URL for a request that came to `host` over `proto` (`x-forwarded-proto`).
-    /// `WEARLAB_PUBLIC_URL` wins when set. The one rule for the API's public address: requests
-    /// reach it through `wearlab_web::public_links`.
-    pub fn from_request(host: Option<&str>, proto: Option<&str>) -> Self {
-        if let Ok(url) = std::env::var("WEARLAB_PUBLIC_URL")
+    /// The base URL: `configured` (the deployment's public URL) when given, else `proto://host`
+    /// of the request. The one rule for the API's public address; the edge decides the values
+    /// (`wearlab_web::public_links` from a request and `WEARLAB_PUBLIC_URL`).
+    pub fn for_host(configured: Option<&str>, host: Option<&str>, proto: Option<&str>) -> Self {
+        if let Some(url) = configured
             && !url.trim().is_empty()
         {
             return Self { base_url: url.trim().trim_end_matches('/').to_owned() };
