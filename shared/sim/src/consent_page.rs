@@ -9,6 +9,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use wearlab_domain::catalog::catalog;
 use wearlab_domain::linking::with_query;
+use wearlab_web::pages::escape;
 
 use crate::consent::*;
 
@@ -46,10 +47,6 @@ fn bad(msg: &str) -> Response {
         .into_response()
 }
 
-fn escape_html(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 async fn consent(Path(provider): Path<String>, Query(q): Query<ConsentParams>) -> Response {
     let Some(p) = catalog().get(&provider).filter(|p| p.is_oauth()) else {
         return bad("unknown OAuth provider");
@@ -71,17 +68,13 @@ async fn consent(Path(provider): Path<String>, Query(q): Query<ConsentParams>) -
                 params.push(("account", a));
             }
             let href = with_query(&CONSENT_PATH.replace("{provider}", &provider), &params);
-            links.push_str(&format!(
-                "<li><a href=\"{}\">{}</a></li>",
-                escape_html(&href),
-                escape_html(label)
-            ));
+            links.push_str(&format!("<li><a href=\"{}\">{}</a></li>", escape(&href), escape(label)));
         }
         return Html(format!(
             "<!doctype html><html><head><meta charset=\"utf-8\"><title>{name} (simulated)</title></head>\
              <body><h1>{name} (simulated provider)</h1><p>Wearlab asks to read your {name} data.</p>\
              <ul>{links}</ul></body></html>",
-            name = escape_html(&p.name)
+            name = escape(&p.name)
         ))
         .into_response();
     };
