@@ -93,11 +93,7 @@ pub async fn link(
     let slug = attempt.provider.slug.as_str();
     let token = match tokens::check(deps, Some(team), raw_token, slug).await? {
         Ok(t) => t,
-        Err(refusal) => {
-            return Ok(
-                LinkOutcome::failed(refusal.error_type, refusal.error).result(slug, refusal.redirect_url)
-            );
-        }
+        Err(refusal) => return Ok(refusal.result(slug)),
     };
     let redirect = token.record.redirect_url.clone();
     let say = |o: LinkOutcome| o.result(slug, redirect.clone());
@@ -159,11 +155,7 @@ pub async fn complete_mfa(
     let slug = info.slug.as_str();
     let token = match tokens::check(deps, Some(team), raw_token, slug).await? {
         Ok(t) => t,
-        Err(refusal) => {
-            return Ok(
-                LinkOutcome::failed(refusal.error_type, refusal.error).result(slug, refusal.redirect_url)
-            );
-        }
+        Err(refusal) => return Ok(refusal.result(slug)),
     };
     let redirect = token.record.redirect_url.clone();
     let say = |o: LinkOutcome| o.result(slug, redirect.clone());

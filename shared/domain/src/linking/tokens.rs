@@ -113,6 +113,11 @@ pub struct TokenRefusal {
 }
 
 impl TokenRefusal {
+    /// The refusal as the Link result of `slug` (back to the token's redirect URL if genuine).
+    pub fn result(self, slug: &str) -> wearlab_models::LinkResult {
+        super::LinkOutcome::failed(self.error_type, self.error).result(slug, self.redirect_url)
+    }
+
     fn new(error_type: LinkErrorType, error: &str, redirect_url: Option<String>) -> Self {
         Self { error_type, error: error.to_owned(), redirect_url }
     }
