@@ -10,7 +10,8 @@ pub mod requisition;
 use std::sync::Arc;
 
 use axum::Extension;
-use wearlab_domain::lab::{LabNetwork, SimulatedLab};
+use wearlab_domain::ports::LabNetwork;
+use wearlab_sim::SimulatedLab;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{lab_tests, markers, orders, portal_page, psc};

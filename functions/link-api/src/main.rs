@@ -4,8 +4,8 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    wearlab_web::init_tracing();
-    let deps = wearlab_aws::deps_from_env().await?;
+    wearlab_telemetry::init_tracing();
+    let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
     let routes = link_api::deployed_routes(wearlab_sim::pages_configured());
     let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));
     lambda_http::run(app).await

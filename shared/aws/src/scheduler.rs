@@ -80,6 +80,21 @@ where
     SchedulerError::Unavailable(describe(op, err, true))
 }
 
+/// Every field of a one-time schedule, on a CreateSchedule or UpdateSchedule request (two SDK
+/// builder types with the same setters; UpdateSchedule replaces every field, so both set all).
+macro_rules! one_time {
+    ($request:expr, $this:expr, $schedule:expr, $expression:expr, $target:expr) => {
+        $request
+            .group_name(&$this.target.group)
+            .name(&$schedule.name)
+            .schedule_expression(&$expression)
+            .schedule_expression_timezone("UTC")
+            .flexible_time_window(off()?)
+            .action_after_completion(ActionAfterCompletion::Delete)
+            .target($target.clone())
+    };
+}
+
 #[async_trait]
 impl Scheduler for EventBridgeScheduler {
     /// Creates the schedule, or replaces it (UpdateSchedule) when one with this name exists.
@@ -89,34 +104,16 @@ impl Scheduler for EventBridgeScheduler {
         let target = self.target(&schedule.payload)?;
         let client = self.client.get().await;
         for _ in 0..REPLACE_TRIES {
-            let created = client
-                .create_schedule()
-                .group_name(&self.target.group)
-                .name(&schedule.name)
-                .schedule_expression(&expression)
-                .schedule_expression_timezone("UTC")
-                .flexible_time_window(off()?)
-                .action_after_completion(ActionAfterCompletion::Delete)
-                .target(target.clone())
-                .send()
-                .await;
+            let created =
+                one_time!(client.create_schedule(), self, schedule, expression, target).send().await;
             match created {
                 Ok(_) => return Ok(()),
                 Err(e) if is_code(&e, "ConflictException") => {}
                 Err(e) => return Err(scheduler_error("CreateSchedule", &e)),
             }
             // UpdateSchedule replaces every field, so this is a full replacement.
-            let updated = client
-                .update_schedule()
-                .group_name(&self.target.group)
-                .name(&schedule.name)
-                .schedule_expression(&expression)
-                .schedule_expression_timezone("UTC")
-                .flexible_time_window(off()?)
-                .action_after_completion(ActionAfterCompletion::Delete)
-                .target(target.clone())
-                .send()
-                .await;
+            let updated =
+                one_time!(client.update_schedule(), self, schedule, expression, target).send().await;
             match updated {
                 Ok(_) => return Ok(()),
                 // It ran (and deleted itself) or was cancelled since: create it again.

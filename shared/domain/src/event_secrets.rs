@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 use wearlab_models::EventEnvelope;
 
+use crate::crypto::{DataKey, Sealed};
 use crate::lab::verification::EVENT_VERIFICATION_REQUESTED;
-use crate::linking::{DataKey, Sealed};
 use crate::ports::StoreError;
 
 /// (event type, field of `data`) pairs that are credentials.

@@ -1,13 +1,12 @@
 //! Rules shared by the hosted pages end users open in a browser (the link widget and the user
-//! portal): the CSRF token every form carries, and the hash of the inline stylesheet the pages'
-//! Content-Security-Policy allows.
+//! portal): the CSRF token every form carries. (The pages themselves, and the hash of their
+//! stylesheet for the Content-Security-Policy, are in `wearlab_web::pages`.)
 //!
 //! A CSRF token is `<expiry>.<mac>`, the MAC (HMAC-SHA256 with the deployment's signing key)
 //! covering the page kind, a hash of the opaque link the page was opened with and the expiry.
 //! A form posted from another site cannot carry a valid one: that site can neither read our
 //! page nor compute the MAC, and a token minted for one link is refused for another.
 
-use base64::Engine;
 use chrono::Duration;
 use sha2::{Digest, Sha256};
 
@@ -65,20 +64,9 @@ pub async fn csrf_valid(
     Ok(signing::verify(&key, &csrf_message(kind, subject, expires), mac))
 }
 
-/// The CSP source (`'sha256-...'`) that allows exactly this inline stylesheet.
-pub fn style_source(css: &str) -> String {
-    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(css.as_bytes())))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn style_source_is_the_base64_sha256() {
-        // printf 'a' | openssl dgst -sha256 -binary | base64
-        assert_eq!(style_source("a"), "'sha256-ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs='");
-    }
 
     #[test]
     fn messages_differ_by_kind_and_subject() {

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use wearlab_models::EventEnvelope;
 
+use crate::catalog::catalog;
 use crate::keys;
-use crate::linking::catalog;
 use crate::ports::Key;
 use crate::users::UserRecord;
 

@@ -24,7 +24,12 @@ pub use state::AppState;
 /// and portal URLs.
 pub fn public_links(headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    wearlab_domain::lab::Links::from_request(h("x-forwarded-host").or(h("host")), h("x-forwarded-proto"))
+    let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
+    wearlab_domain::lab::Links::for_host(
+        configured.as_deref(),
+        h("x-forwarded-host").or(h("host")),
+        h("x-forwarded-proto"),
+    )
 }
 
 /// What [`routes!`] expands to; not part of the API.
@@ -83,18 +88,6 @@ pub fn app(routes: Routes, state: AppState) -> App {
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 
-/// Structured JSON logs to stdout (CloudWatch picks them up on Lambda). `RUST_LOG` filters.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .without_time()
-        .try_init();
-}
-
 #[cfg(test)]
 mod tests {
     use http::HeaderMap;
@@ -120,7 +113,7 @@ mod tests {
 
     #[test]
     fn the_public_url_wins_over_the_request_when_set() {
-        let resolve = wearlab_domain::lab::Links::resolve;
+        let resolve = wearlab_domain::lab::Links::for_host;
         let forwarded = (Some("out.test"), Some("http"));
         let public = resolve(Some(" https://api.example.com/ "), forwarded.0, forwarded.1);
         assert_eq!(public.base_url, "https://api.example.com", "trimmed, without its trailing slash");

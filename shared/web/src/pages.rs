@@ -13,8 +13,10 @@ use std::sync::LazyLock;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::response::{IntoResponse, Response};
+use base64::Engine;
 use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderValue};
+use sha2::Digest;
 use wearlab_domain::hosted::{self, PageKind};
 use wearlab_domain::{Deps, DomainError};
 
@@ -57,7 +59,15 @@ td,th{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);ve
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}dt{color:var(--muted)}dd{margin:0}\
 @media (max-width:30rem){h1{font-size:1.3rem}.kind{margin-left:0;flex-basis:100%}}";
 
-static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| hosted::style_source(STYLE));
+static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| style_source(STYLE));
+
+/// The CSP source (`'sha256-...'`) that allows exactly this inline stylesheet.
+fn style_source(css: &str) -> String {
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(css.as_bytes()))
+    )
+}
 
 /// The Content-Security-Policy of a page: nothing but its own stylesheet, images from the
 /// API and HTTPS (provider logos), no framing, no script. `form_target` is where a form of
@@ -326,6 +336,12 @@ impl<S: Send + Sync> FromRequest<S> for FormData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn style_source_is_the_base64_sha256() {
+        // printf 'a' | openssl dgst -sha256 -binary | base64
+        assert_eq!(style_source("a"), "'sha256-ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs='");
+    }
 
     #[test]
     fn policy_allows_only_the_pages_own_style_and_the_redirect_origin() {

@@ -3,6 +3,7 @@
 //! Tests that need AWS run against moto: `make test` starts `moto_server` and sets
 //! `WEARLAB_TEST_AWS_ENDPOINT`.
 
+mod architecture;
 mod bulk;
 mod contract;
 mod hardening;

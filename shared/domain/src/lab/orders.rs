@@ -17,7 +17,6 @@ use wearlab_models::lab::{
 };
 
 use super::catalog::{LabAccount, PageSpec, ResolvedOrderSet, catalog, resolve_order_set};
-use super::network::{LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, status_group};
 use super::signing;
 use super::validate::{self as v, Issues};
 use crate::Deps;
@@ -25,8 +24,9 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
 use crate::outbox::Staged;
+use crate::ports::lab_network::{LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, status_group};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
 use crate::users::load_active;
 
 /// How long the deprecated `requisition_form_url` stays valid.
@@ -51,17 +51,11 @@ pub struct Links {
 }
 
 impl Links {
-    /// The base URL for a request that came to `host` over `proto` (`x-forwarded-proto`).
-    /// `WEARLAB_PUBLIC_URL` wins when set. The one rule for the API's public address: requests
-    /// reach it through `wearlab_web::public_links`.
-    pub fn from_request(host: Option<&str>, proto: Option<&str>) -> Self {
-        Self::resolve(std::env::var("WEARLAB_PUBLIC_URL").ok().as_deref(), host, proto)
-    }
-
-    /// [`Links::from_request`] given the value of `WEARLAB_PUBLIC_URL` (`None` when unset), so
-    /// that both branches are testable without changing the process environment.
-    pub fn resolve(public_url: Option<&str>, host: Option<&str>, proto: Option<&str>) -> Self {
-        if let Some(url) = public_url
+    /// The base URL: `configured` (the deployment's public URL) when given, else `proto://host`
+    /// of the request. The one rule for the API's public address; the edge decides the values
+    /// (`wearlab_web::public_links` from a request and `WEARLAB_PUBLIC_URL`).
+    pub fn for_host(configured: Option<&str>, host: Option<&str>, proto: Option<&str>) -> Self {
+        if let Some(url) = configured
             && !url.trim().is_empty()
         {
             return Self { base_url: url.trim().trim_end_matches('/').to_owned() };

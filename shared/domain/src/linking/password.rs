@@ -5,13 +5,14 @@
 use wearlab_models::{AuthType, LinkErrorType, LinkResult, PasswordLinkBody, ProviderMfaRequest, Region};
 
 use super::connections::{self, Committed, NewConnection};
-use super::crypto::Secret;
-use super::providers::{LoginOutcome, PasswordLogin, ProviderAccount, ProviderError};
 use super::tokens::{self, TokenState, ValidToken};
-use super::{LinkOutcome, ProviderInfo, corrupt, known_provider};
+use super::{LinkOutcome, corrupt, known_provider};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
+use crate::crypto::Secret;
 use crate::error::{DomainError, issue};
 use crate::ids::TeamId;
+use crate::ports::providers::{LoginOutcome, PasswordLogin, ProviderAccount, ProviderError};
 use crate::ports::{Condition, StoreError, WriteOp};
 
 const MAX_USERNAME: usize = 256;
@@ -92,11 +93,7 @@ pub async fn link(
     let slug = attempt.provider.slug.as_str();
     let token = match tokens::check(deps, Some(team), raw_token, slug).await? {
         Ok(t) => t,
-        Err(refusal) => {
-            return Ok(
-                LinkOutcome::failed(refusal.error_type, refusal.error).result(slug, refusal.redirect_url)
-            );
-        }
+        Err(refusal) => return Ok(refusal.result(slug)),
     };
     let redirect = token.record.redirect_url.clone();
     let say = |o: LinkOutcome| o.result(slug, redirect.clone());
@@ -158,11 +155,7 @@ pub async fn complete_mfa(
     let slug = info.slug.as_str();
     let token = match tokens::check(deps, Some(team), raw_token, slug).await? {
         Ok(t) => t,
-        Err(refusal) => {
-            return Ok(
-                LinkOutcome::failed(refusal.error_type, refusal.error).result(slug, refusal.redirect_url)
-            );
-        }
+        Err(refusal) => return Ok(refusal.result(slug)),
     };
     let redirect = token.record.redirect_url.clone();
     let say = |o: LinkOutcome| o.result(slug, redirect.clone());

@@ -6,14 +6,15 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::{LinkErrorType, LinkTokenAnswer, LinkTokenBody, ProviderMfaRequest, ValidationIssue};
 
-use super::crypto::Sealed;
-use super::{catalog, random_hex, sha256_hex, valid_redirect_url, with_query};
+use super::{random_hex, sha256_hex, valid_redirect_url, with_query};
 use crate::Deps;
+use crate::catalog::catalog;
+use crate::crypto::Sealed;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key};
-use crate::teams::to_body;
 use crate::users;
 
 /// How long a link token can be used.
@@ -112,6 +113,11 @@ pub struct TokenRefusal {
 }
 
 impl TokenRefusal {
+    /// The refusal as the Link result of `slug` (back to the token's redirect URL if genuine).
+    pub fn result(self, slug: &str) -> wearlab_models::LinkResult {
+        super::LinkOutcome::failed(self.error_type, self.error).result(slug, self.redirect_url)
+    }
+
     fn new(error_type: LinkErrorType, error: &str, redirect_url: Option<String>) -> Self {
         Self { error_type, error: error.to_owned(), redirect_url }
     }

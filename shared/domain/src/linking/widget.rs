@@ -13,8 +13,9 @@ use wearlab_models::{
 
 use super::password::{self, PasswordAttempt};
 use super::tokens::{self, TokenRefusal, TokenState, ValidToken};
-use super::{LinkOutcome, ProviderInfo, catalog, known_provider, redirect_with_result};
+use super::{known_provider, redirect_with_result};
 use crate::Deps;
+use crate::catalog::{ProviderInfo, catalog};
 use crate::error::DomainError;
 
 /// How the page links a provider.
@@ -111,7 +112,7 @@ fn done(result: LinkResult) -> Step {
 }
 
 fn refused(slug: &str, r: TokenRefusal) -> Step {
-    done(LinkOutcome::failed(r.error_type, r.error).result(slug, r.redirect_url))
+    done(r.result(slug))
 }
 
 /// What the password form posted. The password goes to the provider and nowhere else.

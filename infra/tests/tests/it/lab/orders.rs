@@ -514,7 +514,7 @@ async fn the_lab_refusing_an_order_is_a_400_and_stores_nothing() {
     let t = TestApp::embedded().await;
     let user = t.create_user("ord-refused").await;
     let mut body = order_body(&user);
-    body["patient_address"]["zip"] = json!(wearlab_domain::lab::sim_lab::REFUSED_ZIP);
+    body["patient_address"]["zip"] = json!(wearlab_sim::REFUSED_ZIP);
     let a = t.post("/v3/order", body).await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     let detail = a.body["detail"].as_str().unwrap();

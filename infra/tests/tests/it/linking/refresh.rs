@@ -81,7 +81,7 @@ async fn slow_sources_are_in_progress_when_the_timeout_passes() {
     // Through the use case, below the API's 5 s minimum, so that the test waits as little as
     // it can: the slow source takes 20 s (simulated), the demo source a few milliseconds.
     let uid = UserId::parse(&user).unwrap();
-    let r = wearlab_domain::users::refresh(&t.deps, t.team, uid, std::time::Duration::from_secs(2))
+    let r = wearlab_domain::lifecycle::refresh(&t.deps, t.team, uid, std::time::Duration::from_secs(2))
         .await
         .unwrap();
     assert_eq!(r.refreshed_sources, vec!["freestyle_libre/glucose".to_owned()]);

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
-use super::catalog::{Analyte, catalog};
-use super::network::{
+use wearlab_domain::lab::catalog::{Analyte, catalog};
+use wearlab_domain::ports::lab_network::{
     LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, LabResultValue, Placement, Poll, StatusUpdate,
     status_detail, status_group,
 };
@@ -167,7 +167,7 @@ pub fn simulate(order_id: &str, a: &Analyte, provider_id: &str) -> LabResultValu
 #[async_trait]
 impl LabNetwork for SimulatedLab {
     async fn place(&self, request: &LabRequest) -> Result<Placement, LabError> {
-        if super::validate::zip5(&request.patient_zip) == REFUSED_ZIP {
+        if wearlab_domain::lab::validate::zip5(&request.patient_zip) == REFUSED_ZIP {
             return Err(LabError::Rejected(format!(
                 "The lab does not serve the patient's ZIP code {REFUSED_ZIP}: the order was not placed."
             )));
