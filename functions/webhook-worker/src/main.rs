@@ -8,7 +8,7 @@ use wearlab_domain::ports::QueueName;
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_web::init_tracing();
     let deps = wearlab_aws::deps_from_env().await?;
-    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
+    let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Webhook], deps.clock.clone()).await?;
     let sender = webhook_worker::HttpSender::new();
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue, sender) = (&deps, &queue, &sender);

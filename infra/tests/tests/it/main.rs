@@ -9,6 +9,7 @@ mod helpers;
 mod hosted;
 mod idempotency;
 mod lab;
+mod lambda_env;
 mod lifecycle;
 mod linking;
 mod outbox;
