@@ -1,8 +1,9 @@
-//! The environment of the Lambda functions: `infra/lambda-env` (the variables each function
-//! reads) must match what `template.yaml` sets for each function. `make watch` exports what the
-//! template sets, and before it serves it runs each function binary with only its required
-//! variables (it must start) and without each one (it must stop, naming it): `scripts/watch-aws
-//! check-init`, run by `make test` through the watch smoke.
+//! `make watch` against `template.yaml`: the environment of the Lambda functions
+//! (`infra/lambda-env`, the variables each function reads, must match what the template sets for
+//! each function) and the watch router (the same paths to the same functions). `make watch`
+//! exports what the template sets, and before it serves it runs each function binary with only
+//! its required variables (it must start) and without each one (it must stop, naming it):
+//! `scripts/watch-aws check-init`, run by `make test` through the watch smoke.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -141,4 +142,42 @@ fn the_yaml_reader_skips_lists_and_block_scalars() {
     let keys = yaml_keys("a:\n  b: >-\n    NOT_A_KEY: x\n  c:\n    - d: 1\n      e: 2\n  f: 3\n");
     let paths: Vec<String> = keys.iter().map(|(p, v)| format!("{}={v}", p.join("."))).collect();
     assert_eq!(paths, ["a=", "a.b=>-", "a.c=", "a.f=3"]);
+}
+
+/// `make watch` routes paths with `[workspace.metadata.lambda.watch.router]` in Cargo.toml; the
+/// HTTP API with the functions' `HttpApi` events. Both must send each path to the same function.
+#[test]
+fn the_watch_router_routes_like_the_template() {
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let section = cargo.split("[workspace.metadata.lambda.watch.router]").nth(1).expect("the watch router");
+    let router: BTreeSet<(String, String)> = section
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once('='))
+        .map(|(path, function)| {
+            let path = path.trim().trim_matches('"').replace("{*proxy}", "{proxy+}");
+            let path = if path.len() > 1 { path.trim_end_matches('/').to_string() } else { path };
+            (path, function.trim().trim_matches('"').to_string())
+        })
+        .collect();
+
+    let keys = yaml_keys(&std::fs::read_to_string(root().join("template.yaml")).unwrap());
+    let value = |path: &[&str]| keys.iter().find(|(p, _)| p == path).map(|(_, v)| v.clone());
+    let mut template = BTreeSet::new();
+    for (path, v) in &keys {
+        // Resources.<Function>.Properties.Events.<Event>.Type: HttpApi
+        if path.len() == 6
+            && path[0] == "Resources"
+            && path[3] == "Events"
+            && path[5] == "Type"
+            && v == "HttpApi"
+        {
+            let p: Vec<&str> = path.iter().map(String::as_str).collect();
+            let route = value(&[p[0], p[1], p[2], p[3], p[4], "Properties", "Path"]).unwrap();
+            let binary = value(&["Resources", p[1], "Metadata", "BuildProperties", "Binary"]).unwrap();
+            template.insert((route, binary));
+        }
+    }
+    assert!(!template.is_empty());
+    assert_eq!(router, template, "Cargo.toml's watch router vs template.yaml's HttpApi events");
 }
