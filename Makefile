@@ -9,15 +9,16 @@ PIP ?= python3 -m pip
 # Architecture of the Lambda artifacts: arm64 when the aarch64 target is installed, else x86_64.
 LAMBDA_ARCH ?= $(shell rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu && echo arm64 || echo x86_64)
 
-.PHONY: help run test tools lint unit browser cfn-lint contract openapi watch bench package clean-local
+.PHONY: help run test tools lambda-tools lint unit browser cfn-lint contract openapi watch watch-smoke bench package sam-build clean-local
 
 help:
 	@echo "make run      start the whole API on http://127.0.0.1:$(PORT) (embedded storage in .local/)"
-	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), cfn-lint, contract fuzzing"
+	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), cfn-lint + sam validate, contract fuzzing, make watch smoke"
 	@echo "make openapi  regenerate docs/openapi.json from the code"
 	@echo "make watch    the Lambda functions under cargo lambda watch, on AWS adapters pointed at moto"
 	@echo "make bench    benchmarks; figures go to docs/PERFORMANCE.md"
 	@echo "make package  build every function for Lambda into target/lambda/ ($(LAMBDA_ARCH))"
+	@echo "make sam-build  sam build of template.yaml (every function, $(LAMBDA_ARCH)) into .aws-sam/build/"
 
 run:
 	$(CARGO) build --bin wearlab-local
@@ -29,6 +30,11 @@ tools:
 	@command -v cfn-lint >/dev/null || $(PIP) install --quiet 'cfn-lint>=1.20'
 	@command -v schemathesis >/dev/null || $(PIP) install --quiet 'schemathesis==4.32.5' 'hypothesis==6.170.15'
 	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
+
+# The Lambda tool chain: cargo-lambda (brings zig for linking) and the AWS SAM CLI.
+lambda-tools:
+	@command -v cargo-lambda >/dev/null || $(PIP) install --quiet 'cargo-lambda>=1.8'
+	@command -v sam >/dev/null || $(PIP) install --quiet 'aws-sam-cli>=1.140'
 
 lint:
 	$(CARGO) fmt --all --check
@@ -46,8 +52,11 @@ browser:
 	$(CARGO) build --locked --bin wearlab-local
 	cd infra/browser-tests && node --test --test-concurrency=1 --test-reporter=spec hosted-pages.test.mjs
 
-cfn-lint: tools
+# sam validate runs offline; it only wants a region and credentials to exist, so dummy ones.
+cfn-lint: tools lambda-tools
 	cfn-lint template.yaml
+	env -u AWS_PROFILE AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \
+		SAM_CLI_TELEMETRY=0 sam validate --lint --template template.yaml
 
 # Contract fuzzing of the running local stack with the generated OpenAPI document (bounded:
 # CONTRACT_EXAMPLES per operation, CONTRACT_MAX_TIME seconds). Every check runs except:
@@ -70,19 +79,26 @@ contract: tools
 openapi:
 	$(CARGO) run --quiet --locked --bin wearlab-local -- --print-openapi > docs/openapi.json
 
-test: tools lint unit browser cfn-lint contract
+test: tools lint unit browser cfn-lint contract watch-smoke
 	@echo "make test: all checks passed"
 
-watch: tools
-	@command -v cargo-lambda >/dev/null || $(PIP) install --quiet cargo-lambda
+watch: tools lambda-tools
 	scripts/with-moto scripts/watch
+
+# `make watch` started on a free port, every function started, one request per route group,
+# everything stopped (scripts/watch-smoke); part of `make test`.
+watch-smoke: tools lambda-tools
+	scripts/watch-smoke
 
 bench:
 	scripts/bench
 
-package:
-	@command -v cargo-lambda >/dev/null || $(PIP) install --quiet cargo-lambda
+package: lambda-tools
 	scripts/package $(LAMBDA_ARCH)
+
+# Slow (release builds of every function): not part of `make test`. Figures in docs/OPERATIONS.md.
+sam-build: lambda-tools
+	scripts/package --sam $(LAMBDA_ARCH)
 
 clean-local:
 	rm -rf .local

@@ -1,13 +1,15 @@
 //! The bulk-api Lambda: the bulk operations router on the AWS adapters, with the bulk and pull
-//! queues (`WEARLAB_BULK_QUEUE_URL`, `WEARLAB_PULL_QUEUE_URL`).
+//! queue (`WEARLAB_BULK_QUEUE_URL`).
 
 use std::sync::Arc;
+
+use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
-    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
+    let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Bulk], deps.clock.clone()).await?;
     let app = bulk_api::app(wearlab_web::AppState::new(deps).with_queue(Arc::new(queue)));
     lambda_http::run(app).await
 }

@@ -9,8 +9,9 @@ use wearlab_domain::ports::QueueName;
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
-    let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
-    let dead_letter_arn = std::env::var("WEARLAB_BULK_DLQ_ARN").ok();
+    let queue =
+        wearlab_aws::sqs_queue_from_env(&[QueueName::Bulk, QueueName::Pull], deps.clock.clone()).await?;
+    let dead_letter_arn = Some(wearlab_aws::required_var("WEARLAB_BULK_DLQ_ARN")?);
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue, dlq) = (&deps, &queue, dead_letter_arn.as_deref());
         async move {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
 use wearlab_domain::Deps;
-use wearlab_domain::ports::{Providers, SystemClock};
+use wearlab_domain::ports::{Providers, QueueName, SystemClock};
 
 use crate::{DynamoDbTable, EventBridgeBus, EventBridgeScheduler, LazySdkConfig, SchedulerTarget};
 
@@ -38,10 +38,7 @@ pub struct AwsEnv {
 impl AwsEnv {
     /// Reads every variable; the error names the first one missing or empty.
     pub fn from_env() -> Result<Self, String> {
-        let var = |name: &str| match std::env::var(name) {
-            Ok(v) if !v.trim().is_empty() => Ok(v),
-            _ => Err(format!("environment variable {name} is not set")),
-        };
+        let var = required_var;
         Ok(Self {
             table_name: var("WEARLAB_TABLE_NAME")?,
             schedule_group: var("WEARLAB_SCHEDULE_GROUP")?,
@@ -100,25 +97,34 @@ pub async fn config_for_endpoint(endpoint: &str) -> SdkConfig {
         .await
 }
 
-/// The SQS queues named by `WEARLAB_PULL_QUEUE_URL`, `WEARLAB_BULK_QUEUE_URL` and
-/// `WEARLAB_WEBHOOK_QUEUE_URL` (those that are set: a function gets the queues it uses).
+/// A variable a function cannot start without; the error names it when it is missing or empty.
+pub fn required_var(name: &str) -> Result<String, String> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => Ok(v),
+        _ => Err(format!("environment variable {name} is not set")),
+    }
+}
+
+/// The variable holding a queue's URL, as the template sets it for the functions using it.
+pub fn queue_url_var(queue: QueueName) -> &'static str {
+    match queue {
+        QueueName::Pull => "WEARLAB_PULL_QUEUE_URL",
+        QueueName::Bulk => "WEARLAB_BULK_QUEUE_URL",
+        QueueName::Webhook => "WEARLAB_WEBHOOK_QUEUE_URL",
+    }
+}
+
+/// The SQS queues a function uses, each from its `WEARLAB_*_QUEUE_URL` variable
+/// ([`queue_url_var`]). Every one of them is required, and only them: a function must not need
+/// a queue it never sends to, nor start without one it does (the error names the variable).
 pub async fn sqs_queue_from_env(
+    queues: &[QueueName],
     clock: Arc<dyn wearlab_domain::ports::Clock>,
 ) -> Result<crate::SqsQueue, String> {
-    use wearlab_domain::ports::QueueName;
-    let mut urls = std::collections::HashMap::new();
-    for (name, var) in [
-        (QueueName::Pull, "WEARLAB_PULL_QUEUE_URL"),
-        (QueueName::Bulk, "WEARLAB_BULK_QUEUE_URL"),
-        (QueueName::Webhook, "WEARLAB_WEBHOOK_QUEUE_URL"),
-    ] {
-        if let Ok(url) = std::env::var(var) {
-            urls.insert(name, url);
-        }
-    }
-    if urls.is_empty() {
-        return Err("no WEARLAB_*_QUEUE_URL variable is set".into());
-    }
+    let urls = queues
+        .iter()
+        .map(|&queue| Ok((queue, required_var(queue_url_var(queue))?)))
+        .collect::<Result<std::collections::HashMap<_, _>, String>>()?;
     Ok(crate::SqsQueue::on_first_use(LazySdkConfig::from_env(), urls, clock))
 }
 

@@ -13,7 +13,8 @@ mod scheduler;
 mod sqs;
 
 pub use config::{
-    AwsEnv, aws_config_from_env, clients_for_endpoint, config_for_endpoint, deps_from_env, sqs_queue_from_env,
+    AwsEnv, aws_config_from_env, clients_for_endpoint, config_for_endpoint, deps_from_env, queue_url_var,
+    required_var, sqs_queue_from_env,
 };
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};

@@ -126,9 +126,8 @@ fn a_forbidden_arrow_is_reported() {
 /// Whether `text` names the module path `path` itself (`crate::lifecycle` is not named by
 /// `crate::lifecycle_events`).
 fn names(text: &str, path: &str) -> bool {
-    text.match_indices(path).any(|(at, _)| {
-        !text[at + path.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-    })
+    text.match_indices(path)
+        .any(|(at, _)| !text[at + path.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod helpers;
 mod hosted;
 mod idempotency;
 mod lab;
+mod lambda_env;
 mod lifecycle;
 mod lifecycle_events;
 mod linking;

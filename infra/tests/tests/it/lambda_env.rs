@@ -1,0 +1,183 @@
+//! `make watch` against `template.yaml`: the environment of the Lambda functions
+//! (`infra/lambda-env`, the variables each function reads, must match what the template sets for
+//! each function) and the watch router (the same paths to the same functions). `make watch`
+//! exports what the template sets, and before it serves it runs each function binary with only
+//! its required variables (it must start) and without each one (it must stop, naming it):
+//! `scripts/watch-aws check-init`, run by `make test` through the watch smoke.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One function's variables in `infra/lambda-env`: required ones, and those read only when set.
+#[derive(Debug, Default)]
+struct Listed {
+    required: BTreeSet<String>,
+    optional: BTreeSet<String>,
+}
+
+impl Listed {
+    fn all(&self) -> BTreeSet<String> {
+        self.required.union(&self.optional).cloned().collect()
+    }
+}
+
+/// `infra/lambda-env`, the `*` line merged into every function.
+fn listed() -> BTreeMap<String, Listed> {
+    let text = std::fs::read_to_string(root().join("infra/lambda-env")).unwrap();
+    let mut rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let words: Vec<String> =
+            line.split('#').next().unwrap().split_whitespace().map(str::to_string).collect();
+        if let Some((name, vars)) = words.split_first() {
+            rows.insert(name.clone(), vars.to_vec());
+        }
+    }
+    let common = rows.remove("*").expect("a `*` line");
+    rows.into_iter()
+        .map(|(name, vars)| {
+            let mut listed = Listed::default();
+            for v in common.iter().chain(&vars) {
+                match v.strip_suffix('?') {
+                    Some(v) => listed.optional.insert(v.to_string()),
+                    None => listed.required.insert(v.clone()),
+                };
+            }
+            (name, listed)
+        })
+        .collect()
+}
+
+/// Every `key:` of a YAML document as its path of keys, with its scalar value (empty for a
+/// mapping). Enough for template.yaml's block style: list items and block scalars are skipped,
+/// along with everything nested in them.
+fn yaml_keys(text: &str) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut skip_deeper_than: Option<usize> = None;
+    for line in text.lines() {
+        let body = line.trim_start();
+        if body.is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - body.len();
+        if let Some(limit) = skip_deeper_than {
+            if indent > limit {
+                continue;
+            }
+            skip_deeper_than = None;
+        }
+        while stack.last().is_some_and(|(i, _)| *i >= indent) {
+            stack.pop();
+        }
+        if body.starts_with('-') {
+            skip_deeper_than = Some(indent);
+            continue;
+        }
+        let Some((key, value)) = body.split_once(':') else { continue };
+        let value = value.trim();
+        stack.push((indent, key.trim().to_string()));
+        out.push((stack.iter().map(|(_, k)| k.clone()).collect(), value.to_string()));
+        if value.starts_with('>') || value.starts_with('|') {
+            skip_deeper_than = Some(indent);
+        }
+    }
+    out
+}
+
+/// The variables template.yaml sets for each function (its `Binary`): Globals plus its own.
+fn template_env() -> BTreeMap<String, BTreeSet<String>> {
+    let keys = yaml_keys(&std::fs::read_to_string(root().join("template.yaml")).unwrap());
+    let at = |path: &[&str]| -> Vec<&(Vec<String>, String)> {
+        keys.iter()
+            .filter(|(p, _)| {
+                p.len() == path.len() + 1 && p.iter().zip(path).all(|(a, b)| b == &"*" || a == b)
+            })
+            .collect()
+    };
+    let globals: BTreeSet<String> = at(&["Globals", "Function", "Environment", "Variables"])
+        .into_iter()
+        .map(|(p, _)| p.last().unwrap().clone())
+        .collect();
+    let mut out = BTreeMap::new();
+    for (path, value) in at(&["Resources", "*"]) {
+        if path[2] != "Type" || value != "AWS::Serverless::Function" {
+            continue;
+        }
+        let logical = path[1].as_str();
+        let binary = at(&["Resources", logical, "Metadata", "BuildProperties"])
+            .into_iter()
+            .find(|(p, _)| p[4] == "Binary")
+            .unwrap_or_else(|| panic!("{logical} has no BuildProperties.Binary"))
+            .1
+            .clone();
+        let own = at(&["Resources", logical, "Properties", "Environment", "Variables"])
+            .into_iter()
+            .map(|(p, _)| p.last().unwrap().clone());
+        out.insert(binary, globals.iter().cloned().chain(own).collect());
+    }
+    out
+}
+
+#[test]
+fn the_template_sets_for_each_function_exactly_the_variables_it_reads() {
+    let listed = listed();
+    let template = template_env();
+    let packages: BTreeSet<String> = std::fs::read_dir(root().join("functions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed.keys().cloned().collect::<BTreeSet<_>>(), packages, "infra/lambda-env vs functions/");
+    assert_eq!(template.keys().cloned().collect::<BTreeSet<_>>(), packages, "template.yaml vs functions/");
+    for (name, vars) in &listed {
+        assert_eq!(template[name], vars.all(), "{name}: template.yaml vs infra/lambda-env");
+    }
+}
+
+#[test]
+fn the_yaml_reader_skips_lists_and_block_scalars() {
+    let keys = yaml_keys("a:\n  b: >-\n    NOT_A_KEY: x\n  c:\n    - d: 1\n      e: 2\n  f: 3\n");
+    let paths: Vec<String> = keys.iter().map(|(p, v)| format!("{}={v}", p.join("."))).collect();
+    assert_eq!(paths, ["a=", "a.b=>-", "a.c=", "a.f=3"]);
+}
+
+/// `make watch` routes paths with `[workspace.metadata.lambda.watch.router]` in Cargo.toml; the
+/// HTTP API with the functions' `HttpApi` events. Both must send each path to the same function.
+#[test]
+fn the_watch_router_routes_like_the_template() {
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let section = cargo.split("[workspace.metadata.lambda.watch.router]").nth(1).expect("the watch router");
+    let router: BTreeSet<(String, String)> = section
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once('='))
+        .map(|(path, function)| {
+            let path = path.trim().trim_matches('"').replace("{*proxy}", "{proxy+}");
+            let path = if path.len() > 1 { path.trim_end_matches('/').to_string() } else { path };
+            (path, function.trim().trim_matches('"').to_string())
+        })
+        .collect();
+
+    let keys = yaml_keys(&std::fs::read_to_string(root().join("template.yaml")).unwrap());
+    let value = |path: &[&str]| keys.iter().find(|(p, _)| p == path).map(|(_, v)| v.clone());
+    let mut template = BTreeSet::new();
+    for (path, v) in &keys {
+        // Resources.<Function>.Properties.Events.<Event>.Type: HttpApi
+        if path.len() == 6
+            && path[0] == "Resources"
+            && path[3] == "Events"
+            && path[5] == "Type"
+            && v == "HttpApi"
+        {
+            let p: Vec<&str> = path.iter().map(String::as_str).collect();
+            let route = value(&[p[0], p[1], p[2], p[3], p[4], "Properties", "Path"]).unwrap();
+            let binary = value(&["Resources", p[1], "Metadata", "BuildProperties", "Binary"]).unwrap();
+            template.insert((route, binary));
+        }
+    }
+    assert!(!template.is_empty());
+    assert_eq!(router, template, "Cargo.toml's watch router vs template.yaml's HttpApi events");
+}
