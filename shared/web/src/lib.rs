@@ -9,6 +9,7 @@ mod json;
 pub mod openapi;
 pub mod pages;
 mod routes;
+mod schema_check;
 mod state;
 
 pub use auth::AuthTeam;
