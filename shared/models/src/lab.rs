@@ -384,6 +384,23 @@ pub struct OrderEvent {
     pub status: String,
 }
 
+/// The answer of a POST that changes an order (place, cancel): the upstream `PostOrderResponse`.
+/// `GET /v3/order/{order_id}` answers the bare [`Order`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct PostOrderResponse {
+    pub order: Order,
+    /// Always `success` (a refusal is an HTTP error).
+    pub status: String,
+    /// What happened, for people.
+    pub message: String,
+}
+
+impl PostOrderResponse {
+    pub fn success(order: Order, message: &str) -> Self {
+        PostOrderResponse { order, status: "success".to_owned(), message: message.to_owned() }
+    }
+}
+
 /// A lab order.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct Order {

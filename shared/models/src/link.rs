@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::{LinkErrorType, LinkState, open_enum};
 
@@ -130,6 +129,6 @@ pub struct DemoConnectionBody {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct DemoConnectionAnswer {
     pub success: bool,
-    pub user_id: Uuid,
-    pub provider: String,
+    /// What happened, for people.
+    pub detail: String,
 }

@@ -154,6 +154,7 @@ pub struct PatchUserBody {
     #[serde(default)]
     #[schema(value_type = Option<NaiveDate>)]
     pub ingestion_end: Patch<NaiveDate>,
+    /// A new id for the user; `null` (or omitted) keeps the current one.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub client_user_id: Patch<String>,

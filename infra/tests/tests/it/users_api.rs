@@ -349,8 +349,15 @@ mod patch {
         assert_eq!(t.get("/v2/user/resolve/new-id").await.body["user_id"], a);
         assert_eq!(t.get("/v2/user/resolve/old-id").await.status, StatusCode::NOT_FOUND);
         t.create_user("old-id").await;
-        let clear = t.patch(&format!("/v2/user/{a}"), json!({"client_user_id": null})).await;
-        assert_eq!(clear.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // `null` (what the upstream client sends for "unchanged") keeps the id: a user always has one.
+        let null = t
+            .patch(&format!("/v2/user/{a}"), json!({"client_user_id": null, "ingestion_start": "2025-06-01"}))
+            .await;
+        assert_eq!(null.status, StatusCode::NO_CONTENT, "{}", null.body);
+        let u = t.get(&format!("/v2/user/{a}")).await.body;
+        assert_eq!(u["client_user_id"], "new-id");
+        assert_eq!(u["ingestion_start"], "2025-06-01", "the other fields of the PATCH apply");
+        assert_eq!(t.get("/v2/user/resolve/new-id").await.body["user_id"], a);
     }
 
     #[tokio::test]
