@@ -384,6 +384,28 @@ pub struct OrderEvent {
     pub status: String,
 }
 
+/// Who defined a payor of the directory.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PayorSource {
+    /// The platform's directory (`infra/data/lab/payors.json`).
+    Platform,
+    /// A payor the team added.
+    Team,
+}
+
+/// One payor of `GET /v3/insurance/search/payor`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct PayorSearchEntry {
+    /// The code to send as `payor_code` in an insurance.
+    pub payor_code: String,
+    pub name: String,
+    /// Other names the payor is known by (e.g. `UHC`).
+    pub aliases: Vec<String>,
+    pub org_address: UserAddress,
+    pub source: PayorSource,
+}
+
 /// The answer of a POST that changes an order (place, cancel): the upstream `PostOrderResponse`.
 /// `GET /v3/order/{order_id}` answers the bare [`Order`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
