@@ -173,6 +173,7 @@ pub struct Insurance {
     pub member_id: String,
     pub relationship: Relationship,
     pub insured: PersonDetails,
+    #[schema(required = true)]
     pub group_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guarantor: Option<GuarantorDetails>,
@@ -189,6 +190,7 @@ pub struct Loinc {
     pub name: String,
     pub slug: String,
     pub code: String,
+    #[schema(required = true)]
     pub unit: Option<String>,
 }
 
@@ -219,6 +221,7 @@ pub struct Marker {
     /// `biomarker` or `panel`.
     #[serde(rename = "type")]
     pub kind: String,
+    #[schema(required = true)]
     pub unit: Option<String>,
     /// Price in US dollars, e.g. `"12.50"`.
     pub price: String,
@@ -264,6 +267,7 @@ pub struct LabTestMarker {
     pub provider_id: String,
     #[serde(rename = "type")]
     pub kind: String,
+    #[schema(required = true)]
     pub unit: Option<String>,
 }
 
@@ -291,6 +295,7 @@ pub struct LabTest {
 pub struct LabTestPage {
     pub data: Vec<LabTest>,
     /// Pass as `next_cursor` for the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -435,6 +440,7 @@ pub struct Order {
     pub lab_tests: Vec<LabTest>,
     /// The first lab test (kept for clients of single-test orders); null for an order of
     /// add-on markers only.
+    #[schema(required = true)]
     pub lab_test: Option<LabTest>,
     pub lab: Lab,
     pub collection_method: CollectionMethod,
@@ -448,7 +454,7 @@ pub struct Order {
     pub sample_id: String,
     /// Deprecated: a signed link to the requisition PDF, valid 7 days. Use
     /// GET /v3/order/{order_id}/requisition/pdf.
-    #[schema(deprecated)]
+    #[schema(required = true, deprecated)]
     pub requisition_form_url: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -474,19 +480,28 @@ pub struct ResultEntry {
     #[serde(rename = "type")]
     pub kind: ResultType,
     /// Deprecated: the numeric value (the bound for `range` results), null otherwise. Use `result`.
-    #[schema(deprecated)]
+    #[schema(required = true, deprecated)]
     pub value: Option<f64>,
+    #[schema(required = true)]
     pub unit: Option<String>,
     pub timestamp: DateTime<Utc>,
+    #[schema(required = true)]
     pub notes: Option<String>,
+    #[schema(required = true)]
     pub min_range_value: Option<f64>,
+    #[schema(required = true)]
     pub max_range_value: Option<f64>,
+    #[schema(required = true)]
     pub is_above_max_range: Option<bool>,
+    #[schema(required = true)]
     pub is_below_min_range: Option<bool>,
     pub interpretation: Interpretation,
+    #[schema(required = true)]
     pub loinc: Option<String>,
+    #[schema(required = true)]
     pub loinc_slug: Option<String>,
     /// The lab's result code.
+    #[schema(required = true)]
     pub provider_id: Option<String>,
 }
 
@@ -497,6 +512,7 @@ pub struct ResultMetadata {
     pub dob: NaiveDate,
     pub laboratory: String,
     pub specimen_number: String,
+    #[schema(required = true)]
     pub date_collected: Option<DateTime<Utc>>,
     pub date_reported: DateTime<Utc>,
     /// `partial` or `final`.
@@ -520,12 +536,15 @@ pub struct PscMetadata {
     pub city: String,
     pub zip_code: String,
     pub first_line: String,
+    #[schema(required = true)]
     pub second_line: Option<String>,
+    #[schema(required = true)]
     pub phone_number: Option<String>,
+    #[schema(required = true)]
     pub fax_number: Option<String>,
     /// Opening hours by weekday (`monday` ... `sunday`), e.g. `"07:00-15:30"`; null when closed
     /// or not known.
-    #[schema(value_type = Option<Object>)]
+    #[schema(required = true, value_type = Option<Object>)]
     pub hours: Option<serde_json::Value>,
 }
 
