@@ -79,6 +79,17 @@ async fn connect(t: &TestApp, user: &str, provider: &str) {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
 }
 
+/// Nine days of the demo fitbit history the read tests ask for.
+const READ_RANGE: &str = "start_date=2026-02-20&end_date=2026-02-28";
+
+/// A user connected to the fitbit demo account, its history pulled.
+async fn pulled_fitbit_user(t: &TestApp, client_user_id: &str) -> String {
+    let user = user_with(t, client_user_id).await;
+    connect(t, &user, "fitbit").await;
+    drain(t).await;
+    user
+}
+
 #[tokio::test]
 async fn pipeline_new_connection_pulls_history_with_one_event_per_resource() {
     let t = TestApp::embedded().await;
@@ -122,10 +133,8 @@ async fn pipeline_new_connection_pulls_history_with_one_event_per_resource() {
 #[tokio::test]
 async fn pipeline_summaries_and_timeseries_read_back() {
     let t = TestApp::embedded().await;
-    let user = user_with(&t, "pl-2").await;
-    connect(&t, &user, "fitbit").await;
-    drain(&t).await;
-    let range = "start_date=2026-02-20&end_date=2026-02-28";
+    let user = pulled_fitbit_user(&t, "pl-2").await;
+    let range = READ_RANGE;
 
     let a = t.get(&format!("/v2/summary/activity/{user}?{range}")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
@@ -258,6 +267,49 @@ async fn pipeline_read_api_refusals() {
         let a = t.send(Method::GET, &path, None, None).await;
         assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{path}");
     }
+}
+
+#[tokio::test]
+async fn pipeline_summary_reads_filter_by_provider_before_the_limit_and_never_cut_silently() {
+    use wearlab_domain::pipeline::read::MAX_ITEMS;
+    use wearlab_domain::ports::{Condition, Item, WriteOp};
+
+    let t = TestApp::embedded().await;
+    let user = pulled_fitbit_user(&t, "pl-limit").await;
+    let range = READ_RANGE;
+    let fitbit = t.get(&format!("/v2/summary/activity/{user}?{range}&provider=fitbit")).await;
+    assert_eq!(fitbit.body["activity"].as_array().unwrap().len(), 9, "{}", fitbit.body);
+
+    // More than the limit of another provider's summaries, all keyed before fitbit's.
+    let uid = UserId::parse(&user).unwrap();
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 2, 20).unwrap();
+    let template = data_items(&t, &user)
+        .await
+        .into_iter()
+        .find(|(sk, _)| sk.starts_with("DATA#SUM#activity#2026-02-20#fitbit#"))
+        .unwrap()
+        .1;
+    let ops: Vec<WriteOp> = (0..=MAX_ITEMS)
+        .map(|n| WriteOp::Put {
+            item: Item::new(
+                keys::pipeline::summary(uid, "activity", day, "apple_health_kit", &format!("{n:06}")),
+                template.clone(),
+            ),
+            condition: Condition::None,
+        })
+        .collect();
+    for batch in ops.chunks(100) {
+        t.deps.table.transact(batch.to_vec()).await.unwrap();
+    }
+
+    let a = t.get(&format!("/v2/summary/activity/{user}?{range}&provider=fitbit")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body, fitbit.body, "the other provider's items do not push fitbit's out");
+
+    let a = t.get(&format!("/v2/summary/activity/{user}?{range}")).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "never a silent cut");
+    assert_eq!(error_locs(&a.body), vec![vec!["query".to_owned(), "end_date".to_owned()]]);
+    assert!(a.body["detail"][0]["msg"].as_str().unwrap().contains(&MAX_ITEMS.to_string()), "{}", a.body);
 }
 
 #[tokio::test]
