@@ -382,8 +382,20 @@ async fn pipeline_poll_emits_daily_created_and_updated_only_on_change() {
     for r in ["activity", "sleep", "sleep_cycle", "heartrate", "steps"] {
         assert_eq!(c.get(&format!("daily.data.{r}.created")), Some(&1), "{r}: {c:?}");
     }
+    // The events carry the data: a timeseries day as `{source, data}`, a summary as the item
+    // the summary endpoint answers.
     let e = events(&t, "daily.data.heartrate.created").pop().unwrap();
-    assert_eq!(e.data["start_date"], "2026-03-02");
+    assert_eq!(e.data["source"]["provider"], "oura");
+    let samples = e.data["data"].as_array().unwrap();
+    assert!(
+        !samples.is_empty()
+            && samples.iter().all(|s| s["timestamp"].as_str().unwrap().starts_with("2026-03-02"))
+    );
+    let e = events(&t, "daily.data.activity.created").pop().unwrap();
+    let read = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-03-02&end_date=2026-03-02")).await;
+    assert_eq!(e.data, read.body["activity"][0], "{}", read.body);
+    assert_eq!(e.data["user_id"], user.as_str());
+    assert_eq!(e.data["source"]["provider"], "oura");
     // Nothing new: nothing emitted.
     let n = stack.bus.published().len();
     stack.schedule_poll().await.unwrap();
@@ -467,12 +479,30 @@ async fn pipeline_erasure_leaves_no_data_item() {
     assert!(polled.is_empty(), "no longer polled");
 }
 
-/// The simulator, except that one chunk of one resource fails once.
+/// The simulator, except that one chunk of one resource fails once, and that a poll (a range
+/// of a few days) of `densify` gives its last day's hourly samples as 1-second samples.
 struct FlakyProviders {
     inner: std::sync::Arc<dyn Providers>,
     resource: &'static str,
     chunk_start: chrono::NaiveDate,
     failed: std::sync::atomic::AtomicBool,
+    densify: Option<&'static str>,
+}
+
+/// Each hourly sample of `day` becomes 3,600 samples a second apart.
+fn one_second_samples(records: Vec<Value>, day: chrono::NaiveDate) -> Vec<Value> {
+    records
+        .into_iter()
+        .flat_map(|r| {
+            let ts = chrono::DateTime::parse_from_rfc3339(r["timestamp"].as_str().unwrap()).unwrap();
+            let n = if ts.date_naive() == day { 3600 } else { 1 };
+            (0..n).map(move |s| {
+                let mut x = r.clone();
+                x["timestamp"] = json!((ts + Duration::seconds(s)).to_rfc3339());
+                x
+            })
+        })
+        .collect()
 }
 
 #[async_trait::async_trait]
@@ -520,7 +550,11 @@ impl Providers for FlakyProviders {
         {
             return Err(ProviderError::Api("500".into()));
         }
-        self.inner.fetch(p, a, resource, range).await
+        let mut fetched = self.inner.fetch(p, a, resource, range).await?;
+        if self.densify == Some(resource) && (range.end - range.start).num_days() <= 7 {
+            fetched.records = one_second_samples(fetched.records, range.end);
+        }
+        Ok(fetched)
     }
     async fn deregister(&self, p: &str, c: &ProviderCredentials) -> Result<(), ProviderError> {
         self.inner.deregister(p, c).await
@@ -530,19 +564,83 @@ impl Providers for FlakyProviders {
     }
 }
 
-#[tokio::test]
-async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
+/// An embedded app on the simulator altered by `alter`, with its stack and dependencies.
+async fn with_providers(
+    alter: impl FnOnce(std::sync::Arc<dyn Providers>) -> FlakyProviders,
+) -> (TestApp, wearlab_local::LocalStack, wearlab_domain::Deps) {
     let base = TestApp::embedded().await;
     let stack = base.stack.clone().unwrap();
     let mut deps = stack.deps.clone();
-    deps.providers = std::sync::Arc::new(FlakyProviders {
-        inner: stack.deps.providers.clone(),
+    deps.providers = std::sync::Arc::new(alter(stack.deps.providers.clone()));
+    let t = TestApp::on(deps.clone(), base.clock.clone()).await;
+    (t, stack, deps)
+}
+
+#[tokio::test]
+async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_size_limit() {
+    use wearlab_domain::pipeline::MAX_EVENT_BYTES;
+
+    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+        inner,
+        resource: "",
+        chunk_start: "2000-01-01".parse().unwrap(),
+        failed: Default::default(),
+        densify: Some("heartrate"),
+    })
+    .await;
+    let user = user_with(&t, "pl-dense").await;
+    connect(&t, &user, "oura").await;
+    let run =
+        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+    for _ in 0..50 {
+        if run().await.unwrap() == 0 {
+            break;
+        }
+    }
+    t.clock.advance(Duration::days(1));
+    stack.schedule_poll().await.unwrap();
+    for _ in 0..50 {
+        if run().await.unwrap() == 0 {
+            break;
+        }
+    }
+    let parts: Vec<EventEnvelope> = stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "daily.data.heartrate.created" && e.team_id == t.team.0)
+        .collect();
+    let whole: usize = parts.iter().map(|e| serde_json::to_vec(e).unwrap().len()).sum();
+    assert!(whole > 256 * 1024, "the day would not fit one event: {whole} bytes");
+    assert!(parts.len() > 1, "split into several events");
+    for e in &parts {
+        assert!(serde_json::to_vec(e).unwrap().len() <= MAX_EVENT_BYTES);
+        assert_eq!(e.data["source"]["provider"], "oura", "each part is a valid event on its own");
+    }
+    // Together the parts carry every sample of the day, as the timeseries endpoint reads it.
+    let sent: Vec<Value> = parts.iter().flat_map(|e| e.data["data"].as_array().unwrap().clone()).collect();
+    let day = "2026-03-02";
+    let stored = data_items(&t, &user)
+        .await
+        .into_iter()
+        .find(|(sk, _)| sk == &format!("DATA#TS#heartrate#{day}#oura"))
+        .unwrap()
+        .1;
+    assert_eq!(sent, stored["v"]["data"].as_array().unwrap().clone());
+    assert!(sent.len() > 3600, "{}", sent.len());
+}
+
+#[tokio::test]
+async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
+    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+        inner,
         resource: "heartrate",
         // 90 days from 2025-12-02 in chunks of 30: the second chunk.
         chunk_start: "2026-01-01".parse().unwrap(),
         failed: Default::default(),
-    });
-    let t = TestApp::on(deps.clone(), base.clock.clone()).await;
+        densify: None,
+    })
+    .await;
     let user = user_with(&t, "pl-9").await;
     connect(&t, &user, "oura").await;
     let run =

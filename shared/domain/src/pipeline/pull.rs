@@ -19,7 +19,7 @@ use wearlab_models::{ConnectionStatus, EventEnvelope};
 
 use super::normalize::{Context, Entry, is_modelled, produced};
 use super::store::{self, Change};
-use super::{Job, PullMessage, event, event_types, history_days, preferences};
+use super::{Job, PullMessage, data_events, event, event_types, history_days, preferences};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
@@ -459,7 +459,9 @@ pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainErr
 
 /// Polls one connection: fetches from shortly before the last polled day to today, stores what
 /// is new or changed, and emits `daily.data.<resource>.created` / `.updated` (updated only when
-/// content changed). A repeated poll with nothing new emits nothing.
+/// content changed) for each such item with the item as `data` (a summary or profile, or a
+/// timeseries day `{source, data: [samples]}`, split when over the event size limit). A repeated
+/// poll with nothing new emits nothing.
 pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
     let (team, user_id, provider) = (job.team_id, job.user_id, job.provider.as_str());
     let sync_key = keys::sync(user_id, provider);
@@ -504,36 +506,25 @@ pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
                 continue;
             }
         };
-        // Per produced resource: days created, days updated.
-        let mut changed: BTreeMap<(String, bool), (NaiveDate, NaiveDate)> = BTreeMap::new();
         let ctx = context(&user, provider, birth_year);
         for entry in ctx.entries(&resource, &fetched.records) {
             if let Entry::Profile { value } = &entry {
                 birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
             }
-            let change = store::put(deps, user_id, provider, &entry).await?;
-            let created = match change {
+            let (change, value) = store::put(deps, user_id, provider, &entry).await?;
+            let kind = match change {
                 Change::Unchanged => continue,
-                Change::Created => true,
-                Change::Updated => false,
+                Change::Created => "created",
+                Change::Updated => "updated",
             };
-            let day = entry.date().unwrap_or(today);
-            let span = changed.entry((entry.resource().to_owned(), created)).or_insert((day, day));
-            span.0 = span.0.min(day);
-            span.1 = span.1.max(day);
-        }
-        for ((r, created), (from, to)) in changed {
-            let data = serde_json::json!({
-                "user_id": user_id.0, "provider": provider, "start_date": from, "end_date": to,
-            });
-            for t in event_types("daily", &r, prefs.hypnogram_events) {
-                let kind = if created { "created" } else { "updated" };
-                events.push(event(
-                    format!("{t}.{kind}"),
+            // Each changed item is announced with its content, as the read API answers it.
+            for t in event_types("daily", entry.resource(), prefs.hypnogram_events) {
+                events.extend(data_events(
+                    &format!("{t}.{kind}"),
                     team,
                     user_id,
                     user.client_user_id.as_str(),
-                    data.clone(),
+                    &value,
                 ));
             }
         }
