@@ -10,8 +10,9 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::DomainError;
 use wearlab_domain::bulk::{
-    self, OpRef, export::ExportRequest, import::ImportRequest, pause::PauseRequest, trigger::TriggerRequest,
+    self, export::ExportRequest, import::ImportRequest, pause::PauseRequest, trigger::TriggerRequest,
 };
+use wearlab_domain::bulk_ledger::OpRef;
 use wearlab_domain::ids::{TeamId, UserId};
 use wearlab_domain::ports::Cursor;
 use wearlab_domain::teams;

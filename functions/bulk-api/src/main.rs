@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    wearlab_web::init_tracing();
-    let deps = wearlab_aws::deps_from_env().await?;
+    wearlab_telemetry::init_tracing();
+    let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
     let queue = wearlab_aws::sqs_queue_from_env(deps.clock.clone()).await?;
     let app = bulk_api::app(wearlab_web::AppState::new(deps).with_queue(Arc::new(queue)));
     lambda_http::run(app).await

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use wearlab_domain::erasure::{self, Erasure};
+use wearlab_domain::lifecycle::{self, Erasure};
 use wearlab_domain::users::ErasureJob;
 use wearlab_domain::{Deps, DomainError};
 
@@ -20,7 +20,7 @@ pub enum Outcome {
 /// erasure is idempotent, so retries are safe.
 pub async fn handle(deps: &Deps, event: Value) -> Result<Outcome, DomainError> {
     if let Ok(job) = serde_json::from_value::<ErasureJob>(event.clone()) {
-        return Ok(match erasure::erase_user(deps, job.erase_user).await? {
+        return Ok(match lifecycle::erase_user(deps, job.erase_user).await? {
             Erasure::Erased { items } => Outcome::Erased { items },
             Erasure::AlreadyGone => Outcome::Skipped { reason: "already erased" },
             Erasure::NotDeleted => Outcome::Skipped { reason: "deletion undone" },
@@ -31,5 +31,5 @@ pub async fn handle(deps: &Deps, event: Value) -> Result<Outcome, DomainError> {
         // Anything else is a misconfigured trigger; sweeping is always safe and catches up.
         tracing::warn!("unrecognised event; running a sweep");
     }
-    Ok(Outcome::Swept { users: erasure::sweep(deps).await? })
+    Ok(Outcome::Swept { users: lifecycle::sweep(deps).await? })
 }

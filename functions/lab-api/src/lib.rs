@@ -11,7 +11,8 @@ pub mod requisition;
 use std::sync::Arc;
 
 use axum::Extension;
-use wearlab_domain::lab::{LabNetwork, SimulatedLab};
+use wearlab_domain::ports::LabNetwork;
+use wearlab_sim::SimulatedLab;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{lab_tests, markers, orders, payors, portal_page, psc};

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    wearlab_web::init_tracing();
-    let deps = wearlab_aws::deps_from_env().await?;
-    let network = Arc::new(wearlab_domain::lab::SimulatedLab);
+    wearlab_telemetry::init_tracing();
+    let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
+    let network = Arc::new(wearlab_sim::SimulatedLab);
     let app = lab_api::app_with(wearlab_web::AppState::new(deps), network);
     lambda_http::run(app).await
 }

@@ -5,9 +5,10 @@
 use std::fmt::Write;
 
 use axum::http::StatusCode;
+use wearlab_domain::catalog::ProviderInfo;
 use wearlab_domain::linking::tokens::TokenRefusal;
 use wearlab_domain::linking::widget::{Form, Method, Widget, method};
-use wearlab_domain::linking::{LinkOutcome, ProviderInfo, encode, redirect_with_result};
+use wearlab_domain::linking::{LinkOutcome, encode, redirect_with_result};
 use wearlab_models::{LinkErrorType, LinkResult, LinkState, MfaMethod, ProviderMfaRequest};
 use wearlab_web::pages::{Page, csrf_input, escape};
 

@@ -6,7 +6,8 @@
 //!   they announce was stored).
 
 use serde::Serialize;
-use wearlab_domain::lab::{LabNetwork, Links, advance_due};
+use wearlab_domain::lab::{Links, advance_due};
+use wearlab_domain::ports::LabNetwork;
 use wearlab_domain::{Deps, DomainError, outbox};
 
 /// What one invocation did.

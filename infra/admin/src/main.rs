@@ -90,7 +90,7 @@ fn team_id(raw: &str) -> Result<TeamId, String> {
 
 async fn deps(cli: &Cli) -> Result<Deps, String> {
     if cli.aws {
-        return wearlab_aws::deps_from_env().await.map_err(|e| e.to_string());
+        return wearlab_aws::deps_from_env(wearlab_sim::providers()).await.map_err(|e| e.to_string());
     }
     let table: Arc<dyn wearlab_domain::ports::Table> = Arc::new(
         wearlab_embedded::RedbTable::open(&cli.data_dir.join("wearlab.redb")).map_err(|e| e.to_string())?,
@@ -103,7 +103,7 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
         bus: Arc::new(wearlab_embedded::MemoryBus::new()),
         providers: Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
         // The admin commands never open sealed secrets.
-        data_key: Arc::new(wearlab_domain::linking::DataKey::ephemeral()),
+        data_key: Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
     })
 }
 

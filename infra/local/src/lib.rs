@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use wearlab_domain::crypto::DataKey;
 use wearlab_domain::ids::TeamId;
-use wearlab_domain::linking::DataKey;
 use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
@@ -137,7 +137,7 @@ impl LocalStack {
 
     /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
     pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
-        let sender = webhook_worker::HttpSender::new();
+        let sender = wearlab_http::HttpSender::new();
         let n = self
             .queue
             .run_once(QueueName::Webhook, |env, _| {
@@ -195,7 +195,7 @@ impl LocalStack {
     /// What the every-minute rule does on AWS (the sweep-worker): advances every open lab
     /// order whose next status change is due, then publishes events left in the outbox.
     pub async fn sweep(&self) -> Result<sweep_worker::Outcome, DomainError> {
-        sweep_worker::handle(&self.deps, &wearlab_domain::lab::SimulatedLab).await
+        sweep_worker::handle(&self.deps, &wearlab_sim::SimulatedLab).await
     }
 
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the

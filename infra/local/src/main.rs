@@ -12,7 +12,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         print!("{}", wearlab_local::openapi_json());
         return Ok(());
     }
-    wearlab_web::init_tracing();
+    wearlab_telemetry::init_tracing();
     let dir = data_dir();
     let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
     let stack = LocalStack::open(&dir)?;

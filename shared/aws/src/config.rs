@@ -5,7 +5,7 @@ use std::sync::Arc;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
 use wearlab_domain::Deps;
-use wearlab_domain::ports::SystemClock;
+use wearlab_domain::ports::{Providers, SystemClock};
 
 use crate::{DynamoDbTable, EventBridgeBus, EventBridgeScheduler, LazySdkConfig, SchedulerTarget};
 
@@ -52,17 +52,21 @@ impl AwsEnv {
         })
     }
 
-    /// The adapters for these resources on `config`. Providers are the simulator until real
-    /// provider adapters exist. Fails only on an unusable `WEARLAB_DATA_KEY`.
-    pub fn deps(&self, config: &SdkConfig) -> Result<Deps, String> {
-        self.deps_on_first_use(LazySdkConfig::given(config.clone()))
+    /// The adapters for these resources on `config`, with the `providers` the caller chose.
+    /// Fails only on an unusable `WEARLAB_DATA_KEY`.
+    pub fn deps(&self, config: &SdkConfig, providers: Arc<dyn Providers>) -> Result<Deps, String> {
+        self.deps_on_first_use(LazySdkConfig::given(config.clone()), providers)
     }
 
     /// The adapters for these resources, whose SDK clients are built from `config` when each
     /// is first used: making them does no AWS work (no configuration loading, no HTTPS
     /// connector, no root certificates). Fails only on an unusable `WEARLAB_DATA_KEY`.
-    pub fn deps_on_first_use(&self, config: LazySdkConfig) -> Result<Deps, String> {
-        let data_key = wearlab_domain::linking::DataKey::from_base64(&self.data_key)
+    pub fn deps_on_first_use(
+        &self,
+        config: LazySdkConfig,
+        providers: Arc<dyn Providers>,
+    ) -> Result<Deps, String> {
+        let data_key = wearlab_domain::crypto::DataKey::from_base64(&self.data_key)
             .map_err(|e| format!("WEARLAB_DATA_KEY: {e}"))?;
         let table = DynamoDbTable::on_first_use(config.clone(), &self.table_name);
         let scheduler = EventBridgeScheduler::on_first_use(
@@ -79,7 +83,7 @@ impl AwsEnv {
             scheduler: Arc::new(scheduler),
             clock: Arc::new(SystemClock),
             bus: Arc::new(bus),
-            providers: Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
+            providers,
             data_key: Arc::new(data_key),
         })
     }
@@ -120,7 +124,8 @@ pub async fn sqs_queue_from_env(
 
 /// Everything a Lambda handler needs, built once per execution environment. Cheap: the SDK
 /// configuration is loaded, and each SDK client built, on first use (see [`LazySdkConfig`]), so
-/// that a function's init phase does no AWS work.
-pub async fn deps_from_env() -> Result<Deps, String> {
-    AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env())
+/// that a function's init phase does no AWS work. `providers` is the caller's choice (each
+/// `main.rs` picks them; this crate knows no provider adapter).
+pub async fn deps_from_env(providers: Arc<dyn Providers>) -> Result<Deps, String> {
+    AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env(), providers)
 }

@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
-use crate::teams::to_body;
 
 /// How long an answer is kept for replay.
 pub const RETENTION_HOURS: i64 = 24;

@@ -4,13 +4,16 @@
 //! Nothing in this crate knows about HTTP, Lambda or AWS.
 
 pub mod bulk;
-pub mod erasure;
+pub mod bulk_ledger;
+pub mod catalog;
+pub mod crypto;
 pub mod error;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod lab;
+pub mod lifecycle;
 pub mod linking;
 pub mod outbox;
 pub mod pipeline;
@@ -33,9 +36,9 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
     pub bus: Arc<dyn EventBus>,
     /// What each wearable or health-data provider does (the simulator until real adapters exist).
-    pub providers: Arc<dyn linking::Providers>,
+    pub providers: Arc<dyn ports::Providers>,
     /// Seals secrets at rest (provider credentials, MFA sessions, team OAuth secrets).
-    pub data_key: Arc<linking::DataKey>,
+    pub data_key: Arc<crypto::DataKey>,
 }
 
 impl Deps {

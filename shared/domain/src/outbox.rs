@@ -16,8 +16,8 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::UserId;
 use crate::keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, WriteOp, query_all};
-use crate::teams::to_body;
 
 /// Staged events this old are the relay's: their own publisher has had time to send them.
 pub const RELAY_AFTER: Duration = Duration::seconds(60);

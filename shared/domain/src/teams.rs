@@ -8,7 +8,7 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
 use crate::keys;
-use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
+use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all, to_body};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Team {
@@ -219,8 +219,4 @@ pub async fn require_bulk_operations(deps: &Deps, team_id: TeamId) -> Result<(),
             "Bulk operations are not enabled for this team; ask the operator to enable them.".into(),
         ))
     }
-}
-
-pub(crate) fn to_body<T: Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v).expect("records serialize to JSON")
 }

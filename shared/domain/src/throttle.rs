@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
-use crate::teams::to_body;
 
 /// A provider's policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

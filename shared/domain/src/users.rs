@@ -1,22 +1,20 @@
-//! The users use cases: create, read, list, change, delete with a grace period, undo, refresh.
+//! User records and the use cases that only read or write them: create, read, list, change.
+//! Linking builds on these; the lifecycle (delete, undo, refresh, erasure) is in `crate::lifecycle`.
 
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::patch::Patch;
 use wearlab_models::{
-    CreateUserBody, FallbackBirthDate, FallbackTimeZone, PatchUserBody, RefreshResult, User, UserPage,
-    ValidationIssue,
+    CreateUserBody, FallbackBirthDate, FallbackTimeZone, PatchUserBody, User, UserPage, ValidationIssue,
 };
 
 use crate::Deps;
 use crate::error::{DomainError, issue};
 use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
-use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
+use crate::ports::to_body;
+use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
 
-/// How long a deleted user can be restored before its data is erased.
-pub const GRACE_PERIOD_DAYS: i64 = 7;
 /// `source_slug` of fallback values set through the API.
 pub const MANUAL_SOURCE: &str = "manual";
 /// GET /v2/user page size bounds.
@@ -24,9 +22,6 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
 /// Most users a listing may skip.
 pub const MAX_OFFSET: u64 = 1_000_000;
-/// Refresh `timeout` bounds, seconds.
-pub const REFRESH_TIMEOUT_DEFAULT: f64 = 10.0;
-pub const REFRESH_TIMEOUT_RANGE: (f64, f64) = (5.0, 60.0);
 /// Most users a team listing reads (a safety bound, far above any real team).
 const MAX_LISTED: usize = 1_000_000;
 
@@ -35,6 +30,13 @@ const MAX_LISTED: usize = 1_000_000;
 pub struct Deletion {
     pub deleted_at: DateTime<Utc>,
     pub erase_at: DateTime<Utc>,
+}
+
+/// A connection as the user record lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRef {
+    pub provider: String,
+    pub created_on: DateTime<Utc>,
 }
 
 /// The stored user.
@@ -54,7 +56,7 @@ pub struct UserRecord {
     /// The user's provider connections (the items are in the user's partition); written in the
     /// same transaction as them.
     #[serde(default)]
-    pub connections: Vec<crate::linking::connections::ConnectionRef>,
+    pub connections: Vec<ConnectionRef>,
 }
 
 impl UserRecord {
@@ -67,7 +69,7 @@ impl UserRecord {
             connected_sources: self
                 .connections
                 .iter()
-                .map(|c| crate::linking::catalog().connected_source(&c.provider, c.created_on))
+                .map(|c| crate::catalog::catalog().connected_source(&c.provider, c.created_on))
                 .collect(),
             fallback_time_zone: self.fallback_time_zone.clone(),
             fallback_birth_date: self.fallback_birth_date.clone(),
@@ -204,14 +206,7 @@ fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mu
     }
 }
 
-/// Which deleted user an undo names.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UndoTarget {
-    UserId(UserId),
-    ClientUserId(ClientUserId),
-}
-
-fn not_found(user_id: impl std::fmt::Display) -> DomainError {
+pub(crate) fn not_found(user_id: impl std::fmt::Display) -> DomainError {
     DomainError::NotFound(format!("User {user_id} not found."))
 }
 
@@ -262,16 +257,9 @@ async fn taken(deps: &Deps, team: TeamId, id: &ClientUserId) -> DomainError {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Reservation {
-    user_id: UserId,
-    created_on: DateTime<Utc>,
-}
-
-/// Marks a deleted user's client id, for undo by client id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct DeletedClientUserId {
-    user_id: UserId,
-    deleted_at: DateTime<Utc>,
+pub(crate) struct Reservation {
+    pub(crate) user_id: UserId,
+    pub(crate) created_on: DateTime<Utc>,
 }
 
 /// Pending erasure, read by the sweep.
@@ -471,154 +459,4 @@ impl<T> MapPatch<T> for Patch<T> {
             Patch::Set(v) => Patch::Set(f(v)),
         }
     }
-}
-
-/// Deletes a user: one transaction marks it deleted, releases its client_user_id and records
-/// the pending erasure; then a one-time schedule is created. If that schedule cannot be
-/// created, the hourly sweep erases the user from the pending record instead.
-pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), DomainError> {
-    let (current, version) = load_active(deps, team, user_id).await?;
-    let now = deps.now();
-    let erase_at = now + Duration::days(GRACE_PERIOD_DAYS);
-    let mut deleted = current.clone();
-    deleted.deletion = Some(Deletion { deleted_at: now, erase_at });
-    // Every connection goes now, in the same transaction; the providers are told after it.
-    deleted.connections.clear();
-    let (removals, connections) = crate::linking::connections::removal(deps, team, user_id).await?;
-    let expiry = Some(erase_at.timestamp());
-    let mut ops = vec![
-        WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
-        WriteOp::Delete {
-            key: keys::client_user_id(team, &current.client_user_id),
-            condition: Condition::None,
-        },
-        WriteOp::Put {
-            item: Item::new(
-                keys::deleted_client_user_id(team, &current.client_user_id, user_id),
-                to_body(&DeletedClientUserId { user_id, deleted_at: now }),
-            )
-            .with_expiry(expiry),
-            condition: Condition::None,
-        },
-        WriteOp::Put {
-            item: Item::new(
-                keys::erasure_due(erase_at, user_id),
-                to_body(&ErasureDue { team_id: team, user_id }),
-            )
-            .with_expiry(expiry),
-            condition: Condition::None,
-        },
-    ];
-    ops.extend(removals);
-    match deps.table.transact(ops).await {
-        Ok(()) => {}
-        // Someone changed or deleted the user between our read and write.
-        Err(StoreError::ConditionFailed { .. }) => return Err(not_found(user_id)),
-        Err(e) => return Err(e.into()),
-    }
-    crate::linking::connections::deregister_at_providers(deps, user_id, connections).await;
-    let schedule = Schedule {
-        name: keys::erasure_schedule_name(user_id),
-        at: erase_at,
-        payload: to_body(&ErasureJob { erase_user: user_id }),
-    };
-    if let Err(e) = deps.scheduler.schedule_once(schedule).await {
-        tracing::warn!(user_id = %user_id, error = %e, "erasure schedule not created; the sweep will erase the user");
-    }
-    tracing::info!(team_id = %team, user_id = %user_id, erase_at = %erase_at, "user deleted");
-    Ok(())
-}
-
-/// Restores a deleted user inside the grace period. Connections are not restored.
-pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Result<(), DomainError> {
-    let now = deps.now();
-    let (record, version) = match &target {
-        UndoTarget::UserId(id) => load(deps, team, *id).await?.ok_or_else(|| not_found(id))?,
-        UndoTarget::ClientUserId(cid) => {
-            let q = Query::partition(keys::team(team).pk).prefix(keys::deleted_client_user_id_prefix(cid));
-            let mut candidates = Vec::new();
-            for item in query_all(deps.table.as_ref(), q, 1_000).await? {
-                let marker: DeletedClientUserId = item.decode()?;
-                if let Some(found) = load(deps, team, marker.user_id).await? {
-                    candidates.push(found);
-                }
-            }
-            // The most recently deleted user still inside its grace period.
-            candidates
-                .into_iter()
-                .filter(|(r, _)| r.deletion.as_ref().is_some_and(|d| d.erase_at > now))
-                .max_by_key(|(r, _)| r.deletion.as_ref().map(|d| d.deleted_at))
-                .ok_or_else(|| DomainError::NotFound(format!("No deleted user with client_user_id {cid}.")))?
-        }
-    };
-    let Some(deletion) = record.deletion.clone() else {
-        return Err(DomainError::NotFound(format!("User {} is not deleted.", record.user_id)));
-    };
-    if deletion.erase_at <= now {
-        // The grace period is over; erasure is due or done.
-        return Err(not_found(record.user_id));
-    }
-    let mut restored = record.clone();
-    restored.deletion = None;
-    let user_id = record.user_id;
-    let ops = vec![
-        WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
-        WriteOp::Put {
-            item: Item::new(
-                keys::client_user_id(team, &record.client_user_id),
-                to_body(&Reservation { user_id, created_on: record.created_on }),
-            ),
-            condition: Condition::NotExists,
-        },
-        WriteOp::Delete {
-            key: keys::deleted_client_user_id(team, &record.client_user_id, user_id),
-            condition: Condition::None,
-        },
-        WriteOp::Delete { key: keys::erasure_due(deletion.erase_at, user_id), condition: Condition::None },
-    ];
-    match deps.table.transact(ops).await {
-        Ok(()) => {}
-        Err(StoreError::ConditionFailed { op: Some(0) }) => {
-            return Err(DomainError::Busy("the user changed, retry".into()));
-        }
-        Err(StoreError::ConditionFailed { .. }) => {
-            return Err(DomainError::Rejected(format!(
-                "client_user_id {} is now used by another user; delete or rename that user first.",
-                record.client_user_id
-            )));
-        }
-        Err(e) => return Err(e.into()),
-    }
-    // A stale schedule is harmless (the eraser checks the user is still due), so a failed
-    // cancel only costs one no-op invocation.
-    if let Err(e) = deps.scheduler.cancel(&keys::erasure_schedule_name(user_id)).await {
-        tracing::warn!(user_id = %user_id, error = %e, "erasure schedule not cancelled");
-    }
-    tracing::info!(team_id = %team, user_id = %user_id, "user deletion undone");
-    Ok(())
-}
-
-/// Parses the refresh timeout (seconds).
-pub fn refresh_timeout(raw: Option<f64>) -> Result<std::time::Duration, DomainError> {
-    let t = raw.unwrap_or(REFRESH_TIMEOUT_DEFAULT);
-    let (lo, hi) = REFRESH_TIMEOUT_RANGE;
-    if !t.is_finite() || t < lo || t > hi {
-        return Err(DomainError::invalid(
-            &["query", "timeout"],
-            format!("timeout must be between {lo} and {hi} seconds"),
-            "value_error",
-        ));
-    }
-    Ok(std::time::Duration::from_secs_f64(t))
-}
-
-/// Refreshes the user's connected sources through the providers, waiting up to `timeout`;
-/// sources not done by then are reported in progress and finish in the background.
-pub async fn refresh(
-    deps: &Deps,
-    team: TeamId,
-    user_id: UserId,
-    timeout: std::time::Duration,
-) -> Result<RefreshResult, DomainError> {
-    crate::linking::refresh::refresh(deps, team, user_id, timeout).await
 }

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -12,12 +11,12 @@ use wearlab_models::EventEnvelope;
 use wearlab_models::webhooks::{WebhookAttempt as Attempt, WebhookEndpoint};
 
 use crate::Deps;
+use crate::crypto::{Sealed, Secret};
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
-use crate::linking::{Sealed, Secret};
-use crate::ports::{Condition, Item, Key, Outgoing, Query, Queue, QueueName, query_all};
-use crate::teams::to_body;
+use crate::ports::to_body;
+use crate::ports::{Condition, Item, Key, Outgoing, Query, Queue, QueueName, WebhookSender, query_all};
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 pub const RETRY_SCHEDULE: [Duration; 7] = [
@@ -191,18 +190,6 @@ pub enum WebhookJob {
 pub fn message_id(event: &EventEnvelope) -> String {
     let json = serde_json::to_vec(event).expect("events serialize");
     format!("msg_{}", &hex::encode(Sha256::digest(json))[..32])
-}
-
-/// What POSTs a signed event to an endpoint (an HTTP client in the worker; a fake in tests).
-#[async_trait]
-pub trait WebhookSender: Send + Sync {
-    /// The receiver's status code, or why there was none (timeout, connection refused).
-    async fn post(
-        &self,
-        url: &str,
-        headers: Vec<(&'static str, String)>,
-        body: Vec<u8>,
-    ) -> Result<u16, String>;
 }
 
 /// Standard Webhooks headers for `body`.

@@ -7,7 +7,7 @@
 use chrono::{Datelike, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use wearlab_domain::linking::providers::DateRange;
+use wearlab_domain::ports::providers::DateRange;
 
 /// A number in `[lo, hi)` that depends only on the inputs.
 fn value(parts: &[&str], lo: f64, hi: f64) -> f64 {

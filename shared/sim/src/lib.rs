@@ -7,7 +7,10 @@
 //! process under `/v2/link/sim/oauth/{provider}/authorize`.
 
 mod consent;
+#[cfg(feature = "consent")]
+mod consent_page;
 mod data;
+mod lab;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,15 +18,19 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Duration as Span;
 use sha2::{Digest, Sha256};
-use wearlab_domain::linking::catalog;
-use wearlab_domain::linking::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers, Secret,
-};
+use wearlab_domain::catalog::catalog;
+use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::Clock;
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+};
 use wearlab_models::{AuthType, MfaMethod};
 
-pub use consent::{CONSENT_PATH, routes};
+pub use consent::CONSENT_PATH;
+#[cfg(feature = "consent")]
+pub use consent_page::routes;
+pub use lab::SimulatedLab;
 
 /// Username fragments (case-insensitive) that decide a password login.
 pub const BAD_CREDENTIALS: &str = "bad-credentials";
@@ -64,6 +71,12 @@ impl SimProviders {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self { clock }
     }
+}
+
+/// The simulator on the system clock: what every deployment uses until real provider adapters
+/// exist (each `main.rs` passes it to `wearlab_aws::deps_from_env`).
+pub fn providers() -> Arc<dyn Providers> {
+    Arc::new(SimProviders::new(Arc::new(wearlab_domain::ports::SystemClock)))
 }
 
 pub(crate) fn short_hash(parts: &[&str]) -> String {
@@ -163,7 +176,7 @@ fn uuid_like() -> String {
     format!("{t}-{n}")
 }
 
-fn known(provider: &str) -> Result<&'static wearlab_domain::linking::ProviderInfo, ProviderError> {
+fn known(provider: &str) -> Result<&'static wearlab_domain::catalog::ProviderInfo, ProviderError> {
     catalog().get(provider).ok_or_else(|| ProviderError::Unsupported(format!("unknown provider {provider}")))
 }
 

@@ -1,7 +1,7 @@
 use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
-use wearlab_domain::linking::catalog;
+use wearlab_domain::catalog::catalog;
 use wearlab_models::ProviderEntry;
 use wearlab_web::{ApiError, AuthTeam, QueryParams};
 

@@ -8,11 +8,11 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, header};
+use wearlab_domain::catalog::{ProviderInfo, catalog};
 use wearlab_domain::hosted::PageKind;
 use wearlab_domain::linking::oauth::{self, CallbackParams};
 use wearlab_domain::linking::tokens::TokenState;
 use wearlab_domain::linking::widget::{self, Form, Method, PasswordForm, Step, Widget};
-use wearlab_domain::linking::{ProviderInfo, catalog};
 use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
 use wearlab_web::{ApiError, AppState, QueryParams};
 

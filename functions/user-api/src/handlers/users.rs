@@ -7,7 +7,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::DomainError;
 use wearlab_domain::ids::ClientUserId;
-use wearlab_domain::users::{self, NewUser, UndoTarget, UserChanges};
+use wearlab_domain::lifecycle::{self, UndoTarget};
+use wearlab_domain::users::{self, NewUser, UserChanges};
 use wearlab_models::{
     ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
 };
@@ -119,7 +120,7 @@ pub async fn delete(
     AuthTeam(team): AuthTeam,
     Path(user_id): Path<String>,
 ) -> Answer<Json<SuccessBody>> {
-    users::delete(&s.deps, team, path_user_id(&user_id)?).await?;
+    lifecycle::delete(&s.deps, team, path_user_id(&user_id)?).await?;
     Ok(Json(SuccessBody { success: true }))
 }
 
@@ -164,7 +165,7 @@ pub async fn undo_delete(
                 .into());
             }
         };
-    users::undo_delete(&s.deps, team, target).await?;
+    lifecycle::undo_delete(&s.deps, team, target).await?;
     Ok(Json(SuccessBody { success: true }))
 }
 
@@ -191,6 +192,6 @@ pub async fn refresh(
     QueryParams(p): QueryParams<RefreshParams>,
 ) -> Answer<Json<RefreshResult>> {
     let user_id = path_user_id(&user_id)?;
-    let timeout = users::refresh_timeout(p.timeout)?;
-    Ok(Json(users::refresh(&s.deps, team, user_id, timeout).await?))
+    let timeout = lifecycle::refresh_timeout(p.timeout)?;
+    Ok(Json(lifecycle::refresh(&s.deps, team, user_id, timeout).await?))
 }

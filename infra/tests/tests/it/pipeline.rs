@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
+use wearlab_domain::crypto::Secret;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::keys;
-use wearlab_domain::linking::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers, Secret,
-};
 use wearlab_domain::pipeline::{Job, PollJob, PullMessage};
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+};
 use wearlab_domain::ports::{EventEnvelope, Outgoing, Query, Queue, QueueName, query_all};
 
 use crate::helpers::{TestApp, error_locs};

@@ -30,7 +30,7 @@ pub async fn on_moto() -> (TestApp, Arc<wearlab_aws::DynamoDbTable>, aws_sdk_sch
         clock: clock.clone(),
         bus: Arc::new(wearlab_embedded::MemoryBus::new()),
         providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
-        data_key: Arc::new(wearlab_domain::linking::DataKey::ephemeral()),
+        data_key: Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
     };
     (TestApp::on(deps, clock).await, table, sched)
 }

@@ -6,11 +6,12 @@ use wearlab_models::bulk::{BulkExportBody, ConnectionRecipe};
 
 use super::{bulk_provider, check_user_ids};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::linking::connections::ConnectionRecord;
-use crate::linking::{ProviderInfo, team};
+use crate::linking::team;
 use crate::ports::{Cursor, Query, StoreError};
 use crate::users;
 

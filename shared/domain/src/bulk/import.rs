@@ -8,14 +8,18 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::ValidationIssue;
 use wearlab_models::bulk::{BulkImportBody, BulkOpType, ConnectionRecipe};
 
-use super::{BulkMessage, OpRef, ResultRecord, abandon, begin, bulk_provider, record};
+use super::{BulkMessage, bulk_provider};
 use crate::Deps;
+use crate::bulk_ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
+use crate::catalog::ProviderInfo;
+use crate::crypto::Sealed;
+use crate::crypto::Secret;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
 use crate::linking::connections::{self, Committed, ConnectionRecord, NewConnection};
-use crate::linking::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError, Secret};
-use crate::linking::{ProviderInfo, Sealed, team};
+use crate::linking::team;
+use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueName};
 
 /// Longest token and provider user id accepted.
@@ -200,7 +204,7 @@ pub(crate) async fn import_chunk(
         return Ok(Outcome::Ack);
     };
     let Some(header) = deps.table.get(&op.key()).await? else { return Ok(Outcome::Ack) };
-    let provider: String = header.decode::<super::OpRecord>()?.provider;
+    let provider: String = header.decode::<OpRecord>()?.provider;
     let Some(client) = team::team_client(deps, op.team_id, &provider).await? else {
         // The team removed its app meanwhile: nothing more can be imported.
         let failed = recipes.iter().map(|r| r.0).collect();
@@ -303,7 +307,7 @@ pub(crate) async fn give_up(
     match deps.data_key.open_json::<Vec<Packed>>(sealed, &seal_context(op, chunk)) {
         Ok(recipes) => {
             let provider = match deps.table.get(&op.key()).await? {
-                Some(item) => item.decode::<super::OpRecord>()?.provider,
+                Some(item) => item.decode::<OpRecord>()?.provider,
                 None => return Ok(()),
             };
             for r in recipes {

@@ -7,10 +7,10 @@ use wearlab_models::bulk::BulkPauseBody;
 
 use super::{bulk_provider, check_user_ids};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
-use crate::linking::ProviderInfo;
 use crate::linking::connections::ConnectionRecord;
 use crate::ports::{Condition, StoreError};
 use crate::users;

@@ -5,12 +5,13 @@
 use wearlab_models::ConnectionStatus;
 use wearlab_models::bulk::{BulkOpType, BulkTriggerBody};
 
-use super::{BulkMessage, OpRef, ResultRecord, abandon, begin, bulk_provider, check_user_ids, record};
+use super::{BulkMessage, bulk_provider, check_user_ids};
 use crate::Deps;
+use crate::bulk_ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
+use crate::catalog::ProviderInfo;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
-use crate::linking::ProviderInfo;
 use crate::linking::connections::ConnectionRecord;
 use crate::pipeline::{Job, PullJob, PullMessage};
 use crate::ports::{Key, Outcome, Outgoing, Queue, QueueName};
@@ -83,7 +84,7 @@ pub(crate) async fn trigger_chunk(
     user_ids: &[UserId],
 ) -> Result<Outcome, DomainError> {
     let Some(header) = deps.table.get(&op.key()).await? else { return Ok(Outcome::Ack) };
-    let provider = header.decode::<super::OpRecord>()?.provider;
+    let provider = header.decode::<OpRecord>()?.provider;
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
     for &user in user_ids {
@@ -114,20 +115,6 @@ pub(crate) async fn trigger_chunk(
     record(deps, op, failed_results(op, &failed), false).await?;
     tracing::info!(op_id = %op.op_id, queued, failed = failed.len(), "bulk trigger message done");
     Ok(Outcome::Ack)
-}
-
-/// The pull worker's report: the user's pull started (or could not).
-pub async fn record_pull(deps: &Deps, op: &OpRef, user: UserId, started: bool) -> Result<(), DomainError> {
-    let key = keys::user_result(&op.op_id, user);
-    if deps.table.get(&key).await?.is_some() {
-        return Ok(());
-    }
-    let r = if started {
-        ResultRecord { ok: vec![user], ..Default::default() }
-    } else {
-        ResultRecord { failed: vec![user], ..Default::default() }
-    };
-    record(deps, op, vec![(key, r)], false).await.map(|_| ())
 }
 
 /// A dead-lettered trigger message: its users without a result yet fail.

@@ -11,8 +11,8 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item};
-use crate::teams::to_body;
 use crate::users::load_active;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! Lab ordering: demographics and insurance of users, the lab catalog, orders on a
-//! `LabNetwork` (simulated by `sim_lab`), results, patient service centers, portal links and
+//! `LabNetwork` port (simulated by `wearlab_sim::SimulatedLab`), results, patient service centers, portal links and
 //! their identity check (`verification`).
 //!
 //! Everything of a user is stored in the user's partition, so erasure removes it; the two
@@ -8,15 +8,11 @@
 pub mod catalog;
 pub mod demographics;
 pub mod insurance;
-pub mod network;
 pub mod orders;
 pub mod portal;
 pub mod psc;
 pub mod signing;
-pub mod sim_lab;
 pub mod validate;
 pub mod verification;
 
-pub use network::LabNetwork;
 pub use orders::{Links, advance_due};
-pub use sim_lab::SimulatedLab;

@@ -17,7 +17,6 @@ use wearlab_models::lab::{
 };
 
 use super::catalog::{LabAccount, PageSpec, ResolvedOrderSet, catalog, resolve_order_set};
-use super::network::{LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, status_group};
 use super::signing;
 use super::validate::{self as v, Issues};
 use crate::Deps;
@@ -25,8 +24,9 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
 use crate::outbox::Staged;
+use crate::ports::lab_network::{LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, status_group};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
 use crate::users::load_active;
 
 /// How long the deprecated `requisition_form_url` stays valid.

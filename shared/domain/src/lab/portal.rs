@@ -12,15 +12,15 @@ use wearlab_models::lab::{
     CollectionMethod, Order, OrderResults, PatientServiceCenter, PortalUrl, PortalUrlBody,
 };
 
-use super::network::LabNetwork;
 use super::orders::{self, Links};
 use super::{psc, signing};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
+use crate::ports::lab_network::LabNetwork;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, WriteOp};
-use crate::teams::to_body;
 use crate::users::{load, load_active};
 
 pub const LAUNCH_LIFETIME: Duration = Duration::minutes(10);

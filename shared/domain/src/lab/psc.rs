@@ -12,12 +12,12 @@ use wearlab_models::lab::{
 };
 
 use super::catalog::catalog;
-use super::network::LabNetwork;
 use super::orders::{self, Links};
 use super::validate::zip5;
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
+use crate::ports::lab_network::LabNetwork;
 
 /// The radii a search may use, in miles.
 pub const RADII: [u32; 5] = [10, 20, 25, 50, 100];

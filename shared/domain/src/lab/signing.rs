@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::keys::lab as keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, StoreError};
-use crate::teams::to_body;
 
 const BLOCK: usize = 64;
 

@@ -22,8 +22,8 @@ use super::signing;
 use crate::Deps;
 use crate::error::DomainError;
 use crate::keys::lab as keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, EventEnvelope, Item, Key, StoreError};
-use crate::teams::to_body;
 use crate::users;
 
 /// The event that carries a code for the team to relay.

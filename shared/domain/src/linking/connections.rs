@@ -12,18 +12,19 @@ use wearlab_models::{
     UserConnection, UserConnections,
 };
 
-use super::crypto::Sealed;
-use super::providers::{ProviderAccount, ProviderCredentials};
 use super::tokens::{TokenState, ValidToken};
-use super::{ProviderInfo, catalog, corrupt, known_provider, team};
+use super::{corrupt, known_provider, team};
 use crate::Deps;
+use crate::catalog::{ProviderInfo, catalog};
+use crate::crypto::Sealed;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::outbox::Staged;
+use crate::ports::providers::{ProviderAccount, ProviderCredentials};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
-use crate::teams::to_body;
-use crate::users::{self, UserRecord};
+use crate::users::{self, ConnectionRef, UserRecord};
 
 /// The event a new connection emits.
 pub const CONNECTION_CREATED: &str = "provider.connection.created";
@@ -31,13 +32,6 @@ pub const CONNECTION_CREATED: &str = "provider.connection.created";
 const TRIES: usize = 4;
 /// Most connections one user can have (bounded by the catalog; keeps deletion in one batch).
 pub const MAX_CONNECTIONS: usize = 45;
-
-/// A connection as the user record lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConnectionRef {
-    pub provider: String,
-    pub created_on: DateTime<Utc>,
-}
 
 /// How far a resource of a connection was refreshed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

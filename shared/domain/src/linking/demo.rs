@@ -3,10 +3,9 @@
 
 use wearlab_models::{DemoConnectionAnswer, DemoConnectionBody};
 
-use super::catalog::DEMO_PROVIDERS;
 use super::connections::{self, Committed, NewConnection};
-use super::{ProviderInfo, catalog};
 use crate::Deps;
+use crate::catalog::{DEMO_PROVIDERS, ProviderInfo, catalog};
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::users;

@@ -3,13 +3,10 @@
 //!
 //! The rules live here; what a provider does is behind the `Providers` port.
 
-pub mod catalog;
 pub mod connections;
-pub mod crypto;
 pub mod demo;
 pub mod oauth;
 pub mod password;
-pub mod providers;
 pub mod refresh;
 pub mod team;
 pub mod tokens;
@@ -18,12 +15,9 @@ pub mod widget;
 use sha2::{Digest, Sha256};
 use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderMfaRequest};
 
+use crate::catalog::{ProviderInfo, catalog};
 use crate::error::DomainError;
 use crate::ports::StoreError;
-
-pub use catalog::{ProviderInfo, catalog};
-pub use crypto::{DataKey, Sealed, Secret};
-pub use providers::Providers;
 
 /// 256 random bits as 64 hex characters (two v4 UUIDs hashed, as API keys are made).
 pub(crate) fn random_hex() -> String {

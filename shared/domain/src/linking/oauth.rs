@@ -8,19 +8,19 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::{AuthType, LinkErrorType, LinkResult, OauthProviderEntry};
 
 use super::connections::{self, NewConnection};
-use super::crypto::Secret;
 use super::password::said;
-use super::providers::{AuthorizeRequest, CodeExchange};
 use super::tokens::{self, ValidToken};
 use super::{
     LinkOutcome, ProviderInfo, encode, known_provider, random_hex, redirect_with_result, sha256_hex, team,
 };
 use crate::Deps;
+use crate::crypto::Secret;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
+use crate::ports::providers::{AuthorizeRequest, CodeExchange};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, WriteOp};
-use crate::teams::to_body;
 
 /// A consent in progress, by the hash of its `state`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

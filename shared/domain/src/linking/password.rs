@@ -5,13 +5,14 @@
 use wearlab_models::{AuthType, LinkErrorType, LinkResult, PasswordLinkBody, ProviderMfaRequest, Region};
 
 use super::connections::{self, Committed, NewConnection};
-use super::crypto::Secret;
-use super::providers::{LoginOutcome, PasswordLogin, ProviderAccount, ProviderError};
 use super::tokens::{self, TokenState, ValidToken};
-use super::{LinkOutcome, ProviderInfo, corrupt, known_provider};
+use super::{LinkOutcome, corrupt, known_provider};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
+use crate::crypto::Secret;
 use crate::error::{DomainError, issue};
 use crate::ids::TeamId;
+use crate::ports::providers::{LoginOutcome, PasswordLogin, ProviderAccount, ProviderError};
 use crate::ports::{Condition, StoreError, WriteOp};
 
 const MAX_USERNAME: usize = 256;

@@ -8,12 +8,12 @@ use std::time::Duration;
 use chrono::{Days, NaiveDate};
 use wearlab_models::{ConnectionErrorDetails, ConnectionStatus, RefreshResult};
 
-use super::catalog;
 use super::connections::{self, ConnectionRecord, SyncState};
-use super::providers::{DateRange, ProviderAccount, ProviderError};
 use crate::Deps;
+use crate::catalog::catalog;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
+use crate::ports::providers::{DateRange, ProviderAccount, ProviderError};
 use crate::ports::{Condition, StoreError};
 use crate::users;
 

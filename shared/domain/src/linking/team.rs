@@ -5,15 +5,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::{LinkConfig, LinkConfigPatch, OauthApp, OauthAppBody, ValidationIssue};
 
-use super::crypto::{Sealed, Secret};
-use super::providers::OauthClient;
-use super::{ProviderInfo, corrupt, known_provider};
+use super::{corrupt, known_provider};
 use crate::Deps;
+use crate::catalog::ProviderInfo;
+use crate::crypto::{Sealed, Secret};
 use crate::error::{DomainError, issue};
 use crate::ids::TeamId;
 use crate::keys;
+use crate::ports::providers::OauthClient;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
-use crate::teams::to_body;
 
 const MAX_CLIENT_ID: usize = 256;
 const MAX_CLIENT_SECRET: usize = 1024;

@@ -6,14 +6,15 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::{LinkErrorType, LinkTokenAnswer, LinkTokenBody, ProviderMfaRequest, ValidationIssue};
 
-use super::crypto::Sealed;
-use super::{catalog, random_hex, sha256_hex, valid_redirect_url, with_query};
+use super::{random_hex, sha256_hex, valid_redirect_url, with_query};
 use crate::Deps;
+use crate::catalog::catalog;
+use crate::crypto::Sealed;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key};
-use crate::teams::to_body;
 use crate::users;
 
 /// How long a link token can be used.

@@ -13,8 +13,9 @@ use wearlab_models::{
 
 use super::password::{self, PasswordAttempt};
 use super::tokens::{self, TokenRefusal, TokenState, ValidToken};
-use super::{LinkOutcome, ProviderInfo, catalog, known_provider, redirect_with_result};
+use super::{LinkOutcome, known_provider, redirect_with_result};
 use crate::Deps;
+use crate::catalog::{ProviderInfo, catalog};
 use crate::error::DomainError;
 
 /// How the page links a provider.

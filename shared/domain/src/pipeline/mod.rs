@@ -16,12 +16,12 @@ use wearlab_models::EventEnvelope;
 use wearlab_models::data::DataPullPreferences;
 
 use crate::Deps;
+use crate::catalog::catalog;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys::pipeline as keys;
-use crate::linking::catalog;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item};
-use crate::teams::to_body;
 
 pub use pull::{PollJob, PullJob, handle};
 

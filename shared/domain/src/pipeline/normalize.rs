@@ -11,9 +11,9 @@ use wearlab_models::data::{
     SleepSummary, SourceContext, WorkoutSummary,
 };
 
+use crate::catalog::catalog;
 use crate::ids::UserId;
-use crate::linking::catalog;
-use crate::teams::to_body;
+use crate::ports::to_body;
 
 /// Summary resources (one record per day or per session); every other resource is a timeseries.
 pub const SUMMARIES: [&str; 7] = ["activity", "sleep", "sleep_cycle", "workouts", "body", "meal", "profile"];

@@ -21,14 +21,14 @@ use super::normalize::{Context, Entry, is_modelled, produced};
 use super::store::{self, Change};
 use super::{Job, PullMessage, data_events, event, event_types, history_days, preferences};
 use crate::Deps;
+use crate::catalog::catalog;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::pipeline as keys;
-use crate::linking::catalog;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
-use crate::linking::providers::{DateRange, ProviderAccount, ProviderError};
+use crate::ports::providers::{DateRange, ProviderAccount, ProviderError};
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, Queue, QueueName, StoreError};
-use crate::teams::to_body;
 use crate::throttle::{self, Decision};
 use crate::users::{self, UserRecord};
 
@@ -48,7 +48,7 @@ pub struct PullJob {
     pub pull_id: String,
     /// The bulk trigger that asked for this pull: told when it starts (or cannot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bulk_op: Option<crate::bulk::OpRef>,
+    pub bulk_op: Option<crate::bulk_ledger::OpRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -255,7 +255,7 @@ async fn save(
 /// Tells the bulk trigger behind the job (if any) whether the user's pull started.
 async fn report(deps: &Deps, job: &PullJob, started: bool) -> Result<(), DomainError> {
     match &job.bulk_op {
-        Some(op) => crate::bulk::trigger::record_pull(deps, op, job.user_id, started).await,
+        Some(op) => crate::bulk_ledger::record_pull(deps, op, job.user_id, started).await,
         None => Ok(()),
     }
 }

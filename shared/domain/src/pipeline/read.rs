@@ -10,10 +10,10 @@ use wearlab_models::data::{GroupedTimeseries, ProfileSummary, SampleGroup};
 use super::normalize::is_summary;
 use super::store::Stored;
 use crate::Deps;
+use crate::catalog::catalog;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys::{self, pipeline as pkeys};
-use crate::linking::catalog;
 use crate::ports::{Cursor, Query, StoreError, query_all};
 use crate::users;
 

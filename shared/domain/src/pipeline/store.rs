@@ -13,8 +13,8 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::UserId;
 use crate::keys::pipeline as keys;
+use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key};
-use crate::teams::to_body;
 
 /// A stored data item.
 #[derive(Debug, Clone, Serialize, Deserialize)]

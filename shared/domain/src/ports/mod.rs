@@ -1,17 +1,25 @@
-//! Ports: what the use cases need from the outside world. Adapters live in `wearlab-aws`
-//! (DynamoDB, EventBridge Scheduler) and `wearlab-embedded` (redb, in-process timers).
+//! Ports: what the use cases need from the outside world, all of them here. Adapters live in
+//! `wearlab-aws` (DynamoDB, SQS, EventBridge), `wearlab-embedded` (redb, in-process timers and
+//! queues), `wearlab-sim` (simulated providers and lab network) and `wearlab-http` (the webhook
+//! sender).
 
 pub mod bus;
 pub mod clock;
+pub mod lab_network;
+pub mod providers;
 pub mod queue;
 pub mod scheduler;
 pub mod table;
+pub mod webhook;
 
 pub use bus::{BusError, EventBus, EventEnvelope};
 pub use clock::{Clock, ManualClock, ShiftedClock, SystemClock};
+pub use lab_network::LabNetwork;
+pub use providers::Providers;
 pub use queue::{Envelope, MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
     Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, RawItem, SkRange, StoreError,
-    Table, WriteOp, query_all, validate_batch,
+    Table, WriteOp, query_all, to_body, validate_batch,
 };
+pub use webhook::WebhookSender;

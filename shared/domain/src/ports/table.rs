@@ -370,3 +370,8 @@ pub async fn query_all(table: &dyn Table, query: Query, max_items: usize) -> Res
     items.truncate(max_items);
     Ok(items)
 }
+
+/// A record as the JSON body of an item (records are plain serde types, so this cannot fail).
+pub fn to_body<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).expect("records serialize to JSON")
+}

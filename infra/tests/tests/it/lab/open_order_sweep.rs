@@ -8,10 +8,11 @@ use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::Value;
 use wearlab_domain::ids::UserId;
-use wearlab_domain::lab::{Links, SimulatedLab, advance_due};
+use wearlab_domain::lab::{Links, advance_due};
 use wearlab_domain::ports::EventBus;
 use wearlab_domain::{Deps, outbox};
 use wearlab_embedded::MemoryBus;
+use wearlab_sim::SimulatedLab;
 
 use super::order_body;
 use crate::helpers::{RefusingBus, TestApp};

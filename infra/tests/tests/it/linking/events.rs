@@ -123,7 +123,7 @@ async fn connection_created_reaches_an_sqs_queue_through_an_eventbridge_rule() {
         clock: clock.clone(),
         bus: Arc::new(wearlab_aws::EventBridgeBus::new(eb.clone(), &bus_name)),
         providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
-        data_key: Arc::new(wearlab_domain::linking::DataKey::ephemeral()),
+        data_key: Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
     };
     let t = TestApp::on(deps, clock).await;
     let user = t.create_user("ev-moto").await;

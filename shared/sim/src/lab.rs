@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
-use super::catalog::{Analyte, catalog};
-use super::network::{
+use wearlab_domain::lab::catalog::{Analyte, catalog};
+use wearlab_domain::ports::lab_network::{
     LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, LabResultValue, Placement, Poll, StatusUpdate,
     status_detail, status_group,
 };

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use wearlab_models::{AuthType, ConnectedSource, ProviderEntry, ProviderRef, Resource};
 
-const PROVIDERS_JSON: &str = include_str!("../../../../infra/data/providers.json");
+const PROVIDERS_JSON: &str = include_str!("../../../infra/data/providers.json");
 
 /// Providers that can be connected with a demo account (POST /v2/link/connect/demo).
 pub const DEMO_PROVIDERS: [&str; 4] = ["apple_health_kit", "fitbit", "freestyle_libre", "oura"];

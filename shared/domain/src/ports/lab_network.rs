@@ -1,4 +1,4 @@
-//! The `LabNetwork` port: what a lab does with an order. `sim_lab::SimulatedLab` implements it
+//! The `LabNetwork` port: what a lab does with an order. `wearlab_sim::SimulatedLab` implements it
 //! deterministically on the clock; a real lab integration implements the same trait.
 
 use async_trait::async_trait;
