@@ -12,7 +12,10 @@ use crate::ids::{ClientUserId, TeamId, UserId};
 use crate::keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
-use crate::users::{Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found};
+use crate::throttle;
+use crate::users::{
+    self, Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found,
+};
 
 /// How long a deleted user can be restored before its data is erased.
 pub const GRACE_PERIOD_DAYS: i64 = 7;
@@ -179,14 +182,32 @@ pub fn refresh_timeout(raw: Option<f64>) -> Result<std::time::Duration, DomainEr
     Ok(std::time::Duration::from_secs_f64(t))
 }
 
+/// Refreshes a user may ask for per hour (sliding window), as upstream.
+pub const REFRESHES_PER_HOUR: u32 = 8;
+
 /// Refreshes the user's connected sources through the providers, waiting up to `timeout`;
-/// sources not done by then are reported in progress and finish in the background.
+/// sources not done by then are reported in progress and finish in the background. The ninth
+/// refresh of a user within an hour is refused (429) until the oldest leaves the hour.
 pub async fn refresh(
     deps: &Deps,
     team: TeamId,
     user_id: UserId,
     timeout: std::time::Duration,
 ) -> Result<RefreshResult, DomainError> {
+    users::load_active(deps, team, user_id).await?;
+    let policy =
+        throttle::Policy::Rate { limit: REFRESHES_PER_HOUR, window: std::time::Duration::from_secs(3600) };
+    if let throttle::Decision::Wait(retry_after) =
+        throttle::take(deps, keys::refresh_rate(user_id), policy, "refresh").await?
+    {
+        return Err(DomainError::RateLimited {
+            message: format!(
+                "At most {REFRESHES_PER_HOUR} refreshes per hour per user; retry after {} seconds.",
+                retry_after.as_secs().max(1)
+            ),
+            retry_after,
+        });
+    }
     crate::linking::refresh::refresh(deps, team, user_id, timeout).await
 }
 

@@ -62,6 +62,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The user.", body = User),
         (status = 404, description = "No such user in this team.", body = DetailBody),
+        (status = 429, description = "More than 8 refreshes of this user within an hour; `Retry-After` says when the next is allowed.", body = DetailBody),
     ))]
 pub async fn get(
     State(s): State<AppState>,
