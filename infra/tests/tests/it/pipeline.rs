@@ -339,7 +339,7 @@ async fn pipeline_duplicate_delivery_of_every_message_kind_changes_nothing() {
         "team_id": t.team, "user_id": user, "provider": "fitbit", "pull_id": pull_id,
     }))
     .unwrap();
-    let poll = PollJob { team_id: t.team, user_id: uid, provider: "fitbit".into() };
+    let poll = PollJob { team_id: t.team, user_id: uid, provider: "fitbit".into(), since: None };
     let messages = [
         PullMessage::Event(created.clone()),
         PullMessage::Event(created),
@@ -488,6 +488,22 @@ struct FlakyProviders {
     chunk_start: chrono::NaiveDate,
     failed: std::sync::atomic::AtomicBool,
     densify: Option<&'static str>,
+    /// Fetches of this provider wait while the flag is set (a slow source the test lets go).
+    slow: Option<(&'static str, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+}
+
+impl FlakyProviders {
+    /// The simulator, unaltered.
+    fn plain(inner: std::sync::Arc<dyn Providers>) -> Self {
+        Self {
+            inner,
+            resource: "",
+            chunk_start: "2000-01-01".parse().unwrap(),
+            failed: Default::default(),
+            densify: None,
+            slow: None,
+        }
+    }
 }
 
 /// Each hourly sample of `day` becomes 3,600 samples a second apart.
@@ -551,6 +567,13 @@ impl Providers for FlakyProviders {
         {
             return Err(ProviderError::Api("500".into()));
         }
+        if let Some((provider, held)) = &self.slow
+            && *provider == p
+        {
+            while held.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
         let mut fetched = self.inner.fetch(p, a, resource, range).await?;
         if self.densify == Some(resource) && (range.end - range.start).num_days() <= 7 {
             fetched.records = one_second_samples(fetched.records, range.end);
@@ -581,14 +604,9 @@ async fn with_providers(
 async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_size_limit() {
     use wearlab_domain::pipeline::MAX_EVENT_BYTES;
 
-    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
-        inner,
-        resource: "",
-        chunk_start: "2000-01-01".parse().unwrap(),
-        failed: Default::default(),
-        densify: Some("heartrate"),
-    })
-    .await;
+    let (t, stack, deps) =
+        with_providers(|inner| FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain(inner) })
+            .await;
     let user = user_with(&t, "pl-dense").await;
     connect(&t, &user, "oura").await;
     let run =
@@ -640,6 +658,7 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
         chunk_start: "2026-01-01".parse().unwrap(),
         failed: Default::default(),
         densify: None,
+        slow: None,
     })
     .await;
     let user = user_with(&t, "pl-9").await;
@@ -678,6 +697,55 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
             .collect::<Vec<_>>(),
     );
     assert!(c.values().all(|n| *n == 1), "one event per resource: {c:?}");
+}
+
+#[tokio::test]
+async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_finishes_it() {
+    let held = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+        slow: Some(("oura", held.clone())),
+        ..FlakyProviders::plain(inner)
+    })
+    .await;
+    let t = t.with_queue(std::sync::Arc::new(stack.queue.clone()));
+    let run_pull_worker = || async {
+        for _ in 0..50 {
+            let run =
+                stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+            if run.await.unwrap() == 0 {
+                break;
+            }
+        }
+    };
+    let user = user_with(&t, "pl-refresh-slow").await;
+    connect(&t, &user, "oura").await;
+    connect(&t, &user, "freestyle_libre").await;
+    run_pull_worker().await; // the historical pulls
+    let created = |t: &TestApp, event_type: &str| -> Vec<Value> {
+        let mine = |e: &EventEnvelope| e.event_type == event_type && e.team_id == t.team.0;
+        stack.bus.published().into_iter().filter(mine).map(|e| e.data).collect()
+    };
+    // A new day; oura answers slower than the refresh waits.
+    t.clock.advance(Duration::days(1));
+    held.store(true, std::sync::atomic::Ordering::SeqCst);
+    let a = t.post_empty(&format!("/v2/user/refresh/{user}?timeout=5")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["refreshed_sources"], json!(["freestyle_libre/glucose"]), "{}", a.body);
+    let pending = a.body["in_progress_sources"].as_array().unwrap().clone();
+    assert!(
+        pending.contains(&json!("oura/activity")) && pending.contains(&json!("oura/heartrate")),
+        "{pending:?}"
+    );
+    assert!(created(&t, "daily.data.activity.created").is_empty());
+    // The refresh left a poll of oura on the pull queue; the worker finishes it.
+    held.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1);
+    run_pull_worker().await;
+    let read = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-03-02&end_date=2026-03-02")).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+    assert_eq!(read.body["activity"].as_array().unwrap().len(), 1, "{}", read.body);
+    assert_eq!(created(&t, "daily.data.activity.created"), vec![read.body["activity"][0].clone()]);
+    assert_eq!(created(&t, "daily.data.heartrate.created").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
