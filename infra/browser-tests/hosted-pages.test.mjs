@@ -75,7 +75,7 @@ async function userWithOrder(clientUserId) {
     patient_address: { first_line: '1 Main St', city: 'New York', state: 'NY', zip: '10001', country: 'US' },
     order_set: { lab_test_ids: [test.id] },
   });
-  return [user, order];
+  return [user, order.order];
 }
 
 before(async () => {

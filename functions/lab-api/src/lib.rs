@@ -1,6 +1,7 @@
 //! `/v3/**`: lab test markers and lab tests, orders with results and requisitions, patient
-//! service centers near an order, and the user portal pages. Handlers parse, call one use case
-//! from `wearlab_domain::lab`, and answer; the rules live in the domain.
+//! service centers near an order, the payor directory's search, and the user portal pages.
+//! Handlers parse, call one use case from `wearlab_domain::lab`, and answer; the rules live in
+//! the domain.
 
 mod handlers;
 mod html;
@@ -14,7 +15,7 @@ use wearlab_domain::ports::LabNetwork;
 use wearlab_sim::SimulatedLab;
 use wearlab_web::{AppState, Routes, routes};
 
-use handlers::{lab_tests, markers, orders, portal_page, psc};
+use handlers::{lab_tests, markers, orders, payors, portal_page, psc};
 
 /// The routes on the simulated lab network (the only network so far).
 pub fn routes() -> Routes {
@@ -37,6 +38,7 @@ pub fn routes_with(network: Arc<dyn LabNetwork>) -> Routes {
         .routes(routes!(orders::result))
         .routes(routes!(orders::requisition_pdf))
         .routes(routes!(psc::info))
+        .routes(routes!(payors::search))
         .routes(routes!(portal_page::by_token))
         .routes(routes!(portal_page::by_code))
         // The portal's other pages and forms: browser-only, like the link widget's, so not in

@@ -292,14 +292,41 @@ BOUNDARY_SITES = [
     (1, 25.1, 262.0, "Livingston", "Livingston", "NJ", "W Northfield Rd"),
 ]
 
+# (payer id, name, aliases, street, city, state, zip). Electronic payer ids as printed in the
+# public payer lists of US claims clearinghouses, addresses of the companies' head offices;
+# typed from those public lists, not from a licensed payer database: verify before billing
+# real claims. WLSIM* are simulated payors for tests and demos.
 PAYORS = [
-    ("60054", "Aetna", "151 Farmington Ave", "Hartford", "CT", "06156"),
-    ("87726", "UnitedHealthcare", "9900 Bren Rd E", "Minnetonka", "MN", "55343"),
-    ("62308", "Cigna", "900 Cottage Grove Rd", "Bloomfield", "CT", "06002"),
-    ("61101", "Humana", "500 W Main St", "Louisville", "KY", "40202"),
-    ("WLSIM1", "Wearlab Simulated Health Plan", "100 Example Plaza", "Springfield", "IL", "62701"),
-    ("WLSIM2", "Wearlab Simulated Medicare Advantage", "200 Example Plaza", "Springfield", "IL", "62701"),
-    ("WLSIM3", "Wearlab Simulated Medicaid", "300 Example Plaza", "Springfield", "IL", "62701"),
+    ("60054", "Aetna", ["Aetna Inc", "Aetna Health", "CVS Aetna"], "151 Farmington Ave", "Hartford", "CT", "06156"),
+    ("87726", "UnitedHealthcare", ["UHC", "United Healthcare", "UnitedHealth", "United Health Care"],
+     "9900 Bren Rd E", "Minnetonka", "MN", "55343"),
+    ("62308", "Cigna", ["Cigna Healthcare", "Connecticut General"], "900 Cottage Grove Rd", "Bloomfield", "CT", "06002"),
+    ("61101", "Humana", ["Humana Inc", "Humana Health Plan"], "500 W Main St", "Louisville", "KY", "40202"),
+    ("39026", "UMR", ["United Medical Resources"], "115 W Wausau Ave", "Wausau", "WI", "54401"),
+    ("41124", "Meritain Health", ["Meritain"], "300 Corporate Pkwy", "Amherst", "NY", "14226"),
+    ("44054", "GEHA", ["Government Employees Health Association"], "310 NE Mulberry St", "Lee's Summit", "MO", "64086"),
+    ("06111", "Oxford Health Plans", ["Oxford", "UHC Oxford"], "48 Monroe Tpke", "Trumbull", "CT", "06611"),
+    ("37602", "Golden Rule Insurance", ["Golden Rule"], "7440 Woodland Dr", "Indianapolis", "IN", "46278"),
+    ("36273", "AARP Medicare Supplement", ["AARP", "AARP Medicare", "UHC AARP"], "9900 Bren Rd E", "Minnetonka", "MN", "55343"),
+    ("94265", "Medica", ["Medica Health Plans"], "401 Carlson Pkwy", "Minnetonka", "MN", "55305"),
+    ("94267", "HealthPartners", ["Health Partners"], "8170 33rd Ave S", "Bloomington", "MN", "55425"),
+    ("38217", "Priority Health", ["Priority"], "1231 E Beltline Ave NE", "Grand Rapids", "MI", "49525"),
+    ("04271", "Tufts Health Plan", ["Tufts"], "705 Mount Auburn St", "Watertown", "MA", "02472"),
+    ("04273", "Harvard Pilgrim Health Care", ["Harvard Pilgrim", "HPHC"], "1600 Crown Colony Dr", "Quincy", "MA", "02169"),
+    ("54704", "Independence Blue Cross", ["IBX", "IBC"], "1901 Market St", "Philadelphia", "PA", "19103"),
+    ("22099", "Horizon Blue Cross Blue Shield of New Jersey", ["Horizon BCBSNJ", "Horizon BCBS", "Horizon"],
+     "3 Penn Plaza E", "Newark", "NJ", "07105"),
+    ("84980", "Blue Cross and Blue Shield of Texas", ["BCBSTX", "BCBS Texas", "Blue Cross Texas"],
+     "1001 E Lookout Dr", "Richardson", "TX", "75082"),
+    ("00621", "Blue Cross and Blue Shield of Illinois", ["BCBSIL", "BCBS Illinois", "Blue Cross Illinois"],
+     "300 E Randolph St", "Chicago", "IL", "60601"),
+    ("00710", "Blue Cross Blue Shield of Michigan", ["BCBSM", "BCBS Michigan", "Blue Cross Michigan"],
+     "600 E Lafayette Blvd", "Detroit", "MI", "48226"),
+    ("14163", "Wellcare", ["WellCare Health Plans", "Wellcare Medicare"], "8735 Henderson Rd", "Tampa", "FL", "33634"),
+    ("26375", "Amerigroup", ["Amerigroup Community Care"], "4425 Corporation Ln", "Virginia Beach", "VA", "23462"),
+    ("WLSIM1", "Wearlab Simulated Health Plan", ["Sim Health"], "100 Example Plaza", "Springfield", "IL", "62701"),
+    ("WLSIM2", "Wearlab Simulated Medicare Advantage", ["Sim Medicare"], "200 Example Plaza", "Springfield", "IL", "62701"),
+    ("WLSIM3", "Wearlab Simulated Medicaid", ["Sim Medicaid"], "300 Example Plaza", "Springfield", "IL", "62701"),
 ]
 
 
@@ -516,10 +543,10 @@ def main():
     with open(os.path.join(HERE, "psc_sites.json"), "w", encoding="utf-8") as f:
         json.dump(sites, f, indent=1, ensure_ascii=True)
         f.write("\n")
-    payors = [{"payor_code": c, "name": n,
+    payors = [{"payor_code": c, "name": n, "aliases": aliases,
                "address": {"first_line": l1, "second_line": None, "city": city, "state": st,
                            "zip": z, "country": "US", "access_notes": None}}
-              for c, n, l1, city, st, z in PAYORS]
+              for c, n, aliases, l1, city, st, z in PAYORS]
     with open(os.path.join(HERE, "payors.json"), "w", encoding="utf-8") as f:
         json.dump(payors, f, indent=1, ensure_ascii=True)
         f.write("\n")

@@ -1,4 +1,5 @@
-//! `EventBus` on EventBridge: PutEvents in batches of 10 (the API's limit), entries that fail
+//! `EventBus` on EventBridge: PutEvents in batches of at most 10 entries and 256 KB (the API's
+//! limits; the domain keeps each event under `MAX_EVENT_BYTES`), entries that fail
 //! are sent again with backoff; rules route the events to the webhook queue and the team's own
 //! targets.
 
@@ -14,8 +15,9 @@ use crate::lazy::{LazyClient, LazySdkConfig};
 
 /// `source` of every Wearlab event on the bus; rules match on it.
 pub const EVENT_SOURCE: &str = "wearlab";
-/// PutEvents takes at most 10 entries.
+/// PutEvents takes at most 10 entries, 256 KB in all.
 const BATCH: usize = 10;
+const BATCH_BYTES: usize = 256 * 1024;
 /// Attempts per batch before its remaining entries count as not published.
 const TRIES: u32 = 5;
 
@@ -81,10 +83,20 @@ impl EventBridgeBus {
 impl EventBus for EventBridgeBus {
     async fn publish(&self, events: Vec<EventEnvelope>) -> Result<(), BusError> {
         let entries = events.iter().map(|e| self.entry(e)).collect::<Result<Vec<_>, _>>()?;
+        // An entry's size as EventBridge counts it: source, detail type and detail.
+        let sizes: Vec<usize> = entries
+            .iter()
+            .map(|e| {
+                e.source().map_or(0, str::len)
+                    + e.detail_type().map_or(0, str::len)
+                    + e.detail().map_or(0, str::len)
+            })
+            .collect();
         let mut failed = 0;
         let mut reason = String::new();
-        for chunk in entries.chunks(BATCH) {
-            if let Err(BusError::NotPublished { failed: n, reason: r }) = self.put_batch(chunk.to_vec()).await
+        for range in crate::sqs::plan_batches_within(&sizes, BATCH, BATCH_BYTES) {
+            if let Err(BusError::NotPublished { failed: n, reason: r }) =
+                self.put_batch(entries[range].to_vec()).await
             {
                 failed += n;
                 reason = r;

@@ -33,11 +33,21 @@ pub struct SqsQueue {
 /// Returns index ranges into `sizes`. A single body over the limit gets a call of its own
 /// (and SQS refuses it, which the caller reports).
 pub fn plan_batches(sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
+    plan_batches_within(sizes, BATCH_ENTRIES, BATCH_BYTES)
+}
+
+/// Splits entries of `sizes` into calls of at most `max_entries` entries and `max_bytes` in all,
+/// in order. An entry over `max_bytes` gets a call of its own (which the service refuses).
+pub fn plan_batches_within(
+    sizes: &[usize],
+    max_entries: usize,
+    max_bytes: usize,
+) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut bytes = 0;
     for (i, &size) in sizes.iter().enumerate() {
-        if i > start && (i - start == BATCH_ENTRIES || bytes + size > BATCH_BYTES) {
+        if i > start && (i - start == max_entries || bytes + size > max_bytes) {
             out.push(start..i);
             start = i;
             bytes = 0;

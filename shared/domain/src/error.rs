@@ -29,6 +29,9 @@ pub enum DomainError {
     /// Temporary: concurrent writers, retry (409 with Retry-After).
     #[error("{0}")]
     Busy(String),
+    /// Over a usage limit until `retry_after` has passed (429 with Retry-After).
+    #[error("{message}")]
+    RateLimited { message: String, retry_after: std::time::Duration },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

@@ -4,17 +4,25 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
-use wearlab_models::RefreshResult;
+use wearlab_models::{ConnectionStatus, RefreshResult};
 
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{ClientUserId, TeamId, UserId};
 use crate::keys;
 use crate::lifecycle_events;
+use crate::linking::{self, connections};
 use crate::outbox::Staged;
+use crate::pipeline::pull::{PollJob, Polled};
+use crate::pipeline::{self, Job, PullMessage};
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Query, Schedule, StoreError, WriteOp, query_all};
-use crate::users::{Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found};
+use crate::ports::{
+    Condition, Item, Outgoing, Query, Queue, QueueName, Schedule, StoreError, WriteOp, query_all,
+};
+use crate::throttle;
+use crate::users::{
+    self, Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found,
+};
 
 /// How long a deleted user can be restored before its data is erased.
 pub const GRACE_PERIOD_DAYS: i64 = 7;
@@ -187,15 +195,110 @@ pub fn refresh_timeout(raw: Option<f64>) -> Result<std::time::Duration, DomainEr
     Ok(std::time::Duration::from_secs_f64(t))
 }
 
-/// Refreshes the user's connected sources through the providers, waiting up to `timeout`;
-/// sources not done by then are reported in progress and finish in the background.
+/// Refreshes a user may ask for per hour (sliding window), as upstream.
+pub const REFRESHES_PER_HOUR: u32 = 8;
+
+/// Days fetched by the refresh of a connection the poll does not know yet (its historical pull
+/// still running).
+pub const FIRST_REFRESH_DAYS: u64 = 30;
+
+/// Refreshes the user's connected sources: the poll of each connection (the same incremental
+/// fetch, storage and `daily.data.*` events), all at once, fetching until `timeout`. A source
+/// whose resources are not all fetched by then is in progress: a poll job of it goes to the pull
+/// queue, which finishes it. Answers per `provider/resource` what was refreshed, what is in
+/// progress and what failed. The ninth refresh of a user within an hour is refused (429) until
+/// the oldest leaves the hour.
 pub async fn refresh(
     deps: &Deps,
+    queue: &dyn Queue,
     team: TeamId,
     user_id: UserId,
     timeout: std::time::Duration,
 ) -> Result<RefreshResult, DomainError> {
-    crate::linking::refresh::refresh(deps, team, user_id, timeout).await
+    users::load_active(deps, team, user_id).await?;
+    let policy =
+        throttle::Policy::Rate { limit: REFRESHES_PER_HOUR, window: std::time::Duration::from_secs(3600) };
+    if let throttle::Decision::Wait(retry_after) =
+        throttle::take(deps, keys::refresh_rate(user_id), policy, "refresh").await?
+    {
+        return Err(DomainError::RateLimited {
+            message: format!(
+                "At most {REFRESHES_PER_HOUR} refreshes per hour per user; retry after {} seconds.",
+                retry_after.as_secs().max(1)
+            ),
+            retry_after,
+        });
+    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let today = deps.now().date_naive();
+    let since = today.checked_sub_days(chrono::Days::new(FIRST_REFRESH_DAYS)).unwrap_or(today);
+    let mut result = RefreshResult {
+        success: true,
+        user_id: user_id.0,
+        refreshed_sources: vec![],
+        in_progress_sources: vec![],
+        failed_sources: vec![],
+    };
+    let entries = |provider: &str, resources: Vec<String>| -> Vec<String> {
+        resources.into_iter().map(|r| format!("{provider}/{r}")).collect()
+    };
+    // Each poll runs to the deadline and no further, and all are awaited here: nothing outlives
+    // the request (on Lambda it would die with the invocation); unfinished work is queued.
+    let mut polls = tokio::task::JoinSet::new();
+    for (conn, _) in connections::load_all(deps, user_id).await? {
+        if conn.status != ConnectionStatus::Connected {
+            result
+                .failed_sources
+                .extend(entries(&conn.provider, pipeline::pull::data_resources(&conn.provider)));
+            continue;
+        }
+        let job = PollJob { team_id: team, user_id, provider: conn.provider.clone(), since: Some(since) };
+        let deps = deps.clone();
+        polls.spawn(async move {
+            let polled = pipeline::pull::poll_until(&deps, &job, Some(deadline)).await;
+            (conn, job, polled)
+        });
+    }
+    while let Some(joined) = polls.join_next().await {
+        let Ok((conn, job, polled)) = joined else {
+            tracing::error!(user_id = %user_id, "refresh of a source panicked");
+            continue;
+        };
+        let provider = conn.provider.clone();
+        let (done, failed, pending) = match polled {
+            Ok(Polled::Polled { done, failed, pending }) => (done, failed, pending),
+            // Nothing to fetch (outside the user's ingestion bounds, or gone meanwhile).
+            Ok(Polled::Nothing) => (pipeline::pull::data_resources(&provider), vec![], vec![]),
+            Ok(Polled::NoAccess { error: Some(e), resources }) => {
+                linking::refresh::record_refusal(deps, &conn, &e).await;
+                (vec![], resources, vec![])
+            }
+            Ok(Polled::NoAccess { error: None, resources }) => (vec![], vec![], resources),
+            Err(e) => {
+                tracing::warn!(user_id = %user_id, provider, error = %e, "refresh of a source failed");
+                (vec![], pipeline::pull::data_resources(&provider), vec![])
+            }
+        };
+        result.refreshed_sources.extend(entries(&provider, done));
+        result.failed_sources.extend(entries(&provider, failed));
+        if pending.is_empty() {
+            continue;
+        }
+        let message = Outgoing::now(PullMessage::Job(Job::Poll(job)).body());
+        match queue.send(QueueName::Pull, vec![message]).await {
+            Ok(()) => result.in_progress_sources.extend(entries(&provider, pending)),
+            Err(e) => {
+                tracing::warn!(user_id = %user_id, provider, error = %e, "unfinished refresh not queued");
+                result.failed_sources.extend(entries(&provider, pending));
+            }
+        }
+    }
+    result.refreshed_sources.sort();
+    result.in_progress_sources.sort();
+    result.failed_sources.sort();
+    tracing::info!(team_id = %team, user_id = %user_id, refreshed = result.refreshed_sources.len(),
+        in_progress = result.in_progress_sources.len(), failed = result.failed_sources.len(), "refresh");
+    Ok(result)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

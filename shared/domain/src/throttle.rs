@@ -107,6 +107,12 @@ fn key(team: TeamId, provider: &str) -> Key {
     Key::new(format!("THROTTLE#{team}#{provider}"), "#")
 }
 
+/// Takes one start under `policy` from the state kept at `key` (any sliding-window limit, e.g.
+/// the refreshes of one user): `Wait` says how long until one is free.
+pub async fn take(deps: &Deps, key: Key, policy: Policy, holder: &str) -> Result<Decision, DomainError> {
+    update_at(deps, key, |state, now| decide(policy, state, holder, now)).await
+}
+
 /// Takes capacity for one pull of `holder` (a stable id of the pull, e.g. the user id).
 pub async fn acquire(
     deps: &Deps,
@@ -136,7 +142,14 @@ async fn update(
     provider: &str,
     change: impl Fn(&mut ThrottleState, DateTime<Utc>) -> Decision,
 ) -> Result<Decision, DomainError> {
-    let k = key(team, provider);
+    update_at(deps, key(team, provider), change).await
+}
+
+async fn update_at(
+    deps: &Deps,
+    k: Key,
+    change: impl Fn(&mut ThrottleState, DateTime<Utc>) -> Decision,
+) -> Result<Decision, DomainError> {
     for _ in 0..TRIES {
         let now = deps.now();
         let (mut state, version) = match deps.table.get(&k).await? {

@@ -139,15 +139,8 @@ impl UserChanges {
     pub fn parse(body: PatchUserBody, today: NaiveDate) -> Result<Self, DomainError> {
         let mut issues = Vec::new();
         let client_user_id = match body.client_user_id {
-            Patch::Keep => None,
-            Patch::Clear => {
-                issues.push(issue(
-                    &["body", "client_user_id"],
-                    "client_user_id cannot be cleared",
-                    "value_error",
-                ));
-                None
-            }
+            // The upstream client sends `null` for an id it does not change; a user always has one.
+            Patch::Keep | Patch::Clear => None,
             Patch::Set(s) => parse_client_user_id(&s, &mut issues),
         };
         let fallback_time_zone = match body.fallback_time_zone {

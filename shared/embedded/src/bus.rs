@@ -8,6 +8,8 @@ use wearlab_domain::ports::{BusError, EventBus, EventEnvelope, Outgoing, Queue, 
 
 /// Most events kept; older ones are dropped first.
 const KEEP: usize = 100_000;
+/// EventBridge's limit on one entry.
+const ENTRY_LIMIT: usize = 256 * 1024;
 
 #[derive(Clone, Default)]
 pub struct MemoryBus {
@@ -35,6 +37,14 @@ impl MemoryBus {
 #[async_trait]
 impl EventBus for MemoryBus {
     async fn publish(&self, events: Vec<EventEnvelope>) -> Result<(), BusError> {
+        // EventBridge refuses an entry over 256 KB; so does this bus, so that local runs and tests
+        // meet the limit where AWS would.
+        if events.iter().any(|e| serde_json::to_vec(e).map_or(0, |b| b.len()) > ENTRY_LIMIT) {
+            return Err(BusError::NotPublished {
+                failed: events.len(),
+                reason: "event entry over 256 KB".into(),
+            });
+        }
         if let Some(queue) = &self.webhook_queue {
             let messages = events
                 .iter()

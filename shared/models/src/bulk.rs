@@ -110,9 +110,11 @@ pub struct BulkOp {
     /// Items that failed, counted in `processed` (our addition).
     pub failed: u64,
     pub started_at: DateTime<Utc>,
+    #[schema(required = true)]
     pub ended_at: Option<DateTime<Utc>>,
     /// When a throttled operation should be done at the provider's rate (our addition; `null`
     /// when done or when no estimate can be made yet).
+    #[schema(required = true)]
     pub estimated_completion_at: Option<DateTime<Utc>>,
 }
 
@@ -120,6 +122,7 @@ pub struct BulkOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct BulkOpPage {
     pub data: Vec<BulkOp>,
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -139,6 +142,7 @@ pub struct BulkExportBody {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct BulkExportPage {
     pub data: Vec<ConnectionRecipe>,
+    #[schema(required = true)]
     pub next_token: Option<String>,
 }
 

@@ -20,12 +20,13 @@ pub struct SourceContext {
     #[serde(rename = "type")]
     pub source_type: String,
     /// The app that recorded the data, when the provider names one.
+    #[schema(required = true)]
     pub app_id: Option<String>,
     /// Deprecated: use the providers endpoint.
     #[schema(deprecated)]
     pub name: String,
     /// Deprecated: use the providers endpoint.
-    #[schema(deprecated)]
+    #[schema(required = true, deprecated)]
     pub logo: Option<String>,
     /// Deprecated: same as `provider`.
     #[schema(deprecated)]
@@ -39,16 +40,23 @@ pub struct ActivitySummary {
     pub user_id: Uuid,
     pub calendar_date: NaiveDate,
     /// kcal.
+    #[schema(required = true)]
     pub calories_total: Option<f64>,
     /// kcal.
+    #[schema(required = true)]
     pub calories_active: Option<f64>,
+    #[schema(required = true)]
     pub steps: Option<f64>,
     /// Meters.
+    #[schema(required = true)]
     pub distance: Option<f64>,
+    #[schema(required = true)]
     pub floors_climbed: Option<f64>,
     /// Seconds of low-intensity activity.
+    #[schema(required = true)]
     pub low: Option<f64>,
     /// Seconds of high-intensity activity.
+    #[schema(required = true)]
     pub high: Option<f64>,
     /// IANA time zone of the day.
     pub timezone: String,
@@ -76,8 +84,10 @@ pub struct SleepSummary {
     pub rem: i64,
     pub deep: i64,
     /// Percent of the time in bed asleep.
+    #[schema(required = true)]
     pub efficiency: Option<f64>,
     /// Beats per minute.
+    #[schema(required = true)]
     pub hr_average: Option<f64>,
     pub source: SourceContext,
 }
@@ -115,15 +125,20 @@ pub struct WorkoutSummary {
     /// Seconds.
     pub duration: i64,
     /// kcal.
+    #[schema(required = true)]
     pub calories: Option<f64>,
     /// Meters.
+    #[schema(required = true)]
     pub distance: Option<f64>,
+    #[schema(required = true)]
     pub average_hr: Option<f64>,
     /// Maximum heart rate used for the zones: 220 - age.
+    #[schema(required = true)]
     pub max_hr: Option<f64>,
     /// Seconds in each of six zones by percent of the maximum heart rate (<50, 50-60, 60-70,
     /// 70-80, 80-90, >=90); null when no age is known. Estimated from the average heart rate
     /// when the provider gives no heart-rate stream.
+    #[schema(required = true)]
     pub hr_zones: Option<Vec<i64>>,
     pub source: SourceContext,
 }
@@ -135,8 +150,10 @@ pub struct BodySummary {
     pub user_id: Uuid,
     pub calendar_date: NaiveDate,
     /// kg.
+    #[schema(required = true)]
     pub weight: Option<f64>,
     /// Percent.
+    #[schema(required = true)]
     pub fat: Option<f64>,
     pub timezone: String,
     pub timezone_offset: i32,
@@ -146,8 +163,11 @@ pub struct BodySummary {
 /// Macronutrients in grams.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct Macros {
+    #[schema(required = true)]
     pub carbs: Option<f64>,
+    #[schema(required = true)]
     pub protein: Option<f64>,
+    #[schema(required = true)]
     pub fats: Option<f64>,
 }
 
@@ -159,6 +179,7 @@ pub struct MealSummary {
     pub calendar_date: NaiveDate,
     pub name: String,
     /// kcal.
+    #[schema(required = true)]
     pub energy: Option<f64>,
     pub macros: Macros,
     pub timezone: String,
@@ -171,7 +192,9 @@ pub struct ProfileSummary {
     pub id: String,
     pub user_id: Uuid,
     /// Meters.
+    #[schema(required = true)]
     pub height: Option<f64>,
+    #[schema(required = true)]
     pub birth_year: Option<i32>,
     pub source: SourceContext,
 }
@@ -239,6 +262,7 @@ pub struct GroupedTimeseries {
     /// Sample groups by provider slug.
     pub groups: BTreeMap<String, Vec<SampleGroup>>,
     /// Pass back to get the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 

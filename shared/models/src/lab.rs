@@ -173,6 +173,7 @@ pub struct Insurance {
     pub member_id: String,
     pub relationship: Relationship,
     pub insured: PersonDetails,
+    #[schema(required = true)]
     pub group_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guarantor: Option<GuarantorDetails>,
@@ -189,6 +190,7 @@ pub struct Loinc {
     pub name: String,
     pub slug: String,
     pub code: String,
+    #[schema(required = true)]
     pub unit: Option<String>,
 }
 
@@ -219,6 +221,7 @@ pub struct Marker {
     /// `biomarker` or `panel`.
     #[serde(rename = "type")]
     pub kind: String,
+    #[schema(required = true)]
     pub unit: Option<String>,
     /// Price in US dollars, e.g. `"12.50"`.
     pub price: String,
@@ -264,6 +267,7 @@ pub struct LabTestMarker {
     pub provider_id: String,
     #[serde(rename = "type")]
     pub kind: String,
+    #[schema(required = true)]
     pub unit: Option<String>,
 }
 
@@ -291,6 +295,7 @@ pub struct LabTest {
 pub struct LabTestPage {
     pub data: Vec<LabTest>,
     /// Pass as `next_cursor` for the next page; null on the last page.
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }
 
@@ -384,6 +389,45 @@ pub struct OrderEvent {
     pub status: String,
 }
 
+/// Who defined a payor of the directory.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PayorSource {
+    /// The platform's directory (`infra/data/lab/payors.json`).
+    Platform,
+    /// A payor the team added.
+    Team,
+}
+
+/// One payor of `GET /v3/insurance/search/payor`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct PayorSearchEntry {
+    /// The code to send as `payor_code` in an insurance.
+    pub payor_code: String,
+    pub name: String,
+    /// Other names the payor is known by (e.g. `UHC`).
+    pub aliases: Vec<String>,
+    pub org_address: UserAddress,
+    pub source: PayorSource,
+}
+
+/// The answer of a POST that changes an order (place, cancel): the upstream `PostOrderResponse`.
+/// `GET /v3/order/{order_id}` answers the bare [`Order`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct PostOrderResponse {
+    pub order: Order,
+    /// Always `success` (a refusal is an HTTP error).
+    pub status: String,
+    /// What happened, for people.
+    pub message: String,
+}
+
+impl PostOrderResponse {
+    pub fn success(order: Order, message: &str) -> Self {
+        PostOrderResponse { order, status: "success".to_owned(), message: message.to_owned() }
+    }
+}
+
 /// A lab order.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct Order {
@@ -396,6 +440,7 @@ pub struct Order {
     pub lab_tests: Vec<LabTest>,
     /// The first lab test (kept for clients of single-test orders); null for an order of
     /// add-on markers only.
+    #[schema(required = true)]
     pub lab_test: Option<LabTest>,
     pub lab: Lab,
     pub collection_method: CollectionMethod,
@@ -409,7 +454,7 @@ pub struct Order {
     pub sample_id: String,
     /// Deprecated: a signed link to the requisition PDF, valid 7 days. Use
     /// GET /v3/order/{order_id}/requisition/pdf.
-    #[schema(deprecated)]
+    #[schema(required = true, deprecated)]
     pub requisition_form_url: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -435,19 +480,28 @@ pub struct ResultEntry {
     #[serde(rename = "type")]
     pub kind: ResultType,
     /// Deprecated: the numeric value (the bound for `range` results), null otherwise. Use `result`.
-    #[schema(deprecated)]
+    #[schema(required = true, deprecated)]
     pub value: Option<f64>,
+    #[schema(required = true)]
     pub unit: Option<String>,
     pub timestamp: DateTime<Utc>,
+    #[schema(required = true)]
     pub notes: Option<String>,
+    #[schema(required = true)]
     pub min_range_value: Option<f64>,
+    #[schema(required = true)]
     pub max_range_value: Option<f64>,
+    #[schema(required = true)]
     pub is_above_max_range: Option<bool>,
+    #[schema(required = true)]
     pub is_below_min_range: Option<bool>,
     pub interpretation: Interpretation,
+    #[schema(required = true)]
     pub loinc: Option<String>,
+    #[schema(required = true)]
     pub loinc_slug: Option<String>,
     /// The lab's result code.
+    #[schema(required = true)]
     pub provider_id: Option<String>,
 }
 
@@ -458,6 +512,7 @@ pub struct ResultMetadata {
     pub dob: NaiveDate,
     pub laboratory: String,
     pub specimen_number: String,
+    #[schema(required = true)]
     pub date_collected: Option<DateTime<Utc>>,
     pub date_reported: DateTime<Utc>,
     /// `partial` or `final`.
@@ -481,12 +536,15 @@ pub struct PscMetadata {
     pub city: String,
     pub zip_code: String,
     pub first_line: String,
+    #[schema(required = true)]
     pub second_line: Option<String>,
+    #[schema(required = true)]
     pub phone_number: Option<String>,
+    #[schema(required = true)]
     pub fax_number: Option<String>,
     /// Opening hours by weekday (`monday` ... `sunday`), e.g. `"07:00-15:30"`; null when closed
     /// or not known.
-    #[schema(value_type = Option<Object>)]
+    #[schema(required = true, value_type = Option<Object>)]
     pub hours: Option<serde_json::Value>,
 }
 

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::{LinkErrorType, LinkState, open_enum};
 
@@ -99,12 +98,16 @@ pub struct ProviderMfaRequest {
 pub struct LinkResult {
     pub state: LinkState,
     /// The redirect URL given when the link token was created.
+    #[schema(required = true)]
     pub redirect_url: Option<String>,
     /// Set only when `state` is `error`.
+    #[schema(required = true)]
     pub error_type: Option<LinkErrorType>,
     /// Developer-readable text; set only when `state` is `error`.
+    #[schema(required = true)]
     pub error: Option<String>,
     /// Set only when `state` is `pending_provider_mfa`.
+    #[schema(required = true)]
     pub provider_mfa: Option<ProviderMfaRequest>,
     /// Deprecated: the provider slug of the request.
     #[schema(deprecated)]
@@ -113,7 +116,7 @@ pub struct LinkResult {
     #[schema(deprecated)]
     pub connected: bool,
     /// Deprecated: the user's id at the provider once connected.
-    #[schema(deprecated)]
+    #[schema(required = true, deprecated)]
     pub provider_id: Option<String>,
 }
 
@@ -130,6 +133,6 @@ pub struct DemoConnectionBody {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct DemoConnectionAnswer {
     pub success: bool,
-    pub user_id: Uuid,
-    pub provider: String,
+    /// What happened, for people.
+    pub detail: String,
 }

@@ -107,7 +107,9 @@ pub struct ProviderEntry {
     pub slug: String,
     pub description: String,
     /// URL of the provider's logo.
+    #[schema(required = true)]
     pub logo: Option<String>,
+    #[schema(required = true)]
     pub auth_type: Option<AuthType>,
     pub supported_resources: Vec<Resource>,
 }
@@ -118,7 +120,9 @@ pub struct OauthProviderEntry {
     pub name: String,
     pub slug: String,
     pub description: String,
+    #[schema(required = true)]
     pub logo: Option<String>,
+    #[schema(required = true)]
     pub auth_type: Option<AuthType>,
     pub supported_resources: Vec<Resource>,
     /// Send the end user's browser here; the provider's consent ends on the callback, which
@@ -150,6 +154,7 @@ pub struct ScopeRequirements {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct ResourceAvailability {
     pub status: AvailabilityStatus,
+    #[schema(required = true)]
     pub scope_requirements: Option<ScopeRequirements>,
 }
 
@@ -158,11 +163,14 @@ pub struct ResourceAvailability {
 pub struct UserConnection {
     pub name: String,
     pub slug: String,
+    #[schema(required = true)]
     pub logo: Option<String>,
     pub created_on: DateTime<Utc>,
     pub status: ConnectionStatus,
     /// The user's id at the provider.
+    #[schema(required = true)]
     pub external_user_id: Option<String>,
+    #[schema(required = true)]
     pub error_details: Option<ConnectionErrorDetails>,
     /// Per resource (key: resource name).
     pub resource_availability: BTreeMap<String, ResourceAvailability>,

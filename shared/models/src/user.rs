@@ -79,6 +79,7 @@ pub mod rfc3339 {
 pub struct ProviderRef {
     pub name: String,
     pub slug: String,
+    #[schema(required = true)]
     pub logo: Option<String>,
 }
 
@@ -118,10 +119,13 @@ pub struct User {
     pub created_on: DateTime<Utc>,
     pub connected_sources: Vec<ConnectedSource>,
     /// Always present in responses, `null` when not set.
+    #[schema(required = true)]
     pub fallback_time_zone: Option<FallbackTimeZone>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_birth_date: Option<FallbackBirthDate>,
+    #[schema(required = true)]
     pub ingestion_start: Option<NaiveDate>,
+    #[schema(required = true)]
     pub ingestion_end: Option<NaiveDate>,
 }
 
@@ -156,6 +160,7 @@ pub struct PatchUserBody {
     #[serde(default)]
     #[schema(value_type = Option<NaiveDate>)]
     pub ingestion_end: Patch<NaiveDate>,
+    /// A new id for the user; `null` (or omitted) keeps the current one.
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub client_user_id: Patch<String>,

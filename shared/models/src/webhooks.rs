@@ -47,14 +47,17 @@ pub struct WebhookAttempt {
     pub attempt: u32,
     pub at: DateTime<Utc>,
     /// The receiver's HTTP status, when it answered.
+    #[schema(required = true)]
     pub status_code: Option<u16>,
     /// delivered, failed (will retry), dead_lettered (retries used up) or dropped (user erased).
     pub outcome: String,
+    #[schema(required = true)]
     pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct WebhookAttemptPage {
     pub data: Vec<WebhookAttempt>,
+    #[schema(required = true)]
     pub next_cursor: Option<String>,
 }

@@ -28,6 +28,9 @@ pub enum ApiError {
     Busy(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// Over a usage limit: 429 with `Retry-After` in whole seconds.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after_secs: u64 },
     /// Logged with its cause; the client sees a generic text.
     #[error("{0}")]
     Internal(String),
@@ -52,6 +55,11 @@ impl From<DomainError> for ApiError {
             DomainError::Unauthenticated(m) => ApiError::Unauthorized(m),
             DomainError::Forbidden(m) => ApiError::Forbidden(m),
             DomainError::Busy(m) => ApiError::Busy(m),
+            DomainError::RateLimited { message, retry_after } => ApiError::TooManyRequests {
+                message,
+                // Rounded up: a client that waits exactly this long is not refused again.
+                retry_after_secs: retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0),
+            },
             DomainError::Store(StoreError::InvalidCursor) => ApiError::Validation(vec![ValidationIssue {
                 loc: vec!["query".into(), "next_cursor".into()],
                 msg: "invalid cursor".into(),
@@ -91,6 +99,11 @@ impl IntoResponse for ApiError {
                 r
             }
             ApiError::PayloadTooLarge(m) => detail(StatusCode::PAYLOAD_TOO_LARGE, m),
+            ApiError::TooManyRequests { message, retry_after_secs } => {
+                let mut r = detail(StatusCode::TOO_MANY_REQUESTS, message);
+                r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));
+                r
+            }
             ApiError::Unavailable(cause) => {
                 tracing::error!(cause = %cause, "dependency unavailable");
                 let mut r =

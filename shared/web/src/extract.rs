@@ -4,6 +4,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use http::request::Parts;
 use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
 use wearlab_domain::ids::UserId;
 use wearlab_models::{LocPart, ValidationIssue};
 
@@ -19,10 +20,10 @@ fn too_large() -> ApiError {
     ))
 }
 
-/// A JSON body deserialized with the path of the first offending field.
+/// A JSON body; a refused one answers 422 listing every offending field (see `schema_check`).
 pub struct JsonBody<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+impl<S: Send + Sync, T: DeserializeOwned + ToSchema> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
@@ -34,8 +35,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// Parses a JSON object into `T`, reporting where it failed as a FastAPI-style location.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+/// Parses a JSON object into `T`; on failure lists every field the schema of `T` refuses, with
+/// serde's own finding in its place (or last when the schema did not name that field).
+pub fn parse_json<T: DeserializeOwned + ToSchema>(bytes: &[u8]) -> Result<T, ApiError> {
+    parse_json_first_issue(bytes).map_err(|first| {
+        let ApiError::Validation(first) = first else { return first };
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+            return ApiError::Validation(first);
+        };
+        let mut all = crate::schema_check::issues::<T>(&value);
+        for issue in first {
+            // serde's wording of a wrong value wins where both name the same field, so those
+            // answers stay as they were; a missing field reads as FastAPI words it.
+            match all.iter_mut().find(|i| i.loc == issue.loc) {
+                Some(same) if same.kind == "missing" => {}
+                Some(same) => *same = issue,
+                None => all.push(issue),
+            }
+        }
+        ApiError::Validation(all)
+    })
+}
+
+/// Parses a JSON object into `T`, reporting where it first failed as a FastAPI-style location.
+fn parse_json_first_issue<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(one_issue(vec!["body".into()], "Field required", "missing"));
     }

@@ -10,6 +10,7 @@ pub mod openapi;
 pub mod pages;
 mod path_check;
 mod routes;
+mod schema_check;
 mod state;
 
 pub use auth::AuthTeam;

@@ -3,5 +3,6 @@
 pub mod lab_tests;
 pub mod markers;
 pub mod orders;
+pub mod payors;
 pub mod portal_page;
 pub mod psc;

@@ -15,7 +15,7 @@ use wearlab_domain::lab::catalog::PageSpec;
 use wearlab_domain::lab::orders::{self, NewOrder, OrderFilter};
 use wearlab_domain::ports::LabNetwork;
 use wearlab_models::DetailBody;
-use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults};
+use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
 
 use crate::requisition;
@@ -32,7 +32,7 @@ pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
 /// Places a lab order for a user. `X-Idempotency-Key` makes retries safe.
 #[utoipa::path(post, path = "/v3/order", operation_id = "create_order", tag = "lab", request_body = CreateOrderBody,
     responses(
-        (status = 200, description = "The placed order.", body = Order),
+        (status = 200, description = "The placed order.", body = PostOrderResponse),
         (status = 400, description = "The lab refused the order.", body = DetailBody),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
@@ -42,9 +42,10 @@ pub async fn create(
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CreateOrderBody>,
-) -> Result<Json<Order>, ApiError> {
+) -> Result<Json<PostOrderResponse>, ApiError> {
     let new = NewOrder::parse(body, s.deps.now().date_naive())?;
-    Ok(Json(orders::create(&s.deps, net.as_ref(), team, new, &links(&headers)).await?))
+    let order = orders::create(&s.deps, net.as_ref(), team, new, &links(&headers)).await?;
+    Ok(Json(PostOrderResponse::success(order, "Order created.")))
 }
 
 /// Reads an order with its status history.
@@ -146,7 +147,7 @@ pub async fn list(
 #[utoipa::path(post, path = "/v3/order/{order_id}/cancel", operation_id = "cancel_order", tag = "lab",
     params(("order_id" = uuid::Uuid, Path, description = "The order's id.")),
     responses(
-        (status = 200, description = "The cancelled order.", body = Order),
+        (status = 200, description = "The cancelled order.", body = PostOrderResponse),
         (status = 400, description = "The order can no longer be cancelled.", body = DetailBody),
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
@@ -156,9 +157,10 @@ pub async fn cancel(
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Order>, ApiError> {
+) -> Result<Json<PostOrderResponse>, ApiError> {
     let id = order_id(&id)?;
-    Ok(Json(orders::cancel(&s.deps, net.as_ref(), team, id, &links(&headers)).await?))
+    let order = orders::cancel(&s.deps, net.as_ref(), team, id, &links(&headers)).await?;
+    Ok(Json(PostOrderResponse::success(order, "Order cancelled.")))
 }
 
 /// Reads the results the lab reported for an order (partial, then final).

@@ -66,6 +66,7 @@ pub async fn list(
     responses(
         (status = 200, description = "The user.", body = User),
         (status = 404, description = "No such user in this team.", body = DetailBody),
+        (status = 429, description = "More than 8 refreshes of this user within an hour; `Retry-After` says when the next is allowed.", body = DetailBody),
     ))]
 pub async fn get(
     State(s): State<AppState>,
@@ -197,5 +198,5 @@ pub async fn refresh(
 ) -> Answer<Json<RefreshResult>> {
     let user_id = path_user_id(&user_id)?;
     let timeout = lifecycle::refresh_timeout(p.timeout)?;
-    Ok(Json(lifecycle::refresh(&s.deps, team, user_id, timeout).await?))
+    Ok(Json(lifecycle::refresh(&s.deps, s.queue()?, team, user_id, timeout).await?))
 }

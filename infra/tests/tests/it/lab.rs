@@ -98,7 +98,7 @@ pub async fn place_order(t: &TestApp, client_user_id: &str) -> (String, Value) {
     let user = t.create_user(client_user_id).await;
     let a = t.post("/v3/order", order_body(&user)).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    (user, a.body)
+    (user, a.body["order"].clone())
 }
 
 /// `http://host/path?query` -> `/path?query`.

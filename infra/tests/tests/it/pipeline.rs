@@ -80,6 +80,17 @@ async fn connect(t: &TestApp, user: &str, provider: &str) {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
 }
 
+/// Nine days of the demo fitbit history the read tests ask for.
+const READ_RANGE: &str = "start_date=2026-02-20&end_date=2026-02-28";
+
+/// A user connected to the fitbit demo account, its history pulled.
+async fn pulled_fitbit_user(t: &TestApp, client_user_id: &str) -> String {
+    let user = user_with(t, client_user_id).await;
+    connect(t, &user, "fitbit").await;
+    drain(t).await;
+    user
+}
+
 #[tokio::test]
 async fn pipeline_new_connection_pulls_history_with_one_event_per_resource() {
     let t = TestApp::embedded().await;
@@ -123,12 +134,10 @@ async fn pipeline_new_connection_pulls_history_with_one_event_per_resource() {
 #[tokio::test]
 async fn pipeline_summaries_and_timeseries_read_back() {
     let t = TestApp::embedded().await;
-    let user = user_with(&t, "pl-2").await;
-    connect(&t, &user, "fitbit").await;
-    drain(&t).await;
+    let user = pulled_fitbit_user(&t, "pl-2").await;
     every_summary_honours_dates_provider_and_team(&t, &user).await;
     every_timeseries_pages_within_its_dates(&t, &user).await;
-    let range = "start_date=2026-02-20&end_date=2026-02-28";
+    let range = READ_RANGE;
 
     let a = t.get(&format!("/v2/summary/activity/{user}?{range}")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
@@ -264,6 +273,49 @@ async fn pipeline_read_api_refusals() {
 }
 
 #[tokio::test]
+async fn pipeline_summary_reads_filter_by_provider_before_the_limit_and_never_cut_silently() {
+    use wearlab_domain::pipeline::read::MAX_ITEMS;
+    use wearlab_domain::ports::{Condition, Item, WriteOp};
+
+    let t = TestApp::embedded().await;
+    let user = pulled_fitbit_user(&t, "pl-limit").await;
+    let range = READ_RANGE;
+    let fitbit = t.get(&format!("/v2/summary/activity/{user}?{range}&provider=fitbit")).await;
+    assert_eq!(fitbit.body["activity"].as_array().unwrap().len(), 9, "{}", fitbit.body);
+
+    // More than the limit of another provider's summaries, all keyed before fitbit's.
+    let uid = UserId::parse(&user).unwrap();
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 2, 20).unwrap();
+    let template = data_items(&t, &user)
+        .await
+        .into_iter()
+        .find(|(sk, _)| sk.starts_with("DATA#SUM#activity#2026-02-20#fitbit#"))
+        .unwrap()
+        .1;
+    let ops: Vec<WriteOp> = (0..=MAX_ITEMS)
+        .map(|n| WriteOp::Put {
+            item: Item::new(
+                keys::pipeline::summary(uid, "activity", day, "apple_health_kit", &format!("{n:06}")),
+                template.clone(),
+            ),
+            condition: Condition::None,
+        })
+        .collect();
+    for batch in ops.chunks(100) {
+        t.deps.table.transact(batch.to_vec()).await.unwrap();
+    }
+
+    let a = t.get(&format!("/v2/summary/activity/{user}?{range}&provider=fitbit")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body, fitbit.body, "the other provider's items do not push fitbit's out");
+
+    let a = t.get(&format!("/v2/summary/activity/{user}?{range}")).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "never a silent cut");
+    assert_eq!(error_locs(&a.body), vec![vec!["query".to_owned(), "end_date".to_owned()]]);
+    assert!(a.body["detail"][0]["msg"].as_str().unwrap().contains(&MAX_ITEMS.to_string()), "{}", a.body);
+}
+
+#[tokio::test]
 async fn pipeline_duplicate_delivery_of_every_message_kind_changes_nothing() {
     let t = TestApp::embedded().await;
     let stack = t.stack.as_ref().unwrap();
@@ -289,7 +341,7 @@ async fn pipeline_duplicate_delivery_of_every_message_kind_changes_nothing() {
         "team_id": t.team, "user_id": user, "provider": "fitbit", "pull_id": pull_id,
     }))
     .unwrap();
-    let poll = PollJob { team_id: t.team, user_id: uid, provider: "fitbit".into() };
+    let poll = PollJob { team_id: t.team, user_id: uid, provider: "fitbit".into(), since: None };
     let messages = [
         PullMessage::Event(created.clone()),
         PullMessage::Event(created),
@@ -333,8 +385,20 @@ async fn pipeline_poll_emits_daily_created_and_updated_only_on_change() {
     for r in ["activity", "sleep", "sleep_cycle", "heartrate", "steps"] {
         assert_eq!(c.get(&format!("daily.data.{r}.created")), Some(&1), "{r}: {c:?}");
     }
+    // The events carry the data: a timeseries day as `{source, data}`, a summary as the item
+    // the summary endpoint answers.
     let e = events(&t, "daily.data.heartrate.created").pop().unwrap();
-    assert_eq!(e.data["start_date"], "2026-03-02");
+    assert_eq!(e.data["source"]["provider"], "oura");
+    let samples = e.data["data"].as_array().unwrap();
+    assert!(
+        !samples.is_empty()
+            && samples.iter().all(|s| s["timestamp"].as_str().unwrap().starts_with("2026-03-02"))
+    );
+    let e = events(&t, "daily.data.activity.created").pop().unwrap();
+    let read = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-03-02&end_date=2026-03-02")).await;
+    assert_eq!(e.data, read.body["activity"][0], "{}", read.body);
+    assert_eq!(e.data["user_id"], user.as_str());
+    assert_eq!(e.data["source"]["provider"], "oura");
     // Nothing new: nothing emitted.
     let n = stack.bus.published().len();
     stack.schedule_poll().await.unwrap();
@@ -418,12 +482,46 @@ async fn pipeline_erasure_leaves_no_data_item() {
     assert!(polled.is_empty(), "no longer polled");
 }
 
-/// The simulator, except that one chunk of one resource fails once.
+/// The simulator, except that one chunk of one resource fails once, and that a poll (a range
+/// of a few days) of `densify` gives its last day's hourly samples as 1-second samples.
 struct FlakyProviders {
     inner: std::sync::Arc<dyn Providers>,
     resource: &'static str,
     chunk_start: chrono::NaiveDate,
     failed: std::sync::atomic::AtomicBool,
+    densify: Option<&'static str>,
+    /// Fetches of this provider wait while the flag is set (a slow source the test lets go).
+    slow: Option<(&'static str, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+}
+
+impl FlakyProviders {
+    /// The simulator, unaltered.
+    fn plain(inner: std::sync::Arc<dyn Providers>) -> Self {
+        Self {
+            inner,
+            resource: "",
+            chunk_start: "2000-01-01".parse().unwrap(),
+            failed: Default::default(),
+            densify: None,
+            slow: None,
+        }
+    }
+}
+
+/// Each hourly sample of `day` becomes 3,600 samples a second apart.
+fn one_second_samples(records: Vec<Value>, day: chrono::NaiveDate) -> Vec<Value> {
+    records
+        .into_iter()
+        .flat_map(|r| {
+            let ts = chrono::DateTime::parse_from_rfc3339(r["timestamp"].as_str().unwrap()).unwrap();
+            let n = if ts.date_naive() == day { 3600 } else { 1 };
+            (0..n).map(move |s| {
+                let mut x = r.clone();
+                x["timestamp"] = json!((ts + Duration::seconds(s)).to_rfc3339());
+                x
+            })
+        })
+        .collect()
 }
 
 #[async_trait::async_trait]
@@ -471,7 +569,18 @@ impl Providers for FlakyProviders {
         {
             return Err(ProviderError::Api("500".into()));
         }
-        self.inner.fetch(p, a, resource, range).await
+        if let Some((provider, held)) = &self.slow
+            && *provider == p
+        {
+            while held.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        let mut fetched = self.inner.fetch(p, a, resource, range).await?;
+        if self.densify == Some(resource) && (range.end - range.start).num_days() <= 7 {
+            fetched.records = one_second_samples(fetched.records, range.end);
+        }
+        Ok(fetched)
     }
     async fn deregister(&self, p: &str, c: &ProviderCredentials) -> Result<(), ProviderError> {
         self.inner.deregister(p, c).await
@@ -481,19 +590,79 @@ impl Providers for FlakyProviders {
     }
 }
 
-#[tokio::test]
-async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
+/// An embedded app on the simulator altered by `alter`, with its stack and dependencies.
+async fn with_providers(
+    alter: impl FnOnce(std::sync::Arc<dyn Providers>) -> FlakyProviders,
+) -> (TestApp, wearlab_local::LocalStack, wearlab_domain::Deps) {
     let base = TestApp::embedded().await;
     let stack = base.stack.clone().unwrap();
     let mut deps = stack.deps.clone();
-    deps.providers = std::sync::Arc::new(FlakyProviders {
-        inner: stack.deps.providers.clone(),
+    deps.providers = std::sync::Arc::new(alter(stack.deps.providers.clone()));
+    let t = TestApp::on(deps.clone(), base.clock.clone()).await;
+    (t, stack, deps)
+}
+
+#[tokio::test]
+async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_size_limit() {
+    use wearlab_domain::pipeline::MAX_EVENT_BYTES;
+
+    let (t, stack, deps) =
+        with_providers(|inner| FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain(inner) })
+            .await;
+    let user = user_with(&t, "pl-dense").await;
+    connect(&t, &user, "oura").await;
+    let run =
+        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+    for _ in 0..50 {
+        if run().await.unwrap() == 0 {
+            break;
+        }
+    }
+    t.clock.advance(Duration::days(1));
+    stack.schedule_poll().await.unwrap();
+    for _ in 0..50 {
+        if run().await.unwrap() == 0 {
+            break;
+        }
+    }
+    let parts: Vec<EventEnvelope> = stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "daily.data.heartrate.created" && e.team_id == t.team.0)
+        .collect();
+    let whole: usize = parts.iter().map(|e| serde_json::to_vec(e).unwrap().len()).sum();
+    assert!(whole > 256 * 1024, "the day would not fit one event: {whole} bytes");
+    assert!(parts.len() > 1, "split into several events");
+    for e in &parts {
+        assert!(serde_json::to_vec(e).unwrap().len() <= MAX_EVENT_BYTES);
+        assert_eq!(e.data["source"]["provider"], "oura", "each part is a valid event on its own");
+    }
+    // Together the parts carry every sample of the day, as the timeseries endpoint reads it.
+    let sent: Vec<Value> = parts.iter().flat_map(|e| e.data["data"].as_array().unwrap().clone()).collect();
+    let day = "2026-03-02";
+    let stored = data_items(&t, &user)
+        .await
+        .into_iter()
+        .find(|(sk, _)| sk == &format!("DATA#TS#heartrate#{day}#oura"))
+        .unwrap()
+        .1;
+    assert_eq!(sent, stored["v"]["data"].as_array().unwrap().clone());
+    assert!(sent.len() > 3600, "{}", sent.len());
+}
+
+#[tokio::test]
+async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
+    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+        inner,
         resource: "heartrate",
         // 90 days from 2025-12-02 in chunks of 30: the second chunk.
         chunk_start: "2026-01-01".parse().unwrap(),
         failed: Default::default(),
-    });
-    let t = TestApp::on(deps.clone(), base.clock.clone()).await;
+        densify: None,
+        slow: None,
+    })
+    .await;
     let user = user_with(&t, "pl-9").await;
     connect(&t, &user, "oura").await;
     let run =
@@ -530,6 +699,55 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
             .collect::<Vec<_>>(),
     );
     assert!(c.values().all(|n| *n == 1), "one event per resource: {c:?}");
+}
+
+#[tokio::test]
+async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_finishes_it() {
+    let held = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+        slow: Some(("oura", held.clone())),
+        ..FlakyProviders::plain(inner)
+    })
+    .await;
+    let t = t.with_queue(std::sync::Arc::new(stack.queue.clone()));
+    let run_pull_worker = || async {
+        for _ in 0..50 {
+            let run =
+                stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+            if run.await.unwrap() == 0 {
+                break;
+            }
+        }
+    };
+    let user = user_with(&t, "pl-refresh-slow").await;
+    connect(&t, &user, "oura").await;
+    connect(&t, &user, "freestyle_libre").await;
+    run_pull_worker().await; // the historical pulls
+    let created = |t: &TestApp, event_type: &str| -> Vec<Value> {
+        let mine = |e: &EventEnvelope| e.event_type == event_type && e.team_id == t.team.0;
+        stack.bus.published().into_iter().filter(mine).map(|e| e.data).collect()
+    };
+    // A new day; oura answers slower than the refresh waits.
+    t.clock.advance(Duration::days(1));
+    held.store(true, std::sync::atomic::Ordering::SeqCst);
+    let a = t.post_empty(&format!("/v2/user/refresh/{user}?timeout=5")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["refreshed_sources"], json!(["freestyle_libre/glucose"]), "{}", a.body);
+    let pending = a.body["in_progress_sources"].as_array().unwrap().clone();
+    assert!(
+        pending.contains(&json!("oura/activity")) && pending.contains(&json!("oura/heartrate")),
+        "{pending:?}"
+    );
+    assert!(created(&t, "daily.data.activity.created").is_empty());
+    // The refresh left a poll of oura on the pull queue; the worker finishes it.
+    held.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1);
+    run_pull_worker().await;
+    let read = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-03-02&end_date=2026-03-02")).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+    assert_eq!(read.body["activity"].as_array().unwrap().len(), 1, "{}", read.body);
+    assert_eq!(created(&t, "daily.data.activity.created"), vec![read.body["activity"][0].clone()]);
+    assert_eq!(created(&t, "daily.data.heartrate.created").len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

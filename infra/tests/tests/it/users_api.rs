@@ -356,8 +356,15 @@ mod patch {
         assert_eq!(t.get("/v2/user/resolve/new-id").await.body["user_id"], a);
         assert_eq!(t.get("/v2/user/resolve/old-id").await.status, StatusCode::NOT_FOUND);
         t.create_user("old-id").await;
-        let clear = t.patch(&format!("/v2/user/{a}"), json!({"client_user_id": null})).await;
-        assert_eq!(clear.status, StatusCode::UNPROCESSABLE_ENTITY);
+        // `null` (what the upstream client sends for "unchanged") keeps the id: a user always has one.
+        let null = t
+            .patch(&format!("/v2/user/{a}"), json!({"client_user_id": null, "ingestion_start": "2025-06-01"}))
+            .await;
+        assert_eq!(null.status, StatusCode::NO_CONTENT, "{}", null.body);
+        let u = t.get(&format!("/v2/user/{a}")).await.body;
+        assert_eq!(u["client_user_id"], "new-id");
+        assert_eq!(u["ingestion_start"], "2025-06-01", "the other fields of the PATCH apply");
+        assert_eq!(t.get("/v2/user/resolve/new-id").await.body["user_id"], a);
     }
 
     #[tokio::test]
@@ -414,6 +421,35 @@ mod refresh {
         assert_eq!(t.post_empty(&format!("/v2/user/refresh/{id}?timeout=60")).await.status, StatusCode::OK);
         let unknown = t.post_empty(&format!("/v2/user/refresh/{}", uuid::Uuid::new_v4())).await;
         assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn the_ninth_refresh_within_an_hour_is_429_with_retry_after() {
+        let t = TestApp::embedded().await;
+        let id = t.create_user("r-limit").await;
+        let other = t.create_user("r-other").await;
+        for i in 0..8 {
+            t.clock.advance(chrono::Duration::minutes(1));
+            let a = t.post_empty(&format!("/v2/user/refresh/{id}")).await;
+            assert_eq!(a.status, StatusCode::OK, "refresh {}: {}", i + 1, a.body);
+        }
+        let a = t.post_empty(&format!("/v2/user/refresh/{id}")).await;
+        assert_eq!(a.status, StatusCode::TOO_MANY_REQUESTS, "{}", a.body);
+        assert!(a.body["detail"].as_str().unwrap().contains('8'), "{}", a.body);
+        // The first of the eight was 7 minutes ago: free again 53 minutes from now.
+        let retry = a.headers.get("retry-after").unwrap().to_str().unwrap().to_owned();
+        assert_eq!(retry, (53 * 60).to_string());
+        assert_eq!(
+            t.post_empty(&format!("/v2/user/refresh/{other}")).await.status,
+            StatusCode::OK,
+            "per user"
+        );
+        t.clock.advance(chrono::Duration::minutes(53));
+        assert_eq!(t.post_empty(&format!("/v2/user/refresh/{id}")).await.status, StatusCode::OK);
+        assert_eq!(
+            t.post_empty(&format!("/v2/user/refresh/{id}")).await.status,
+            StatusCode::TOO_MANY_REQUESTS
+        );
     }
 }
 

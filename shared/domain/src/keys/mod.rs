@@ -44,6 +44,12 @@ pub fn user(user: UserId) -> Key {
     Key::new(user_partition(user), ROOT)
 }
 
+/// The user's recent refresh starts (the 8-per-hour limit); in the user's partition, so erased
+/// with the user.
+pub fn refresh_rate(user: UserId) -> Key {
+    Key::new(user_partition(user), "REFRESH#RATE")
+}
+
 /// GSI1 partition listing the team's active users, by creation time.
 pub fn team_users_index(team: TeamId) -> String {
     format!("TEAM#{team}#USERS")

@@ -7,7 +7,9 @@ use std::sync::LazyLock;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-use wearlab_models::lab::{CompanyDetails, Insurance, InsuranceBody, Relationship, UserAddress};
+use wearlab_models::lab::{
+    CompanyDetails, Insurance, InsuranceBody, PayorSearchEntry, PayorSource, Relationship, UserAddress,
+};
 
 use super::validate::{self as v, Issues};
 use crate::Deps;
@@ -23,7 +25,87 @@ use crate::users::load_active;
 pub struct Payor {
     pub payor_code: String,
     pub name: String,
+    #[serde(default)]
+    pub aliases: Vec<String>,
     pub address: UserAddress,
+}
+
+impl Payor {
+    fn to_entry(&self) -> PayorSearchEntry {
+        PayorSearchEntry {
+            payor_code: self.payor_code.clone(),
+            name: self.name.clone(),
+            aliases: self.aliases.clone(),
+            org_address: self.address.clone(),
+            source: PayorSource::Platform,
+        }
+    }
+
+    /// Whether `needle` (already lower case) is part of the name or of an alias.
+    fn is_called(&self, needle: &str) -> bool {
+        std::iter::once(&self.name).chain(&self.aliases).any(|n| n.to_lowercase().contains(needle))
+    }
+}
+
+/// The clearinghouses whose payer ids `provider` may name (upstream `PayorCodeExternalProvider`).
+pub const PAYOR_ID_PROVIDERS: &[&str] =
+    &["change_healthcare", "availity", "stedi", "waystar", "claim_md", "apero"];
+
+/// A search of the payor directory; every given criterion must match.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PayorSearch {
+    /// Lower-cased part of a name or alias.
+    name: Option<String>,
+    /// A clearinghouse's payer id.
+    provider_payor_id: Option<String>,
+}
+
+impl PayorSearch {
+    pub fn parse(
+        insurance_name: Option<&str>,
+        provider: Option<&str>,
+        provider_payor_id: Option<&str>,
+    ) -> Result<Self, DomainError> {
+        let mut issues = Issues::new();
+        let provider = given(provider);
+        if let Some(p) = provider
+            && !PAYOR_ID_PROVIDERS.contains(&p)
+        {
+            issues.push(
+                &["query", "provider"],
+                format!("Input should be one of: {}", PAYOR_ID_PROVIDERS.join(", ")),
+                "enum",
+            );
+        }
+        let provider_payor_id = given(provider_payor_id);
+        if provider_payor_id.is_some() && provider.is_none() {
+            issues.push(&["query", "provider"], "provider is required with provider_payor_id", "missing");
+        }
+        issues.into_result()?;
+        Ok(Self {
+            name: given(insurance_name).map(str::to_lowercase),
+            provider_payor_id: provider_payor_id.map(str::to_owned),
+        })
+    }
+}
+
+/// A query value with content, trimmed.
+fn given(v: Option<&str>) -> Option<&str> {
+    v.map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// GET /v3/insurance/search/payor: the directory's payors that match, in directory order.
+/// The directory keeps one electronic payer id per payor, the one the clearinghouses share for
+/// it, so `provider` says whose id it is without narrowing further.
+pub fn search_payors(search: &PayorSearch) -> Vec<PayorSearchEntry> {
+    PAYORS
+        .iter()
+        .filter(|p| search.name.as_deref().is_none_or(|n| p.is_called(n)))
+        .filter(|p| {
+            search.provider_payor_id.as_deref().is_none_or(|id| p.payor_code.eq_ignore_ascii_case(id))
+        })
+        .map(Payor::to_entry)
+        .collect()
 }
 
 static PAYORS: LazyLock<Vec<Payor>> = LazyLock::new(|| {

@@ -3,9 +3,7 @@
 //! `connected_sources`), written in the same transaction; a marker per provider account in the
 //! team's partition finds duplicate connections.
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::{
     AvailabilityStatus, ConnectionErrorDetails, ConnectionStatus, EventEnvelope, ResourceAvailability,
@@ -33,15 +31,6 @@ const TRIES: usize = 4;
 /// Most connections one user can have (bounded by the catalog; keeps deletion in one batch).
 pub const MAX_CONNECTIONS: usize = 45;
 
-/// How far a resource of a connection was refreshed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SyncState {
-    pub refreshed_at: DateTime<Utc>,
-    /// Last day fetched.
-    pub through: NaiveDate,
-    pub records: usize,
-}
-
 /// The stored connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConnectionRecord {
@@ -58,9 +47,6 @@ pub struct ConnectionRecord {
     /// A demo connection: synthetic data.
     #[serde(default)]
     pub demo: bool,
-    /// Per resource.
-    #[serde(default)]
-    pub synced: BTreeMap<String, SyncState>,
     /// The client id of the team's own OAuth app the credentials were issued to (OAuth links
     /// through the team's app, bulk imports); `None` for the platform's app and other auth types.
     /// Only such connections are exported.
@@ -242,7 +228,6 @@ pub async fn commit(
             credentials,
             error_details: None,
             demo: new.demo,
-            synced: BTreeMap::new(),
             team_app_client_id: new.team_app_client_id.clone(),
             import_op: new.import_op.clone(),
         };

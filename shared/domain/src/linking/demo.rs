@@ -68,7 +68,9 @@ pub async fn connect(
     };
     match connections::commit(deps, team, req.user_id, new).await? {
         Committed::Connected { .. } => {
-            Ok(DemoConnectionAnswer { success: true, user_id: req.user_id.0, provider: slug.to_owned() })
+            let detail =
+                format!("User {} is connected to a {slug} demo account with synthetic data.", req.user_id);
+            Ok(DemoConnectionAnswer { success: true, detail })
         }
         Committed::Duplicate => Err(DomainError::Rejected(format!(
             "User {} is already connected to {slug}; remove that connection first.",

@@ -115,6 +115,52 @@ pub(crate) fn event(
     }
 }
 
+/// Most bytes of one serialized event. EventBridge refuses entries over 256 KB and SQS messages
+/// over 256 KB; the EventBridge event that reaches the webhook queue wraps the envelope in its own
+/// metadata (under 1 KB), so the envelope keeps a margin below that.
+pub const MAX_EVENT_BYTES: usize = 240 * 1024;
+
+/// The events of one stored value (a summary, a profile, or a timeseries day `{source, data}`)
+/// under `event_type`. A timeseries day too large for one event (a day of 1-second heart rate)
+/// goes out as several events of the same type, each `{source, data: [consecutive samples]}`
+/// and valid on its own, so a subscriber receives every sample.
+pub(crate) fn data_events(
+    event_type: &str,
+    team: TeamId,
+    user: UserId,
+    client_user_id: &str,
+    value: &serde_json::Value,
+) -> Vec<EventEnvelope> {
+    let whole = event(event_type.to_owned(), team, user, client_user_id, value.clone());
+    let size = serde_json::to_vec(&whole).map_or(0, |b| b.len());
+    let samples = value.get("data").and_then(serde_json::Value::as_array);
+    let Some(samples) = samples.filter(|s| size > MAX_EVENT_BYTES && s.len() > 1) else {
+        if size > MAX_EVENT_BYTES {
+            // Summaries are a few KB; nothing to split them by.
+            tracing::warn!(user_id = %user, event_type, size, "event over the size limit");
+        }
+        return vec![whole];
+    };
+    // Parts of equal sample counts; more parts while one does not fit (bounded: one sample each).
+    let mut parts = size.div_ceil(MAX_EVENT_BYTES);
+    loop {
+        let per_part = samples.len().div_ceil(parts);
+        let events: Vec<EventEnvelope> = samples
+            .chunks(per_part)
+            .map(|chunk| {
+                let mut part = value.clone();
+                part["data"] = serde_json::Value::Array(chunk.to_vec());
+                event(event_type.to_owned(), team, user, client_user_id, part)
+            })
+            .collect();
+        let fits = events.iter().all(|e| serde_json::to_vec(e).map_or(0, |b| b.len()) <= MAX_EVENT_BYTES);
+        if fits || per_part == 1 {
+            return events;
+        }
+        parts *= 2;
+    }
+}
+
 /// The event types that announce `resource` (the deprecated hypnogram ones ride on sleep_cycle
 /// for teams that switched them on).
 pub(crate) fn event_types(kind: &str, resource: &str, hypnogram: bool) -> Vec<String> {

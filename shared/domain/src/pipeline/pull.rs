@@ -19,7 +19,7 @@ use wearlab_models::{ConnectionStatus, EventEnvelope};
 
 use super::normalize::{Context, Entry, is_modelled, produced};
 use super::store::{self, Change};
-use super::{Job, PullMessage, event, event_types, history_days, preferences};
+use super::{Job, PullMessage, data_events, event, event_types, history_days, preferences};
 use crate::Deps;
 use crate::catalog::catalog;
 use crate::error::DomainError;
@@ -56,6 +56,24 @@ pub struct PollJob {
     pub team_id: TeamId,
     pub user_id: UserId,
     pub provider: String,
+    /// The first day to fetch when the connection has no poll state yet (a refresh before its
+    /// historical pull finished); without it such a connection is not polled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<NaiveDate>,
+}
+
+/// What [`poll_until`] did with one connection.
+#[derive(Debug)]
+pub enum Polled {
+    /// Nothing to poll: no poll state (and no `since`), the user or the connection gone, the
+    /// connection not connected, or a range outside the user's ingestion bounds.
+    Nothing,
+    /// The provider refused the credentials (or renewing them failed, or the deadline passed
+    /// while renewing: then `pending`).
+    NoAccess { error: Option<ProviderError>, resources: Vec<String> },
+    /// Per resource of the provider: stored and announced, failed to fetch, or not fetched by
+    /// the deadline (the poll state did not move then: polling again fetches them).
+    Polled { done: Vec<String>, failed: Vec<String>, pending: Vec<String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,7 +194,8 @@ async fn active_user(deps: &Deps, team: TeamId, user: UserId) -> Result<Option<U
     Ok(users::load(deps, team, user).await?.map(|(u, _)| u).filter(|u| u.deletion.is_none()))
 }
 
-fn data_resources(provider: &str) -> Vec<String> {
+/// The resources a pull or poll of `provider` fetches, the profile first.
+pub fn data_resources(provider: &str) -> Vec<String> {
     let mut out: Vec<String> = catalog()
         .get(provider)
         .map(|p| p.data_resources().map(|r| r.as_str().to_owned()).filter(|r| is_modelled(r)).collect())
@@ -442,6 +461,7 @@ pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainErr
                     team_id: s.team_id,
                     user_id: user,
                     provider: s.provider,
+                    since: None,
                 }))
                 .body(),
             ));
@@ -459,89 +479,118 @@ pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainErr
 
 /// Polls one connection: fetches from shortly before the last polled day to today, stores what
 /// is new or changed, and emits `daily.data.<resource>.created` / `.updated` (updated only when
-/// content changed). A repeated poll with nothing new emits nothing.
+/// content changed) for each such item with the item as `data` (a summary or profile, or a
+/// timeseries day `{source, data: [samples]}`, split when over the event size limit). A repeated
+/// poll with nothing new emits nothing.
 pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
+    poll_until(deps, job, None).await.map(|_| ())
+}
+
+/// [`poll`] that stops fetching at `deadline`: the resources fetched by then are stored and
+/// announced, the others are reported pending and the poll state does not move (the next poll
+/// of the connection fetches them; what was stored meanwhile is unchanged then and not announced
+/// twice). A refresh runs this for each connection of the user.
+pub async fn poll_until(
+    deps: &Deps,
+    job: &PollJob,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Polled, DomainError> {
     let (team, user_id, provider) = (job.team_id, job.user_id, job.provider.as_str());
     let sync_key = keys::sync(user_id, provider);
-    let Some(sync_item) = deps.table.get(&sync_key).await? else { return Ok(()) };
-    let mut sync: SyncRecord = sync_item.decode()?;
+    // A first poll (no state yet) starts at `since` itself; later ones overlap the last day.
+    let (sync, overlap) = match deps.table.get(&sync_key).await? {
+        Some(item) => (item.decode::<SyncRecord>()?, POLL_OVERLAP_DAYS),
+        None => match job.since {
+            Some(since) => (SyncRecord { team_id: team, provider: provider.to_owned(), through: since }, 0),
+            None => return Ok(Polled::Nothing),
+        },
+    };
     let (Some(user), Some(conn)) =
         (active_user(deps, team, user_id).await?, load_connection(deps, user_id, provider).await?)
     else {
         // The connection or the user is gone: stop polling it.
         deps.table.delete(&sync_key, Condition::None).await?;
-        return Ok(());
+        return Ok(Polled::Nothing);
     };
     if conn.status != ConnectionStatus::Connected {
-        return Ok(());
+        return Ok(Polled::Nothing);
     }
-    let account = match account(deps, &conn).await {
-        Ok(a) => a,
-        Err(e) => {
+    let resources = data_resources(provider);
+    let account = match until(deadline, account(deps, &conn)).await {
+        Some(Ok(a)) => a,
+        Some(Err(e)) => {
             tracing::warn!(user_id = %user_id, provider, error_type = %e.link_error_type(), "poll skipped");
-            return Ok(());
+            return Ok(Polled::NoAccess { error: Some(e), resources });
         }
+        None => return Ok(Polled::NoAccess { error: None, resources }),
     };
     let today = deps.now().date_naive();
-    let start = sync.through.checked_sub_days(Days::new(POLL_OVERLAP_DAYS)).unwrap_or(sync.through);
+    let start = sync.through.checked_sub_days(Days::new(overlap)).unwrap_or(sync.through);
     let start = user.ingestion_start.map_or(start, |b| start.max(b));
     let end = user.ingestion_end.map_or(today, |b| today.min(b));
     if start > end {
-        return Ok(());
+        return Ok(Polled::Nothing);
     }
     let prefs = preferences(deps, team).await?;
     let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
     let mut events = Vec::new();
-    for resource in data_resources(provider) {
-        let fetched = match deps
-            .providers
-            .fetch(provider, &account, &resource, DateRange { start, end })
-            .await
-        {
-            Ok(f) => f,
-            Err(e) => {
+    let (mut done, mut failed, mut pending) = (Vec::new(), Vec::new(), Vec::new());
+    for resource in resources {
+        if !pending.is_empty() {
+            pending.push(resource);
+            continue;
+        }
+        let fetch = deps.providers.fetch(provider, &account, &resource, DateRange { start, end });
+        let fetched = match until(deadline, fetch).await {
+            Some(Ok(f)) => f,
+            Some(Err(e)) => {
                 tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "poll fetch failed");
+                failed.push(resource);
+                continue;
+            }
+            None => {
+                pending.push(resource);
                 continue;
             }
         };
-        // Per produced resource: days created, days updated.
-        let mut changed: BTreeMap<(String, bool), (NaiveDate, NaiveDate)> = BTreeMap::new();
         let ctx = context(&user, provider, birth_year);
         for entry in ctx.entries(&resource, &fetched.records) {
             if let Entry::Profile { value } = &entry {
                 birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
             }
-            let change = store::put(deps, user_id, provider, &entry).await?;
-            let created = match change {
+            let (change, value) = store::put(deps, user_id, provider, &entry).await?;
+            let kind = match change {
                 Change::Unchanged => continue,
-                Change::Created => true,
-                Change::Updated => false,
+                Change::Created => "created",
+                Change::Updated => "updated",
             };
-            let day = entry.date().unwrap_or(today);
-            let span = changed.entry((entry.resource().to_owned(), created)).or_insert((day, day));
-            span.0 = span.0.min(day);
-            span.1 = span.1.max(day);
-        }
-        for ((r, created), (from, to)) in changed {
-            let data = serde_json::json!({
-                "user_id": user_id.0, "provider": provider, "start_date": from, "end_date": to,
-            });
-            for t in event_types("daily", &r, prefs.hypnogram_events) {
-                let kind = if created { "created" } else { "updated" };
-                events.push(event(
-                    format!("{t}.{kind}"),
+            // Each changed item is announced with its content, as the read API answers it.
+            for t in event_types("daily", entry.resource(), prefs.hypnogram_events) {
+                events.extend(data_events(
+                    &format!("{t}.{kind}"),
                     team,
                     user_id,
                     user.client_user_id.as_str(),
-                    data.clone(),
+                    &value,
                 ));
             }
         }
+        done.push(resource);
     }
     deps.bus.publish(events).await?;
-    sync.through = end;
-    let item = Item::new(sync_key, to_body(&sync))
-        .with_gsi1(keys::POLL_INDEX, keys::poll_index_sort(team, user_id, provider));
-    deps.table.put(item, Condition::None).await?;
-    Ok(())
+    if pending.is_empty() {
+        let sync = SyncRecord { through: end, ..sync };
+        let item = Item::new(sync_key, to_body(&sync))
+            .with_gsi1(keys::POLL_INDEX, keys::poll_index_sort(team, user_id, provider));
+        deps.table.put(item, Condition::None).await?;
+    }
+    Ok(Polled::Polled { done, failed, pending })
+}
+
+/// `work`, unless `deadline` passes first (`None`).
+async fn until<T>(deadline: Option<tokio::time::Instant>, work: impl Future<Output = T>) -> Option<T> {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d, work).await.ok(),
+        None => Some(work.await),
+    }
 }

@@ -21,8 +21,8 @@ use crate::users;
 pub const SERIES_PAGE: u32 = 7;
 /// Most days one summary read may span.
 pub const MAX_RANGE_DAYS: i64 = 366 * 2;
-/// Most items one summary read returns.
-const MAX_ITEMS: usize = 10_000;
+/// Most items one summary read answers; a range holding more is a 422 naming this limit.
+pub const MAX_ITEMS: usize = 10_000;
 
 /// A validated inclusive range of days.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,15 +86,33 @@ pub async fn summaries<T: DeserializeOwned>(
 ) -> Result<Vec<T>, DomainError> {
     check_user(deps, team, user).await?;
     let (from, to) = pkeys::summary_range(resource, days.start, days.end);
-    let items = query_all(
-        deps.table.as_ref(),
-        Query::partition(keys::user_partition(user)).between(from, to),
-        MAX_ITEMS,
-    )
-    .await?;
+    let mut q = Query::partition(keys::user_partition(user)).between(from, to);
+    let mut items = Vec::new();
+    // The provider is filtered page by page, before the limit is counted: the key orders by
+    // day first, so one provider's items may all come after MAX_ITEMS of another's.
+    loop {
+        let page = deps.table.query(q.clone()).await?;
+        items.extend(
+            page.items.into_iter().filter(|i| provider.is_none_or(|p| i.key.sk.split('#').nth(4) == Some(p))),
+        );
+        if items.len() > MAX_ITEMS {
+            // Never a silent cut: the client narrows the range instead.
+            return Err(DomainError::Validation(vec![issue(
+                &["query", "end_date"],
+                format!(
+                    "more than {MAX_ITEMS} {resource} summaries in this range, the most one request answers: \
+                     ask for fewer days (or one provider)"
+                ),
+                "value_error",
+            )]));
+        }
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(c),
+            None => break,
+        }
+    }
     items
         .iter()
-        .filter(|i| provider.is_none_or(|p| i.key.sk.split('#').nth(4) == Some(p)))
         .map(|i| {
             let s: Stored = i.decode()?;
             serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())

@@ -49,13 +49,14 @@ fn key_and_value(user: UserId, provider: &str, entry: &Entry) -> (Key, Value) {
 }
 
 /// Stores `entry` and says what changed: a new item or new samples are `Created`, other
-/// content changes `Updated`.
+/// content changes `Updated`; with the value stored, which is what the read API answers for it
+/// (and so what its event carries).
 pub(crate) async fn put(
     deps: &Deps,
     user: UserId,
     provider: &str,
     entry: &Entry,
-) -> Result<Change, DomainError> {
+) -> Result<(Change, Value), DomainError> {
     let (key, value) = key_and_value(user, provider, entry);
     let h = hash(&value);
     let old = deps.table.get(&key).await?;
@@ -64,7 +65,7 @@ pub(crate) async fn put(
         Some(item) => {
             let old: Stored = item.decode()?;
             if old.h == h {
-                return Ok(Change::Unchanged);
+                return Ok((Change::Unchanged, value));
             }
             match entry {
                 Entry::Series { samples, .. } => {
@@ -90,8 +91,8 @@ pub(crate) async fn put(
             }
         }
     };
-    deps.table.put(Item::new(key, to_body(&Stored { h, v: value })), Condition::None).await?;
-    Ok(change)
+    deps.table.put(Item::new(key, to_body(&Stored { h, v: value.clone() })), Condition::None).await?;
+    Ok((change, value))
 }
 
 /// Stores `entry` without looking at what was there (historical pulls: one write per item).

@@ -259,3 +259,44 @@ async fn every_offending_field_is_reported_at_once() {
         assert!(locs.contains(&loc(&["body", f])), "{f}: {locs:?}");
     }
 }
+
+#[tokio::test]
+async fn one_422_names_every_missing_and_invalid_field() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("demo-all-fields").await;
+    let a = t.patch(&format!("/v2/user/{user}/info"), json!({})).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.body);
+    let expected: Vec<Vec<String>> =
+        ["first_name", "last_name", "email", "phone_number", "gender", "dob", "address"]
+            .iter()
+            .map(|f| loc(&["body", f]))
+            .collect();
+    assert_eq!(error_locs(&a.body), expected, "{}", a.body);
+    assert!(a.body["detail"].as_array().unwrap().iter().all(|i| i["type"] == "missing"));
+
+    // Wrong types, a bad date and a missing nested field: all in one answer.
+    let mut body = without(info_body(), &["address", "city"]);
+    let zip = body["address"]["zip_code"].take();
+    body = with(without(body, &["address", "zip_code"]), &["address", "zip"], zip);
+    body = with(body, &["first_name"], json!(5));
+    body = with(body, &["dob"], json!("not-a-date"));
+    body = without(body, &["email"]);
+    let a = t.patch(&format!("/v2/user/{user}/info"), body).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.body);
+    let locs = error_locs(&a.body);
+    for expected in
+        [&["body", "first_name"][..], &["body", "email"], &["body", "dob"], &["body", "address", "city"]]
+    {
+        assert!(locs.contains(&loc(expected)), "{expected:?} not in {}", a.body);
+    }
+    assert_eq!(locs.len(), 4, "{}", a.body);
+
+    // Under an alias (`zip_code` for `zip`) a field is not reported missing.
+    let a = t.patch(&format!("/v2/user/{user}/info"), with(info_body(), &["dob"], json!(1))).await;
+    assert_eq!(error_locs(&a.body), [loc(&["body", "dob"])], "{}", a.body);
+    assert_eq!(
+        t.get(&format!("/v2/user/{user}/info/latest")).await.status,
+        StatusCode::NOT_FOUND,
+        "nothing stored"
+    );
+}

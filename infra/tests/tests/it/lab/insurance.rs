@@ -178,3 +178,56 @@ async fn guarantor_requires_its_fields() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(a.body["guarantor"]["household_size"], 3.0);
 }
+
+mod payor_search {
+    use super::*;
+
+    fn codes(body: &Value) -> Vec<&str> {
+        body.as_array().unwrap().iter().map(|p| p["payor_code"].as_str().unwrap()).collect()
+    }
+
+    #[tokio::test]
+    async fn names_and_aliases_match_case_insensitively() {
+        let t = TestApp::embedded().await;
+        let a = t.get("/v3/insurance/search/payor?insurance_name=uhc").await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert!(codes(&a.body).contains(&"87726"), "UHC is an alias of UnitedHealthcare: {}", a.body);
+        let uhc = a.body.as_array().unwrap().iter().find(|p| p["payor_code"] == "87726").unwrap();
+        assert_eq!(uhc["name"], "UnitedHealthcare");
+        assert!(uhc["aliases"].as_array().unwrap().contains(&json!("UHC")));
+        assert_eq!(uhc["org_address"]["state"], "MN");
+        assert_eq!(uhc["source"], "platform");
+        assert_eq!(uhc.as_object().unwrap().len(), 5, "payor_code, name, aliases, org_address, source");
+
+        let a = t.get("/v3/insurance/search/payor?insurance_name=AETNA").await;
+        assert_eq!(codes(&a.body), ["60054"]);
+        let a = t.get("/v3/insurance/search/payor?insurance_name=no%20such%20insurer").await;
+        assert_eq!(a.status, StatusCode::OK);
+        assert_eq!(a.body, json!([]));
+        let all = t.get("/v3/insurance/search/payor").await;
+        assert!(all.body.as_array().unwrap().len() > 20, "the whole directory without criteria");
+    }
+
+    #[tokio::test]
+    async fn a_found_code_is_accepted_by_the_insurance() {
+        let t = TestApp::embedded().await;
+        let found = t.get("/v3/insurance/search/payor?provider=availity&provider_payor_id=39026").await;
+        assert_eq!(codes(&found.body), ["39026"], "{}", found.body);
+        let user = t.create_user("ins-search").await;
+        let mut body = insurance_body();
+        body["payor_code"] = found.body[0]["payor_code"].clone();
+        let a = t.post(&format!("/v2/user/{user}/insurance"), body).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        assert_eq!(a.body["company"]["name"], "UMR");
+    }
+
+    #[tokio::test]
+    async fn unknown_provider_or_an_id_without_provider_is_422() {
+        let t = TestApp::embedded().await;
+        for query in ["provider=nope", "provider_payor_id=87726"] {
+            let a = t.get(&format!("/v3/insurance/search/payor?{query}")).await;
+            assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {}", a.body);
+            assert_eq!(error_locs(&a.body), [["query", "provider"]], "{query}");
+        }
+    }
+}

@@ -36,7 +36,7 @@ async fn place_through_public_host(t: &TestApp, client_user_id: &str) -> (String
     let headers = [("host", "api.example.test"), ("x-forwarded-proto", "https")];
     let a = t.send_with(Method::POST, "/v3/order", &headers, Some(&body)).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    (user, a.body["id"].as_str().unwrap().to_owned())
+    (user, a.body["order"]["id"].as_str().unwrap().to_owned())
 }
 
 async fn stored_status(deps: &Deps, user: &str, order_id: &str) -> String {

@@ -69,7 +69,7 @@ async fn deprecated_lab_test_id_becomes_an_order_set() {
     body["lab_test_id"] = json!(id);
     let a = t.post("/v3/order", body.clone()).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(a.body["order_set"]["lab_test_ids"], json!([id]));
+    assert_eq!(a.body["order"]["order_set"]["lab_test_ids"], json!([id]));
     body["order_set"] = json!({"lab_test_ids": [id]});
     rejects(&t, body.clone(), &["body", "lab_test_id"]).await;
     body.as_object_mut().unwrap().remove("order_set");
@@ -91,9 +91,9 @@ async fn add_ons_and_at_home_collection() {
     body["priority"] = json!(true);
     let a = t.post("/v3/order", body).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(a.body["status"], "received.at_home_phlebotomy.ordered");
-    assert_eq!(a.body["order_set"]["add_on"]["marker_ids"], json!([1001]));
-    assert_eq!(a.body["priority"], true);
+    assert_eq!(a.body["order"]["status"], "received.at_home_phlebotomy.ordered");
+    assert_eq!(a.body["order"]["order_set"]["add_on"]["marker_ids"], json!([1001]));
+    assert_eq!(a.body["order"]["priority"], true);
 }
 
 #[tokio::test]
@@ -200,7 +200,7 @@ async fn commercial_insurance_needs_an_insurance_on_file() {
     assert_eq!(t.post(&format!("/v2/user/{user}/insurance"), insurance_body()).await.status, StatusCode::OK);
     let a = t.post("/v3/order", body).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(a.body["billing_type"], "commercial_insurance");
+    assert_eq!(a.body["order"]["billing_type"], "commercial_insurance");
 }
 
 #[tokio::test]
@@ -261,7 +261,7 @@ async fn idempotency_key_replays_the_first_order() {
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     let again = t.send_with(Method::POST, "/v3/order", &key, Some(&body)).await;
     assert_eq!(again.status, StatusCode::OK);
-    assert_eq!(again.body["id"], first.body["id"]);
+    assert_eq!(again.body["order"]["id"], first.body["order"]["id"]);
     assert_eq!(again.headers["idempotent-replayed"], "true");
     let listed = t.get(&format!("/v3/orders?user_id={user}")).await;
     assert_eq!(listed.body["total"], 1, "one order placed");
@@ -283,7 +283,7 @@ async fn idempotency_key_replays_the_first_order() {
     t.clock.advance(Duration::hours(25));
     let later = t.send_with(Method::POST, "/v3/order", &key, Some(&body)).await;
     assert_eq!(later.status, StatusCode::OK);
-    assert_ne!(later.body["id"], first.body["id"]);
+    assert_ne!(later.body["order"]["id"], first.body["order"]["id"]);
 }
 
 #[tokio::test]
@@ -362,7 +362,7 @@ async fn coded_results_for_screening_tests() {
     let user = t.create_user("ord-16").await;
     let mut body = order_body(&user);
     body["order_set"] = json!({"lab_test_ids": [lab_test_id("meridian_sti_panel")]});
-    let o = t.post("/v3/order", body).await.body;
+    let o = t.post("/v3/order", body).await.body["order"].clone();
     t.clock.advance(Duration::days(4));
     let r = t.get(&format!("/v3/order/{}/result", o["id"].as_str().unwrap())).await;
     let hiv = r.body["results"].as_array().unwrap().iter().find(|x| x["loinc"] == "56888-1").unwrap().clone();
@@ -379,8 +379,8 @@ async fn testkit_orders_follow_their_own_timeline() {
     body["order_set"] = json!({"lab_test_ids": [lab_test_id("cascade_a1c_test_testkit")]});
     let o = t.post("/v3/order", body).await;
     assert_eq!(o.status, StatusCode::OK, "{}", o.body);
-    assert_eq!(o.body["status"], "received.testkit.ordered");
-    let path = format!("/v3/order/{}", o.body["id"].as_str().unwrap());
+    assert_eq!(o.body["order"]["status"], "received.testkit.ordered");
+    let path = format!("/v3/order/{}", o.body["order"]["id"].as_str().unwrap());
     t.clock.advance(Duration::days(3));
     assert_eq!(t.get(&path).await.body["status"], "collecting_sample.testkit.with_customer");
     t.clock.advance(Duration::days(6));
@@ -394,8 +394,8 @@ async fn cancel_only_while_cancellable() {
     let id = o["id"].as_str().unwrap().to_owned();
     let a = t.post_empty(&format!("/v3/order/{id}/cancel")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(a.body["status"], "cancelled.walk_in_test.cancelled");
-    assert_eq!(a.body["events"].as_array().unwrap().len(), 2);
+    assert_eq!(a.body["order"]["status"], "cancelled.walk_in_test.cancelled");
+    assert_eq!(a.body["order"]["events"].as_array().unwrap().len(), 2);
     assert_eq!(
         events_of(&t, &id).last().unwrap(),
         &("labtest.order.updated".into(), "cancelled.walk_in_test.cancelled".into())

@@ -94,7 +94,7 @@ async fn order_id_must_be_an_order_of_the_user() {
     assert_eq!(foreign.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(error_locs(&foreign.body), vec![vec!["body", "order_id"]]);
     // A second order of the user, which a link for the first does not show.
-    let second = t.post("/v3/order", super::order_body(&user)).await.body;
+    let second = t.post("/v3/order", super::order_body(&user)).await.body["order"].clone();
     let own = t.post(&path, json!({"context": "launch", "order_id": order["id"]})).await;
     assert_eq!(own.status, StatusCode::OK);
     let html = t.send(Method::GET, &path_of(own.body["url"].as_str().unwrap()), None, None).await;

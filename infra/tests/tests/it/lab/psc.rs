@@ -97,7 +97,7 @@ async fn another_lab_lists_its_own_sites() {
     body["order_set"] = json!({"lab_test_ids": [super::lab_test_id("northfield_heart_health")]});
     body["patient_address"] =
         json!({"first_line": "1 Main St", "city": "Chicago", "state": "IL", "zip": "60601", "country": "US"});
-    let o = t.post("/v3/order", body).await.body;
+    let o = t.post("/v3/order", body).await.body["order"].clone();
     let a = t.get(&format!("/v3/order/{}/psc/info", o["id"].as_str().unwrap())).await;
     assert_eq!(a.body["slug"], "northfield");
     let sites = a.body["patient_service_centers"].as_array().unwrap();

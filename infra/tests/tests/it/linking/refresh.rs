@@ -2,7 +2,6 @@ use http::StatusCode;
 use serde_json::Value;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::keys;
-use wearlab_domain::linking::connections::ConnectionRecord;
 
 use super::{connect_demo, connect_password};
 use crate::helpers::TestApp;
@@ -28,13 +27,10 @@ async fn refreshes_every_resource_of_every_connection() {
     assert!(!refreshed.iter().any(|e| e.ends_with("/connection")));
     assert_eq!(entries(&a.body["failed_sources"]), Vec::<String>::new());
     assert_eq!(entries(&a.body["in_progress_sources"]), Vec::<String>::new());
-    // What was fetched is recorded on the connection.
-    let uid = UserId::parse(&user).unwrap();
-    let item = t.deps.table.get(&keys::linking::connection(uid, "renpho")).await.unwrap().unwrap();
-    let rec: ConnectionRecord = item.decode().unwrap();
-    let weight = &rec.synced["weight"];
-    assert_eq!(weight.through.to_string(), "2026-03-01");
-    assert_eq!(weight.records, 31 * 24, "30 days back and today, hourly");
+    // What was fetched is stored: 30 days back and today, readable through the data API.
+    let a = t.get(&format!("/v2/summary/body/{user}?start_date=2026-01-30&end_date=2026-03-01")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["body"].as_array().unwrap().len(), 31, "{}", a.body);
 }
 
 #[tokio::test]
@@ -72,19 +68,41 @@ async fn expired_tokens_are_renewed_before_fetching() {
     assert_ne!(before.body["credentials"], after.body["credentials"], "renewed credentials stored");
 }
 
+/// Runs the pull queue until nothing is due (bounded), as the pull worker would.
+async fn run_pull_worker(t: &TestApp) {
+    for _ in 0..50 {
+        if t.stack.as_ref().unwrap().run_pulls_once().await.unwrap() == 0 {
+            return;
+        }
+    }
+}
+
+fn published(t: &TestApp, event_type: &str) -> Vec<Value> {
+    let bus = &t.stack.as_ref().unwrap().bus;
+    bus.published().into_iter().filter(|e| e.event_type == event_type).map(|e| e.data).collect()
+}
+
 #[tokio::test]
-async fn slow_sources_are_in_progress_when_the_timeout_passes() {
+async fn refresh_stores_and_announces_a_new_day() {
     let t = TestApp::embedded().await;
-    let user = t.create_user("rf-4").await;
-    connect_password(&t, &user, "renpho", "jane-slow").await;
-    connect_demo(&t, &user, "freestyle_libre").await;
-    // Through the use case, below the API's 5 s minimum, so that the test waits as little as
-    // it can: the slow source takes 20 s (simulated), the demo source a few milliseconds.
-    let uid = UserId::parse(&user).unwrap();
-    let r = wearlab_domain::lifecycle::refresh(&t.deps, t.team, uid, std::time::Duration::from_secs(2))
-        .await
-        .unwrap();
-    assert_eq!(r.refreshed_sources, vec!["freestyle_libre/glucose".to_owned()]);
-    assert!(r.in_progress_sources.contains(&"renpho/weight".to_owned()), "{:?}", r.in_progress_sources);
-    assert!(r.failed_sources.is_empty(), "{:?}", r.failed_sources);
+    let user = t.create_user("rf-5").await;
+    connect_demo(&t, &user, "oura").await;
+    run_pull_worker(&t).await; // the historical pull
+    assert!(published(&t, "daily.data.activity.created").is_empty());
+    // The provider gains a day; the refresh fetches, stores and announces it.
+    t.clock.advance(chrono::Duration::days(1));
+    let a = t.post_empty(&format!("/v2/user/refresh/{user}?timeout=10")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert!(entries(&a.body["refreshed_sources"]).contains(&"oura/activity".to_owned()), "{}", a.body);
+    assert_eq!(entries(&a.body["in_progress_sources"]), Vec::<String>::new());
+    let read = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-03-02&end_date=2026-03-02")).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+    let summary = read.body["activity"][0].clone();
+    assert_eq!(summary["calendar_date"], "2026-03-02", "{}", read.body);
+    assert_eq!(published(&t, "daily.data.activity.created"), vec![summary]);
+    assert_eq!(published(&t, "daily.data.heartrate.created").len(), 1);
+    // Refreshing again with nothing new announces nothing more.
+    let n = t.stack.as_ref().unwrap().bus.published().len();
+    t.post_empty(&format!("/v2/user/refresh/{user}?timeout=10")).await;
+    assert_eq!(t.stack.as_ref().unwrap().bus.published().len(), n);
 }
