@@ -103,12 +103,8 @@ pub async fn sqs_queue_from_env(
 ) -> Result<crate::SqsQueue, String> {
     use wearlab_domain::ports::QueueName;
     let mut urls = std::collections::HashMap::new();
-    for (name, var) in [
-        (QueueName::Pull, "WEARLAB_PULL_QUEUE_URL"),
-        (QueueName::Bulk, "WEARLAB_BULK_QUEUE_URL"),
-        (QueueName::Webhook, "WEARLAB_WEBHOOK_QUEUE_URL"),
-    ] {
-        if let Ok(url) = std::env::var(var) {
+    for name in QueueName::ALL {
+        if let Ok(url) = std::env::var(queue_url_variable(name)) {
             urls.insert(name, url);
         }
     }
@@ -116,6 +112,30 @@ pub async fn sqs_queue_from_env(
         return Err("no WEARLAB_*_QUEUE_URL variable is set".into());
     }
     Ok(crate::SqsQueue::on_first_use(LazySdkConfig::from_env(), urls, clock))
+}
+
+/// The variable naming a queue's URL, as the functions read it.
+pub fn queue_url_variable(q: wearlab_domain::ports::QueueName) -> &'static str {
+    use wearlab_domain::ports::QueueName;
+    match q {
+        QueueName::Pull => "WEARLAB_PULL_QUEUE_URL",
+        QueueName::Bulk => "WEARLAB_BULK_QUEUE_URL",
+        QueueName::Webhook => "WEARLAB_WEBHOOK_QUEUE_URL",
+    }
+}
+
+/// The dead-letter queue of `q`'s queue (URL from the same variable the functions use; the
+/// dead-letter queue found by the queue's redrive policy), on the SDK's default configuration.
+pub async fn sqs_dead_letters_from_env(
+    q: wearlab_domain::ports::QueueName,
+) -> Result<crate::SqsDeadLetters, String> {
+    let var = queue_url_variable(q);
+    let url = std::env::var(var)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| format!("environment variable {var} is not set"))?;
+    let client = aws_sdk_sqs::Client::new(&aws_config_from_env().await);
+    crate::SqsDeadLetters::for_source(client, q.as_str(), &url).await.map_err(|e| e.to_string())
 }
 
 /// Everything a Lambda handler needs, built once per execution environment. Cheap: the SDK

@@ -4,6 +4,7 @@
 //! Nothing in this crate knows about HTTP, Lambda or AWS.
 
 pub mod bulk;
+pub mod dead_letters;
 pub mod erasure;
 pub mod error;
 pub mod event_secrets;
