@@ -2,6 +2,7 @@
 //!
 //! Local data directory by default (`WEARLAB_DATA_DIR`, `.local/`); `--aws` works on the table
 //! named by `WEARLAB_TABLE_NAME` with the usual AWS credentials and `AWS_ENDPOINT_URL`.
+//! `dlq list|redrive <queue>` inspects and redrives the dead-letter queues (SQS with `--aws`).
 //! Run it while the local stack is stopped: the local table file has one writer at a time.
 
 use std::path::PathBuf;
@@ -9,8 +10,9 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use wearlab_domain::ids::TeamId;
-use wearlab_domain::ports::SystemClock;
-use wearlab_domain::{Deps, teams};
+use wearlab_domain::ports::QueueName;
+use wearlab_domain::ports::{Clock, SystemClock};
+use wearlab_domain::{Deps, dead_letters, teams};
 
 #[derive(Parser)]
 #[command(name = "wearlab-admin", about = "Teams, their API keys and features, of a Wearlab installation")]
@@ -36,6 +38,30 @@ enum Command {
     Key {
         #[command(subcommand)]
         command: KeyCommand,
+    },
+    /// Dead-letter queues of the pull, bulk and webhook queues (SQS with --aws: the queue URLs
+    /// from WEARLAB_<QUEUE>_QUEUE_URL, the dead-letter queue from its redrive policy).
+    Dlq {
+        #[command(subcommand)]
+        command: DlqCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum DlqCommand {
+    /// Prints the count and up to --max messages: id, receive count, age, kind and ids only.
+    List {
+        /// pull, bulk or webhook.
+        queue: String,
+        #[arg(long, default_value_t = 10)]
+        max: usize,
+    },
+    /// Moves up to --max messages back to the source queue and prints how many moved.
+    Redrive {
+        /// pull, bulk or webhook.
+        queue: String,
+        #[arg(long, default_value_t = 1000)]
+        max: usize,
     },
 }
 
@@ -107,7 +133,44 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
     })
 }
 
+fn to_json(v: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(v).expect("reports serialize")
+}
+
+fn queue(raw: &str) -> Result<QueueName, String> {
+    dead_letters::queue_named(raw).ok_or_else(|| format!("not a queue: {raw} (pull, bulk or webhook)"))
+}
+
+async fn dlq(cli: &Cli, command: &DlqCommand) -> Result<serde_json::Value, String> {
+    let (name, is_list, max) = match command {
+        DlqCommand::List { queue: q, max } => (queue(q)?, true, *max),
+        DlqCommand::Redrive { queue: q, max } => (queue(q)?, false, *max),
+    };
+    if cli.aws {
+        let dlq = wearlab_aws::sqs_dead_letters_from_env(name).await?;
+        return if is_list {
+            dlq.list(max, SystemClock.now()).await.map(|l| to_json(&l)).map_err(|e| e.to_string())
+        } else {
+            dlq.redrive(max as u64).await.map(|r| to_json(&r)).map_err(|e| e.to_string())
+        };
+    }
+    let table: Arc<dyn wearlab_domain::ports::Table> = Arc::new(
+        wearlab_embedded::RedbTable::open(&cli.data_dir.join("wearlab.redb")).map_err(|e| e.to_string())?,
+    );
+    let queue = wearlab_embedded::TableQueue::new(table, Arc::new(SystemClock));
+    if is_list {
+        queue.list_dead_letters(name, max).await.map(|l| to_json(&l)).map_err(|e| e.to_string())
+    } else {
+        queue.redrive_dead_letters(name, max).await.map(|r| to_json(&r)).map_err(|e| e.to_string())
+    }
+}
+
 async fn run(cli: Cli) -> Result<(), String> {
+    if let Command::Dlq { command } = &cli.command {
+        let out = dlq(&cli, command).await?;
+        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
     let deps = deps(&cli).await?;
     let out = match &cli.command {
         Command::Team { command: TeamCommand::Create { name } } => {
@@ -149,6 +212,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             teams::revoke_key(&deps, team_id(team)?, key_id).await.map_err(|e| e.to_string())?;
             serde_json::json!({ "revoked": key_id })
         }
+        Command::Dlq { .. } => unreachable!("handled above"),
     };
     println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
     Ok(())

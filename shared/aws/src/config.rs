@@ -128,6 +128,16 @@ pub async fn sqs_queue_from_env(
     Ok(crate::SqsQueue::on_first_use(LazySdkConfig::from_env(), urls, clock))
 }
 
+/// The dead-letter queue of `q`'s queue (URL from the same variable the functions use; the
+/// dead-letter queue found by the queue's redrive policy), on the SDK's default configuration.
+pub async fn sqs_dead_letters_from_env(
+    q: wearlab_domain::ports::QueueName,
+) -> Result<crate::SqsDeadLetters, String> {
+    let url = required_var(queue_url_var(q))?;
+    let client = aws_sdk_sqs::Client::new(&aws_config_from_env().await);
+    crate::SqsDeadLetters::for_source(client, q.as_str(), &url).await.map_err(|e| e.to_string())
+}
+
 /// Everything a Lambda handler needs, built once per execution environment. Cheap: the SDK
 /// configuration is loaded, and each SDK client built, on first use (see [`LazySdkConfig`]), so
 /// that a function's init phase does no AWS work. `providers` is the caller's choice (each

@@ -5,6 +5,7 @@
 //! operation names and AWS error codes, never item data.
 
 mod config;
+mod dead_letters;
 mod dynamodb;
 mod error;
 mod eventbridge;
@@ -14,8 +15,9 @@ mod sqs;
 
 pub use config::{
     AwsEnv, aws_config_from_env, clients_for_endpoint, config_for_endpoint, deps_from_env, queue_url_var,
-    required_var, sqs_queue_from_env,
+    required_var, sqs_dead_letters_from_env, sqs_queue_from_env,
 };
+pub use dead_letters::{DeadLetterError, SqsDeadLetters};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use lazy::LazySdkConfig;

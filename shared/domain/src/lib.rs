@@ -7,6 +7,7 @@ pub mod bulk;
 pub mod bulk_ledger;
 pub mod catalog;
 pub mod crypto;
+pub mod dead_letters;
 pub mod error;
 pub mod event_secrets;
 pub mod hosted;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
+use wearlab_domain::dead_letters::{DeadLetter, DeadLetterListing, Redriven};
 use wearlab_domain::ports::{
     Clock, Condition, Envelope, Item, Key, Outcome, Outgoing, Query, Queue, QueueError, QueueName, Received,
     StoreError, Table, WriteOp, query_all,
@@ -28,6 +29,9 @@ struct Stored {
     envelope: Envelope,
     /// Deliveries so far.
     attempts: u32,
+    /// When it was dead-lettered (dead letters only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dead_lettered_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone)]
@@ -115,7 +119,11 @@ impl TableQueue {
             )),
             Outcome::Fail(reason) if stored.attempts >= MAX_ATTEMPTS => {
                 tracing::warn!(queue = q.as_str(), id = %stored.id, reason = %reason, "message dead-lettered");
-                Some(Item::new(Key::new(dead_letters(q), stored.id.clone()), item.body.clone()))
+                let dead = Stored { dead_lettered_at: Some(now), ..stored.clone() };
+                Some(Item::new(
+                    Key::new(dead_letters(q), stored.id.clone()),
+                    serde_json::to_value(&dead).expect("queue messages serialize"),
+                ))
             }
             Outcome::Fail(_) => Some(self.item(
                 q,
@@ -194,6 +202,58 @@ impl TableQueue {
         Ok(handled)
     }
 
+    /// The number of dead letters and up to `max` of them by kind and ids (no payload).
+    pub async fn list_dead_letters(&self, q: QueueName, max: usize) -> Result<DeadLetterListing, StoreError> {
+        let all = query_all(self.table.as_ref(), Query::partition(dead_letters(q)), 10_000_000).await?;
+        let now = self.clock.now();
+        let mut messages = Vec::new();
+        for item in all.iter().take(max) {
+            let stored: Stored = item.decode()?;
+            messages.push(DeadLetter {
+                id: stored.id,
+                receive_count: stored.attempts,
+                age_seconds: stored
+                    .dead_lettered_at
+                    .map(|at| wearlab_domain::dead_letters::age_seconds(at, now)),
+                ids: wearlab_domain::dead_letters::describe_body(&stored.envelope.body),
+            });
+        }
+        Ok(DeadLetterListing { queue: q.as_str().into(), count: all.len() as u64, messages })
+    }
+
+    /// Moves up to `max` dead letters back to the queue, due now with no deliveries counted;
+    /// each move is one transaction (the message is never in neither place). Returns how many moved.
+    pub async fn redrive_dead_letters(&self, q: QueueName, max: usize) -> Result<Redriven, StoreError> {
+        let now = self.clock.now();
+        let mut moved = 0u64;
+        while (moved as usize) < max {
+            let want = (max - moved as usize).min(BATCH) as u32;
+            let page = self.table.query(Query::partition(dead_letters(q)).limit(want)).await?;
+            if page.items.is_empty() {
+                break;
+            }
+            let before = moved;
+            for item in &page.items {
+                let stored: Stored = item.decode()?;
+                let back = Stored { attempts: 0, dead_lettered_at: None, ..stored };
+                let ops = vec![
+                    WriteOp::Delete { key: item.key.clone(), condition: Condition::VersionIs(item.version) },
+                    WriteOp::Put { item: self.item(q, now, &back), condition: Condition::NotExists },
+                ];
+                match self.table.transact(ops).await {
+                    Ok(()) => moved += 1,
+                    // Moved or handled by someone else meanwhile.
+                    Err(StoreError::ConditionFailed { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if moved == before {
+                break;
+            }
+        }
+        Ok(Redriven { queue: q.as_str().into(), moved })
+    }
+
     /// Dead-lettered message bodies.
     pub async fn dead_lettered(&self, q: QueueName) -> Result<Vec<Envelope>, StoreError> {
         query_all(self.table.as_ref(), Query::partition(dead_letters(q)), 10_000_000)
@@ -215,6 +275,7 @@ impl Queue for TableQueue {
                 id: uuid::Uuid::new_v4().simple().to_string(),
                 envelope: Envelope { not_before: m.not_before, body: m.body },
                 attempts: 0,
+                dead_lettered_at: None,
             };
             let visible_at = m.not_before.unwrap_or(now).max(now);
             ops.push(WriteOp::Put {

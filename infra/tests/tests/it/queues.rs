@@ -133,6 +133,45 @@ mod embedded {
         assert_eq!(got[0].envelope.body, json!({"kept": true}));
         let _ = std::fs::remove_dir_all(dir);
     }
+
+    /// A pull job carrying a token-like secret in a field no listing may show.
+    fn secret_job(n: u32) -> serde_json::Value {
+        json!({"pull": {"team_id": "team-1", "user_id": format!("user-{n}"), "provider": "fitbit",
+            "pull_id": format!("pull-{n}"), "access_token": "SECRET-TOKEN", "client_user_id": "jane@example.com"}})
+    }
+
+    #[tokio::test]
+    async fn dead_letters_are_listed_without_payload_and_redriven() {
+        let (q, clock) = table_queue();
+        q.send(QueueName::Pull, (0..3).map(|n| Outgoing::now(secret_job(n))).collect()).await.unwrap();
+        for _ in 0..(MAX_ATTEMPTS * 4) {
+            q.run_once(QueueName::Pull, |_, _| async { Outcome::Fail("boom".into()) }).await.unwrap();
+            clock.advance(Span::seconds(61));
+        }
+        let listing = q.list_dead_letters(QueueName::Pull, 2).await.unwrap();
+        assert_eq!((listing.count, listing.messages.len()), (3, 2));
+        let m = &listing.messages[0];
+        assert_eq!((m.ids.kind.as_str(), m.ids.team_id.as_deref()), ("pull", Some("team-1")));
+        assert_eq!((m.ids.provider.as_deref(), m.receive_count), (Some("fitbit"), MAX_ATTEMPTS));
+        assert!(m.age_seconds.unwrap() > 0);
+        let text = serde_json::to_string(&listing).unwrap();
+        assert!(!text.contains("SECRET") && !text.contains("jane"), "{text}");
+
+        assert_eq!(q.redrive_dead_letters(QueueName::Pull, 2).await.unwrap().moved, 2);
+        assert_eq!(q.redrive_dead_letters(QueueName::Pull, 10).await.unwrap().moved, 1);
+        assert!(q.dead_lettered(QueueName::Pull).await.unwrap().is_empty());
+        let seen = std::sync::Mutex::new(vec![]);
+        q.run_once(QueueName::Pull, |env, attempt| {
+            seen.lock().unwrap().push((env.body["pull"]["pull_id"].as_str().unwrap().to_owned(), attempt));
+            async { Outcome::Ack }
+        })
+        .await
+        .unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        let want: Vec<_> = (0..3).map(|n| (format!("pull-{n}"), 1)).collect();
+        assert_eq!(seen, want, "redriven as fresh messages, due now");
+    }
 }
 
 mod sqs_moto {
@@ -221,7 +260,7 @@ mod sqs_moto {
         wearlab_aws::config_for_endpoint(&moto_endpoint()).await
     }
 
-    async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<serde_json::Value> {
+    pub(super) async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<serde_json::Value> {
         let mut out = vec![];
         for _ in 0..20 {
             let r = client.receive_message().queue_url(url).max_number_of_messages(10).send().await.unwrap();
@@ -310,5 +349,66 @@ mod sqs_moto {
             serde_json::from_value(body["not_before"].clone()).unwrap();
         assert_eq!(not_before, clock.now() + Span::seconds(5));
         assert_eq!(delayed(&client, &url).await, 1);
+    }
+}
+
+mod dead_letters_moto {
+    use aws_sdk_sqs::types::QueueAttributeName;
+
+    use super::*;
+    use crate::queues::sqs_moto::drain;
+
+    #[tokio::test]
+    async fn dead_letters_are_listed_without_payload_and_redriven_to_the_source() {
+        let config = wearlab_aws::config_for_endpoint(&moto_endpoint()).await;
+        let client = aws_sdk_sqs::Client::new(&config);
+        let name = format!("wearlab-dlq-test-{}", uuid::Uuid::new_v4().simple());
+        let create = |n: String| client.create_queue().queue_name(n).send();
+        let dlq_url = create(format!("{name}-dlq")).await.unwrap().queue_url.unwrap();
+        let arn_attr = client
+            .get_queue_attributes()
+            .queue_url(&dlq_url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .unwrap();
+        let dlq_arn = arn_attr.attributes().unwrap()[&QueueAttributeName::QueueArn].clone();
+        let source_url = client
+            .create_queue()
+            .queue_name(&name)
+            .attributes(
+                QueueAttributeName::RedrivePolicy,
+                json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5}).to_string(),
+            )
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        for n in 0..13 {
+            let body = json!({"body": {"kind": "import", "op": {"team_id": "team-1", "op_id": "op-1",
+                "started_at": "2026-01-01T00:00:00Z"}, "chunk": n, "items": 1, "recipes": "SEALED-SECRET"}});
+            client.send_message().queue_url(&dlq_url).message_body(body.to_string()).send().await.unwrap();
+        }
+
+        let dlq = wearlab_aws::SqsDeadLetters::for_source(client.clone(), "bulk", &source_url).await.unwrap();
+        assert_eq!(dlq.dlq_url(), dlq_url, "found by the source queue's redrive policy");
+        let listing = dlq.list(5, chrono::Utc::now()).await.unwrap();
+        assert_eq!((listing.count, listing.messages.len()), (13, 5));
+        let m = &listing.messages[0];
+        assert_eq!((m.ids.kind.as_str(), m.ids.team_id.as_deref()), ("import", Some("team-1")));
+        assert_eq!(m.ids.op_id.as_deref(), Some("op-1"));
+        assert!(m.receive_count >= 1 && m.age_seconds.is_some());
+        let text = serde_json::to_string(&listing).unwrap();
+        assert!(!text.contains("SECRET") && !text.contains("recipes"), "{text}");
+
+        // Listed messages are visible again: all of them move.
+        assert_eq!(dlq.redrive(10).await.unwrap().moved, 10);
+        assert_eq!(dlq.redrive(100).await.unwrap().moved, 3);
+        assert_eq!(dlq.list(10, chrono::Utc::now()).await.unwrap().count, 0, "the DLQ is empty");
+        let mut chunks: Vec<u64> =
+            drain(&client, &source_url).await.iter().map(|v| v["body"]["chunk"].as_u64().unwrap()).collect();
+        chunks.sort();
+        assert_eq!(chunks, (0..13).collect::<Vec<_>>(), "every message on the source queue, once");
     }
 }
