@@ -115,7 +115,7 @@ async fn a_zip_without_a_known_location_is_a_400() {
     body["patient_address"]["zip"] = json!("00001");
     let o = t.post("/v3/order", body).await;
     assert_eq!(o.status, StatusCode::OK, "{}", o.body);
-    let a = t.get(&format!("/v3/order/{}/psc/info", o.body["id"].as_str().unwrap())).await;
+    let a = t.get(&format!("/v3/order/{}/psc/info", o.body["order"]["id"].as_str().unwrap())).await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
     assert_eq!(a.body["detail"], "No location is known for the patient's ZIP code 00001.");
 }
