@@ -189,6 +189,9 @@ pub struct RefreshParams {
     responses(
         (status = 200, description = "What was refreshed, what is still running, what failed.", body = RefreshResult),
         (status = 404, description = "No such user in this team.", body = DetailBody),
+        (status = 429, description = "More than 8 refreshes of this user within an hour; `Retry-After` says \
+            in how many seconds the next one is accepted.", body = DetailBody,
+            headers(("Retry-After" = u64, description = "Seconds until a refresh is accepted again."))),
     ))]
 pub async fn refresh(
     State(s): State<AppState>,
