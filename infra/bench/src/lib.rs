@@ -113,6 +113,22 @@ pub fn user_id_of(body: &[u8]) -> String {
     v["user_id"].as_str().expect("an answer with user_id").to_owned()
 }
 
+/// Prints one markdown row `| name | n | mean | median | p90 | p99 | max |` (µs) of `samples`
+/// and gives their summary.
+pub fn print_row(name: &str, samples: &mut [Duration]) -> Summary {
+    let s = Summary::of(samples);
+    println!(
+        "| {name} | {} | {} | {} | {} | {} | {} |",
+        s.n,
+        us(s.mean),
+        us(s.median),
+        us(s.p90),
+        us(s.p99),
+        us(s.max)
+    );
+    s
+}
+
 /// Order statistics of a set of timings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {

@@ -54,47 +54,53 @@ struct DeletedClientUserId {
 /// the pending erasure; then a one-time schedule is created. If that schedule cannot be
 /// created, the hourly sweep erases the user from the pending record instead.
 pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), DomainError> {
-    let (current, version) = load_active(deps, team, user_id).await?;
-    let now = deps.now();
-    let erase_at = now + Duration::days(GRACE_PERIOD_DAYS);
-    let mut deleted = current.clone();
-    deleted.deletion = Some(Deletion { deleted_at: now, erase_at });
-    // Every connection goes now, in the same transaction; the providers are told after it.
-    deleted.connections.clear();
-    let (removals, connections) = crate::linking::connections::removal(deps, team, user_id).await?;
-    let expiry = Some(erase_at.timestamp());
-    let mut ops = vec![
-        WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
-        WriteOp::Delete {
-            key: keys::client_user_id(team, &current.client_user_id),
-            condition: Condition::None,
-        },
-        WriteOp::Put {
-            item: Item::new(
-                keys::deleted_client_user_id(team, &current.client_user_id, user_id),
-                to_body(&DeletedClientUserId { user_id, deleted_at: now }),
-            )
-            .with_expiry(expiry),
-            condition: Condition::None,
-        },
-        WriteOp::Put {
-            item: Item::new(
-                keys::erasure_due(erase_at, user_id),
-                to_body(&ErasureDue { team_id: team, user_id }),
-            )
-            .with_expiry(expiry),
-            condition: Condition::None,
-        },
-    ];
-    ops.extend(removals);
-    let staged = Staged::new(deps, user_id, vec![lifecycle_events::deleted(&current, now, erase_at)]);
-    ops.push(staged.write_op());
-    match deps.table.transact(ops).await {
-        Ok(()) => {}
-        // Someone changed or deleted the user between our read and write.
-        Err(StoreError::ConditionFailed { .. }) => return Err(not_found(user_id)),
-        Err(e) => return Err(e.into()),
-    }
+    let mut tries = 0..users::COUNT_TRIES;
+    let (staged, connections, erase_at) = loop {
+        let Some(attempt) = tries.next() else { return Err(users::users_busy()) };
+        let (current, version) = load_active(deps, team, user_id).await?;
+        let now = deps.now();
+        let erase_at = now + Duration::days(GRACE_PERIOD_DAYS);
+        let mut deleted = current.clone();
+        deleted.deletion = Some(Deletion { deleted_at: now, erase_at });
+        // Every connection goes now, in the same transaction; the providers are told after it.
+        deleted.connections.clear();
+        let (removals, connections) = crate::linking::connections::removal(deps, team, user_id).await?;
+        let expiry = Some(erase_at.timestamp());
+        let mut ops = vec![
+            WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
+            users::count_change(deps, team, -1).await?,
+            WriteOp::Delete {
+                key: keys::client_user_id(team, &current.client_user_id),
+                condition: Condition::None,
+            },
+            WriteOp::Put {
+                item: Item::new(
+                    keys::deleted_client_user_id(team, &current.client_user_id, user_id),
+                    to_body(&DeletedClientUserId { user_id, deleted_at: now }),
+                )
+                .with_expiry(expiry),
+                condition: Condition::None,
+            },
+            WriteOp::Put {
+                item: Item::new(
+                    keys::erasure_due(erase_at, user_id),
+                    to_body(&ErasureDue { team_id: team, user_id }),
+                )
+                .with_expiry(expiry),
+                condition: Condition::None,
+            },
+        ];
+        ops.extend(removals);
+        let staged = Staged::new(deps, user_id, vec![lifecycle_events::deleted(&current, now, erase_at)]);
+        ops.push(staged.write_op());
+        match deps.table.transact(ops).await {
+            Ok(()) => break (staged, connections, erase_at),
+            // The user, its connections or the team's user count changed between our reads and
+            // the write: read again (a user deleted meanwhile is then a 404).
+            Err(StoreError::ConditionFailed { .. }) => users::count_backoff(attempt).await,
+            Err(e) => return Err(e.into()),
+        }
+    };
     staged.publish(deps).await;
     crate::linking::connections::deregister_at_providers(deps, user_id, connections).await;
     let schedule = Schedule {
@@ -111,8 +117,30 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
 
 /// Restores a deleted user inside the grace period. Connections are not restored.
 pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Result<(), DomainError> {
+    for attempt in 0..users::COUNT_TRIES {
+        match undo_once(deps, team, &target).await? {
+            Undo::Done => return Ok(()),
+            Undo::CountMoved => users::count_backoff(attempt).await,
+        }
+    }
+    Err(users::users_busy())
+}
+
+/// How one try of an undo ended (errors aside).
+enum Undo {
+    Done,
+    /// The team's user count changed under the transaction; nothing was written.
+    CountMoved,
+}
+
+/// Whether someone holds `client_user_id` in the team.
+async fn reservation_held(deps: &Deps, team: TeamId, id: &ClientUserId) -> Result<bool, DomainError> {
+    Ok(deps.table.get(&keys::client_user_id(team, id)).await?.is_some())
+}
+
+async fn undo_once(deps: &Deps, team: TeamId, target: &UndoTarget) -> Result<Undo, DomainError> {
     let now = deps.now();
-    let (record, version) = match &target {
+    let (record, version) = match target {
         UndoTarget::UserId(id) => load(deps, team, *id).await?.ok_or_else(|| not_found(id))?,
         UndoTarget::ClientUserId(cid) => {
             let q = Query::partition(keys::team(team).pk).prefix(keys::deleted_client_user_id_prefix(cid));
@@ -143,6 +171,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
     let user_id = record.user_id;
     let mut ops = vec![
         WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
+        users::count_change(deps, team, 1).await?,
         WriteOp::Put {
             item: Item::new(
                 keys::client_user_id(team, &record.client_user_id),
@@ -163,6 +192,13 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
         Err(StoreError::ConditionFailed { op: Some(0) }) => {
             return Err(DomainError::Busy("the user changed, retry".into()));
         }
+        // Another change of the team's users moved the count: read everything again.
+        Err(StoreError::ConditionFailed { op: Some(1) }) => return Ok(Undo::CountMoved),
+        Err(StoreError::ConditionFailed { op: None })
+            if !reservation_held(deps, team, &record.client_user_id).await? =>
+        {
+            return Ok(Undo::CountMoved);
+        }
         Err(StoreError::ConditionFailed { .. }) => {
             return Err(DomainError::Rejected(format!(
                 "client_user_id {} is now used by another user; delete or rename that user first.",
@@ -178,7 +214,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
         tracing::warn!(user_id = %user_id, error = %e, "erasure schedule not cancelled");
     }
     tracing::info!(team_id = %team, user_id = %user_id, "user deletion undone");
-    Ok(())
+    Ok(Undo::Done)
 }
 
 /// Parses the refresh timeout (seconds).
@@ -314,6 +350,10 @@ pub enum Erasure {
 }
 
 /// Erases every item of a deleted user whose grace period is over. Safe to repeat.
+///
+/// The team's user count is not touched: it counts active users, and only a deleted user is
+/// erased (the delete already took it off the count, and an undo that restores it puts it back
+/// in its own transaction, whose version condition on the user fails this erasure's last write).
 pub async fn erase_user(deps: &Deps, user_id: UserId) -> Result<Erasure, DomainError> {
     let Some(item) = deps.table.get(&keys::user(user_id)).await? else {
         return Ok(Erasure::AlreadyGone);

@@ -23,8 +23,13 @@ pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
 /// Most users a listing may skip.
 pub const MAX_OFFSET: u64 = 1_000_000;
-/// Most users a team listing reads (a safety bound, far above any real team).
-const MAX_LISTED: usize = 1_000_000;
+/// Most users counted when a team without a counter item is counted once (a safety bound, far
+/// above any real team).
+const MAX_COUNTED: usize = 1_000_000;
+/// Most items one listing query asks for (DynamoDB also ends a page at 1 MB).
+const LIST_QUERY_LIMIT: u64 = 1_000;
+/// Tries of a change of the active-user set whose counter keeps changing under it.
+pub(crate) const COUNT_TRIES: usize = 40;
 
 /// A deleted user's pending erasure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,38 +231,114 @@ pub async fn create_keeping(
     new: NewUser,
     completion: &Completion,
 ) -> Result<User, DomainError> {
-    let now = deps.now();
-    let record = UserRecord {
-        user_id: UserId::new_random(),
-        team_id: team,
-        client_user_id: new.client_user_id,
-        created_on: now,
-        fallback_time_zone: new.fallback_time_zone.map(|tz| manual_tz(tz, now)),
-        fallback_birth_date: new.fallback_birth_date.map(|d| manual_birth_date(d, now)),
-        ingestion_start: new.ingestion_start,
-        ingestion_end: new.ingestion_end,
-        deletion: None,
-        connections: vec![],
-    };
-    let reservation = Item::new(
-        keys::client_user_id(team, &record.client_user_id),
-        to_body(&Reservation { user_id: record.user_id, created_on: record.created_on }),
-    );
-    let user = record.to_wire();
-    let mut writes = vec![
-        WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
-        WriteOp::Put { item: reservation, condition: Condition::NotExists },
-    ];
-    writes.extend(completion.ops(200, &user));
-    let result = deps.table.transact(writes).await;
-    match result {
-        Ok(()) => {
-            tracing::info!(team_id = %team, user_id = %record.user_id, "user created");
-            Ok(user)
+    for attempt in 0..COUNT_TRIES {
+        let now = deps.now();
+        let record = UserRecord {
+            user_id: UserId::new_random(),
+            team_id: team,
+            client_user_id: new.client_user_id.clone(),
+            created_on: now,
+            fallback_time_zone: new.fallback_time_zone.clone().map(|tz| manual_tz(tz, now)),
+            fallback_birth_date: new.fallback_birth_date.map(|d| manual_birth_date(d, now)),
+            ingestion_start: new.ingestion_start,
+            ingestion_end: new.ingestion_end,
+            deletion: None,
+            connections: vec![],
+        };
+        let reserved = Item::new(
+            keys::client_user_id(team, &record.client_user_id),
+            to_body(&Reservation { user_id: record.user_id, created_on: record.created_on }),
+        );
+        let user = record.to_wire();
+        let mut writes = vec![
+            WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
+            WriteOp::Put { item: reserved, condition: Condition::NotExists },
+            count_change(deps, team, 1).await?,
+        ];
+        writes.extend(completion.ops(200, &user));
+        match deps.table.transact(writes).await {
+            Ok(()) => {
+                tracing::info!(team_id = %team, user_id = %record.user_id, "user created");
+                return Ok(user);
+            }
+            // Another change of the team's users moved the counter: read it again.
+            Err(StoreError::ConditionFailed { op: Some(2) }) => count_backoff(attempt).await,
+            Err(StoreError::ConditionFailed { op: None })
+                if reservation(deps, team, &record.client_user_id).await?.is_none() =>
+            {
+                count_backoff(attempt).await
+            }
+            Err(StoreError::ConditionFailed { .. }) => {
+                return Err(taken(deps, team, &record.client_user_id).await);
+            }
+            Err(e) => return Err(e.into()),
         }
-        Err(StoreError::ConditionFailed { .. }) => Err(taken(deps, team, &record.client_user_id).await),
-        Err(e) => Err(e.into()),
     }
+    Err(users_busy())
+}
+
+/// The refusal after [`COUNT_TRIES`] lost races on the team's user count.
+pub(crate) fn users_busy() -> DomainError {
+    DomainError::Busy("the team's users are being changed concurrently, retry".into())
+}
+
+/// A short, growing, jittered pause before another try of a change that lost the race on the
+/// team's user count (so that 20 concurrent creates do not retry in lockstep).
+pub(crate) async fn count_backoff(attempt: usize) {
+    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0] % 8);
+    let ms = (1u64 << attempt.min(4)) + jitter;
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+}
+
+/// The stored count of a team's active users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct UserCount {
+    active: u64,
+}
+
+/// The write that moves the team's active-user count by `delta`, to go in the same transaction
+/// as the change of the active set: a version-checked put of the counter, so a concurrent change
+/// fails the transaction (the caller reads again and retries). A team without the counter item
+/// (its users were created before the counter existed) is counted once here and the counter
+/// is created with `NotExists`: a change committed by anyone else meanwhile created it first, so
+/// this transaction fails and the retry finds it.
+pub(crate) async fn count_change(deps: &Deps, team: TeamId, delta: i64) -> Result<WriteOp, DomainError> {
+    let key = keys::team_user_count(team);
+    let (current, version) = match deps.table.get(&key).await? {
+        Some(item) => (item.decode::<UserCount>()?.active, Some(item.version)),
+        None => (count_active(deps, team).await?, None),
+    };
+    let mut item = Item::new(key, to_body(&UserCount { active: current.saturating_add_signed(delta) }));
+    item.version = version.map_or(1, |v| v + 1);
+    Ok(WriteOp::Put { item, condition: version.map_or(Condition::NotExists, Condition::VersionIs) })
+}
+
+/// Counts the team's active users by reading their index partition (bounded): only for a team
+/// that has no counter item yet.
+async fn count_active(deps: &Deps, team: TeamId) -> Result<u64, DomainError> {
+    let q = Query::gsi1(keys::team_users_index(team));
+    let n = query_all(deps.table.as_ref(), q, MAX_COUNTED).await?.len() as u64;
+    tracing::info!(team_id = %team, active = n, "team user count computed from the index");
+    Ok(n)
+}
+
+/// The team's active-user count: the counter item, else counted once and stored.
+async fn active_total(deps: &Deps, team: TeamId) -> Result<u64, DomainError> {
+    let key = keys::team_user_count(team);
+    for _ in 0..COUNT_TRIES {
+        if let Some(item) = deps.table.get(&key).await? {
+            return Ok(item.decode::<UserCount>()?.active);
+        }
+        let counted = count_active(deps, team).await?;
+        let item = Item::new(key.clone(), to_body(&UserCount { active: counted }));
+        match deps.table.put(item, Condition::NotExists).await {
+            Ok(()) => return Ok(counted),
+            // A change of the team's users created it meanwhile: read that one.
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(users_busy())
 }
 
 /// The error for a `client_user_id` someone holds, naming the holder.
@@ -372,11 +453,27 @@ impl PageRequest {
     }
 }
 
-/// Active users, oldest first, with the total.
+/// Active users, oldest first (by `created_on`, then `user_id`), with the total. Reads the
+/// counter item and the team's index partition only as far as `offset + limit`, so a page costs
+/// the same in a team of ten users and in one of a million.
 pub async fn list(deps: &Deps, team: TeamId, page: PageRequest) -> Result<UserPage, DomainError> {
     let PageRequest { offset, limit } = page;
-    let items = query_all(deps.table.as_ref(), Query::gsi1(keys::team_users_index(team)), MAX_LISTED).await?;
-    let total = items.len() as u64;
+    let total = active_total(deps, team).await?;
+    let wanted = offset + limit;
+    let mut items = Vec::new();
+    let mut q = Query::gsi1(keys::team_users_index(team));
+    if offset < total {
+        loop {
+            let ask = (wanted - items.len() as u64).min(LIST_QUERY_LIMIT);
+            q.limit = Some(ask as u32);
+            let page = deps.table.query(q.clone()).await?;
+            items.extend(page.items);
+            match page.next_cursor {
+                Some(c) if (items.len() as u64) < wanted => q.cursor = Some(c),
+                _ => break,
+            }
+        }
+    }
     let users = items
         .iter()
         .skip(offset as usize)

@@ -114,7 +114,9 @@ async fn main() -> Result<(), Error> {
     let (r, idem_replay) = counted(&table, send(&warm, idem("req-idem"))).await;
     check_ok("POST with x-idempotency-key, replayed", r)?;
 
-    let target = [Some(1), Some(1), Some(1), None];
+    // Create and list read the team's user count (GetItem) besides their own call: the count
+    // is written with a version condition in create's transaction and is list's `total`.
+    let target = [Some(2), Some(1), Some(2), None];
     let names = [
         "create user (POST /v2/user)",
         "get user (GET /v2/user/{id})",

@@ -3,9 +3,7 @@
 //!
 //! Usage: `inproc-latency [N]` (default 10000, at most 1000000).
 
-use std::time::Duration;
-
-use wearlab_bench::{InProc, Summary, us};
+use wearlab_bench::{InProc, print_row};
 
 const DEFAULT_N: usize = 10_000;
 const MAX_N: usize = 1_000_000;
@@ -36,19 +34,6 @@ async fn main() {
     println!("in-process, router oneshot, in-memory redb, auth cache warm; N={n} per row, {WARM_UP} warm-up");
     println!("| request | n | mean µs | median µs | p90 µs | p99 µs | max µs |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    row("POST /v2/user (create)", &mut create);
-    row("GET /v2/user/{id} (get)", &mut get);
-}
-
-fn row(name: &str, samples: &mut [Duration]) {
-    let s = Summary::of(samples);
-    println!(
-        "| {name} | {} | {} | {} | {} | {} | {} |",
-        s.n,
-        us(s.mean),
-        us(s.median),
-        us(s.p90),
-        us(s.p99),
-        us(s.max)
-    );
+    print_row("POST /v2/user (create)", &mut create);
+    print_row("GET /v2/user/{id} (get)", &mut get);
 }

@@ -243,14 +243,32 @@ pub struct Faults {
 }
 
 /// A table adapter around a real one, with faults a test turns on and off.
+/// It also counts the reads that pass through it (see [`Reads`]).
 pub struct FaultyTable {
     inner: Arc<dyn Table>,
     faults: std::sync::Mutex<Faults>,
+    reads: std::sync::Mutex<Reads>,
+}
+
+/// Reads a [`FaultyTable`] passed on since the last [`FaultyTable::take_reads`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// Single-item reads (GetItem).
+    pub gets: usize,
+    /// Query calls (one page each).
+    pub queries: usize,
+    /// Items those queries answered.
+    pub items: usize,
 }
 
 impl FaultyTable {
     pub fn new(inner: Arc<dyn Table>) -> Self {
-        Self { inner, faults: Default::default() }
+        Self { inner, faults: Default::default(), reads: Default::default() }
+    }
+
+    /// The reads counted so far, and a fresh count from here.
+    pub fn take_reads(&self) -> Reads {
+        std::mem::take(&mut *self.reads.lock().unwrap())
     }
 
     pub fn set(&self, faults: Faults) {
@@ -278,11 +296,13 @@ impl FaultyTable {
 impl Table for FaultyTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         self.faults()?;
+        self.reads.lock().unwrap().gets += 1;
         self.inner.get(key).await
     }
 
     async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
         self.faults()?;
+        self.reads.lock().unwrap().gets += 1;
         self.inner.get_raw(key).await
     }
 
@@ -312,7 +332,11 @@ impl Table for FaultyTable {
         if self.faults()?.failing_query_pk.as_deref() == Some(query.pk.as_str()) {
             return Err(StoreError::Unavailable(format!("queries of {} fail (test fault)", query.pk)));
         }
-        self.inner.query(query).await
+        let page = self.inner.query(query).await?;
+        let mut reads = self.reads.lock().unwrap();
+        reads.queries += 1;
+        reads.items += page.items.len();
+        Ok(page)
     }
 }
 

@@ -23,6 +23,7 @@ mod simulator_pages;
 mod storage_conformance;
 mod throttle;
 mod users_api;
+mod users_count;
 mod users_on_dynamodb;
 mod webhook_urls;
 mod webhooks;

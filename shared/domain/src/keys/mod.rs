@@ -59,6 +59,12 @@ pub fn team_users_index_sort(created_on: DateTime<Utc>, user: UserId) -> String 
     format!("{}#{user}", created_on.to_rfc3339_opts(SecondsFormat::Micros, true))
 }
 
+/// The team's count of active users (what `GET /v2/user` answers as `total`), changed in the
+/// same transaction as every change of the active set.
+pub fn team_user_count(team: TeamId) -> Key {
+    Key::new(format!("TEAM#{team}"), "COUNT#USERS")
+}
+
 /// Reservation making `client_user_id` unique among the team's active users.
 pub fn client_user_id(team: TeamId, id: &ClientUserId) -> Key {
     Key::new(format!("TEAM#{team}"), format!("CUID#{}", id.key_part()))

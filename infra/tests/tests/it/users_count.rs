@@ -1,0 +1,209 @@
+//! `GET /v2/user` reads the team's user count from its counter item and the index only as far
+//! as `offset + limit`: the total through every change of the active set (create, delete, undo,
+//! erasure, concurrent creates, a team created before the counter), pages in order, and the
+//! reads of one page, counted by the table wrapper, on the embedded adapter and DynamoDB (moto).
+
+use std::sync::Arc;
+
+use chrono::Duration;
+use http::StatusCode;
+use serde_json::{Value, json};
+use wearlab_domain::ids::{ClientUserId, UserId};
+use wearlab_domain::lifecycle::{self, Erasure};
+use wearlab_domain::ports::{Condition, Table};
+use wearlab_domain::users::{self, NewUser};
+use wearlab_domain::{Deps, keys};
+
+use crate::helpers::{FaultyTable, Reads, TestApp};
+use crate::users_on_dynamodb::on_moto;
+
+async fn embedded() -> (TestApp, Arc<FaultyTable>) {
+    TestApp::embedded_with_faults().await
+}
+
+/// The DynamoDB adapter on moto, behind the counting wrapper.
+async fn moto() -> (TestApp, Arc<FaultyTable>) {
+    let (t, table, _) = on_moto().await;
+    let counted = Arc::new(FaultyTable::new(table));
+    let deps = Deps { table: counted.clone(), ..t.deps.clone() };
+    (TestApp::on(deps, t.clock.clone()).await, counted)
+}
+
+async fn total(t: &TestApp) -> u64 {
+    let a = t.get("/v2/user?limit=500").await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let listed = a.body["users"].as_array().unwrap().len() as u64;
+    let total = a.body["total"].as_u64().unwrap();
+    assert_eq!(listed, total, "every active user is listed: {}", a.body);
+    total
+}
+
+/// Creates `n` users without going through HTTP (faster on moto), one second apart.
+async fn create_many(t: &TestApp, prefix: &str, n: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let new = NewUser {
+            client_user_id: ClientUserId::parse(&format!("{prefix}-{i:04}")).unwrap(),
+            fallback_time_zone: None,
+            fallback_birth_date: None,
+            ingestion_start: None,
+            ingestion_end: None,
+        };
+        ids.push(users::create(&t.deps, t.team, new).await.unwrap().user_id.to_string());
+        t.clock.advance(Duration::seconds(1));
+    }
+    ids
+}
+
+fn ids_of(page: &Value) -> Vec<String> {
+    page["users"].as_array().unwrap().iter().map(|u| u["user_id"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn total_follows_every_change(t: TestApp) {
+    assert_eq!(total(&t).await, 0);
+    let ids = create_many(&t, "count", 3).await;
+    assert_eq!(total(&t).await, 3);
+    assert_eq!(t.delete(&format!("/v2/user/{}", ids[0])).await.status, StatusCode::OK);
+    assert_eq!(total(&t).await, 2);
+    assert_eq!(t.delete(&format!("/v2/user/{}", ids[0])).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(total(&t).await, 2, "a second delete changes nothing");
+    let undo = t.post_empty(&format!("/v2/user/undo_delete?user_id={}", ids[0])).await;
+    assert_eq!(undo.status, StatusCode::OK, "{}", undo.body);
+    assert_eq!(total(&t).await, 3);
+    let again = t.post_empty(&format!("/v2/user/undo_delete?user_id={}", ids[0])).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+    assert_eq!(total(&t).await, 3, "an undo of an active user changes nothing");
+    let dup = t.post("/v2/user", json!({"client_user_id": "count-0001"})).await;
+    assert_eq!(dup.status, StatusCode::BAD_REQUEST);
+    assert_eq!(total(&t).await, 3, "a refused create changes nothing");
+
+    assert_eq!(t.delete(&format!("/v2/user/{}", ids[1])).await.status, StatusCode::OK);
+    assert_eq!(total(&t).await, 2);
+    t.clock.advance(Duration::days(8));
+    let out = lifecycle::erase_user(&t.deps, UserId::parse(&ids[1]).unwrap()).await.unwrap();
+    assert!(matches!(out, Erasure::Erased { .. }), "{out:?}");
+    assert_eq!(total(&t).await, 2, "erasing a deleted user leaves the active count alone");
+    let listed = ids_of(&t.get("/v2/user").await.body);
+    assert_eq!(listed, vec![ids[0].clone(), ids[2].clone()]);
+}
+
+#[tokio::test]
+async fn total_follows_every_change_embedded() {
+    total_follows_every_change(embedded().await.0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn total_follows_every_change_on_dynamodb() {
+    total_follows_every_change(moto().await.0).await;
+}
+
+async fn concurrent_creates_all_count(t: TestApp) {
+    create_many(&t, "before", 2).await;
+    let posts = (0..20).map(|i| t.post("/v2/user", json!({ "client_user_id": format!("burst-{i}") })));
+    let answers = futures::future::join_all(posts).await;
+    for a in &answers {
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    }
+    assert_eq!(total(&t).await, 22);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_all_count_embedded() {
+    concurrent_creates_all_count(embedded().await.0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_all_count_on_dynamodb() {
+    concurrent_creates_all_count(moto().await.0).await;
+}
+
+async fn pages_follow_creation_order(t: TestApp) {
+    let ids = create_many(&t, "page", 7).await;
+    for (offset, limit) in [(0, 3), (3, 3), (6, 3), (0, 7), (2, 1), (7, 5), (100, 5)] {
+        let a = t.get(&format!("/v2/user?offset={offset}&limit={limit}")).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        let want: Vec<String> = ids.iter().skip(offset).take(limit).cloned().collect();
+        assert_eq!(ids_of(&a.body), want, "offset {offset}, limit {limit}");
+        assert_eq!(a.body["total"], 7);
+        assert_eq!(
+            (a.body["offset"].as_u64(), a.body["limit"].as_u64()),
+            (Some(offset as u64), Some(limit as u64))
+        );
+    }
+}
+
+#[tokio::test]
+async fn pages_follow_creation_order_embedded() {
+    pages_follow_creation_order(embedded().await.0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_follow_creation_order_on_dynamodb() {
+    pages_follow_creation_order(moto().await.0).await;
+}
+
+/// Page 1 of a team of 300 reads what page 1 of a team of 30 reads: the counter and one index
+/// page of `limit` items.
+async fn a_page_reads_what_it_shows((t, table): (TestApp, Arc<FaultyTable>)) {
+    let small = TestApp::on(t.deps.clone(), t.clock.clone()).await;
+    create_many(&small, "small", 30).await;
+    create_many(&t, "big", 300).await;
+    let page_one = Reads { gets: 1, queries: 1, items: 10 };
+    for team in [&small, &t] {
+        table.take_reads();
+        let a = team.send(http::Method::GET, "/v2/user?limit=10", Some(&team.key), None).await;
+        assert_eq!(a.body["users"].as_array().unwrap().len(), 10);
+        // The API key's read is the one other read.
+        let reads = table.take_reads();
+        assert_eq!(Reads { gets: reads.gets - 1, ..reads }, page_one, "{}", a.body["total"]);
+    }
+    // A deep page reads as far as it shows, and still one index page.
+    let deep = t.get("/v2/user?offset=290&limit=10").await;
+    assert_eq!(deep.body["users"].as_array().unwrap().len(), 10);
+    assert_eq!(deep.body["total"], 300);
+    let reads = table.take_reads();
+    assert_eq!((reads.queries, reads.items), (1, 300));
+    // Past the end, only the counter is read.
+    let past = t.get("/v2/user?offset=300&limit=10").await;
+    assert!(past.body["users"].as_array().unwrap().is_empty());
+    assert_eq!(table.take_reads(), Reads { gets: 2, queries: 0, items: 0 });
+}
+
+#[tokio::test]
+async fn a_page_reads_what_it_shows_embedded() {
+    a_page_reads_what_it_shows(embedded().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_reads_what_it_shows_on_dynamodb() {
+    a_page_reads_what_it_shows(moto().await).await;
+}
+
+/// A team whose users were created before the counter existed: the first listing counts them
+/// once and stores the counter; later changes move it.
+async fn a_team_without_a_counter_is_counted_once((t, table): (TestApp, Arc<FaultyTable>)) {
+    let ids = create_many(&t, "legacy", 25).await;
+    table.delete(&keys::team_user_count(t.team), Condition::None).await.unwrap();
+    table.take_reads();
+    assert_eq!(total(&t).await, 25);
+    assert!(table.take_reads().items >= 25, "counted from the index");
+    assert!(table.get(&keys::team_user_count(t.team)).await.unwrap().is_some(), "stored");
+    assert_eq!(total(&t).await, 25);
+    assert_eq!(table.take_reads().items, 25, "the second listing reads only its page");
+
+    // A change before any listing creates the counter from the same count.
+    table.delete(&keys::team_user_count(t.team), Condition::None).await.unwrap();
+    assert_eq!(t.delete(&format!("/v2/user/{}", ids[0])).await.status, StatusCode::OK);
+    create_many(&t, "new", 1).await;
+    assert_eq!(total(&t).await, 25);
+}
+
+#[tokio::test]
+async fn a_team_without_a_counter_is_counted_once_embedded() {
+    a_team_without_a_counter_is_counted_once(embedded().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_without_a_counter_is_counted_once_on_dynamodb() {
+    a_team_without_a_counter_is_counted_once(moto().await).await;
+}
