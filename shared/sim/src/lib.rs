@@ -114,6 +114,12 @@ fn parse_token(token: &str) -> Option<TokenInfo> {
     Some(TokenInfo { provider, flags, client_id })
 }
 
+/// Credentials the simulator issued (demo, password and simulated OAuth accounts): they stay
+/// with the simulator even when a real adapter serves their provider.
+pub fn is_simulated(credentials: &ProviderCredentials) -> bool {
+    credentials.access_token.expose().starts_with("sim:")
+}
+
 /// An access token of `provider` issued to the OAuth application `client_id`, as a team's own
 /// systems would hold it before a bulk import (tests and the documentation use it).
 pub fn app_access_token(provider: &str, client_id: &str, flags: &[&str], account: &str) -> String {

@@ -18,6 +18,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "wearlab-web",
             "wearlab-sim",
             "wearlab-http",
+            "wearlab-providers",
             "wearlab-telemetry",
             "axum",
             "http",
@@ -30,10 +31,12 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "redb",
         ],
     ),
-    ("wearlab-aws", &["wearlab-sim", "wearlab-embedded", "wearlab-web", "wearlab-http"]),
+    ("wearlab-aws", &["wearlab-sim", "wearlab-embedded", "wearlab-web", "wearlab-http", "wearlab-providers"]),
     ("wearlab-embedded", &["wearlab-aws", "wearlab-sim", "wearlab-web", "wearlab-http"]),
     ("wearlab-sim", &["wearlab-aws", "wearlab-embedded", "wearlab-http"]),
     ("wearlab-http", &["wearlab-aws", "wearlab-embedded", "wearlab-sim", "wearlab-web"]),
+    // Real provider adapters fall back to the simulator (demo connections), and know no storage.
+    ("wearlab-providers", &["wearlab-aws", "wearlab-embedded", "wearlab-web", "wearlab-http"]),
 ];
 
 /// Domain modules (file or folder under `shared/domain/src`) and the modules they must not name.

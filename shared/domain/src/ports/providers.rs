@@ -117,6 +117,14 @@ pub enum ProviderError {
     /// The provider does not do this (e.g. password login to an OAuth provider).
     #[error("not supported by this provider: {0}")]
     Unsupported(String),
+    /// The provider refused the access token of a data call (HTTP 401): expired early or
+    /// revoked. The caller refreshes the credentials once and retries; a refusal of the
+    /// refresh itself is `Revoked`.
+    #[error("the provider refused the access token")]
+    AccessTokenRefused,
+    /// The provider's rate limit (its 429): try again after `retry_after_secs`.
+    #[error("the provider's rate limit is reached; retry in {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u64 },
 }
 
 impl ProviderError {
@@ -125,13 +133,68 @@ impl ProviderError {
         match self {
             Self::CredentialError(_) | Self::Revoked(_) => LinkErrorType::ProviderCredentialError,
             Self::PasswordExpired => LinkErrorType::ProviderPasswordExpired,
-            Self::Api(_) | Self::Unsupported(_) => LinkErrorType::ProviderApiError,
+            Self::Api(_) | Self::Unsupported(_) | Self::AccessTokenRefused | Self::RateLimited { .. } => {
+                LinkErrorType::ProviderApiError
+            }
             Self::UnsupportedRegion(_) => LinkErrorType::UnsupportedRegion,
             Self::ScopesNotGranted(_) => LinkErrorType::RequiredScopesNotGranted,
             Self::UserCancelled => LinkErrorType::UserCancelled,
             Self::IncorrectMfaCode => LinkErrorType::IncorrectMfaCode,
         }
     }
+}
+
+/// A request a provider sent to Wearlab's push endpoint (`/v2/provider_webhooks/{provider}`),
+/// as the edge received it. Header names are lower case; the body is the raw bytes (signatures
+/// are computed over them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PushRequest {
+    pub method: String,
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl PushRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// New or changed data at the provider for one of its users: what to fetch again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushNotice {
+    /// The user's id at the provider (finds the connection).
+    pub external_user_id: String,
+    /// Catalog resources to fetch again (e.g. `sleep`, `workouts`).
+    pub resources: Vec<String>,
+    /// The days concerned, when the provider says; else the caller picks a recent window.
+    pub range: Option<DateRange>,
+}
+
+/// What a push request means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PushOutcome {
+    /// The provider's verification handshake: answer `status` with the JSON `body` (or an
+    /// empty body when `None`).
+    Handshake { status: u16, body: Option<serde_json::Value> },
+    /// Data changed: fetch again (may be empty, e.g. a deletion Wearlab does not model).
+    Notices(Vec<PushNotice>),
+    /// Unsigned, badly signed, stale or unreadable: refused, nothing changes. The reason is
+    /// for logs and holds no credential.
+    Refused(String),
+}
+
+/// One published request limit of a provider's API for one OAuth application (all its users):
+/// at most `requests` per `window_secs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateWindow {
+    pub requests: u32,
+    pub window_secs: u32,
 }
 
 #[async_trait]

@@ -1,0 +1,60 @@
+//! What one real provider adapter does. The router ([`crate::RealProviders`]) turns the
+//! `Providers` port's calls into these; the domain never sees an adapter directly.
+
+use async_trait::async_trait;
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow,
+};
+
+#[async_trait]
+pub trait Adapter: Send + Sync + 'static {
+    /// The catalog slug this adapter serves (`oura`, `whoop_v2`, `withings`, ...).
+    fn slug(&self) -> &'static str;
+
+    /// The catalog resources `fetch` fills; nothing else is offered for this provider.
+    fn resources(&self) -> &'static [&'static str];
+
+    /// The provider's published limits for one OAuth application (all its users together).
+    fn app_limits(&self) -> &'static [RateWindow];
+
+    /// The consent page at the provider, with this provider's scopes.
+    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError>;
+
+    /// Exchanges the callback's code (client authentication in the provider's style) and
+    /// resolves the provider's user id.
+    async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError>;
+
+    /// New credentials from the refresh token, issued to `client`. A refused refresh token is
+    /// `Revoked`. Providers that rotate refresh tokens return the new one; when a provider
+    /// returns none, the old one is kept.
+    async fn refresh(
+        &self,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError>;
+
+    /// One resource's records for a range of days, every page followed to the end, mapped to
+    /// normalised records (units converted). A 401 is `AccessTokenRefused`, a 429
+    /// `RateLimited` with the provider's reset.
+    async fn fetch(
+        &self,
+        account: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError>;
+
+    /// Revokes Wearlab's access at the provider (where it has an endpoint; `Ok` otherwise).
+    async fn revoke(&self, client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError>;
+
+    /// Reads a request the provider sent to the push endpoint: its handshake, or notices of
+    /// changed data once the signature (made with `client`'s secret, where the provider signs)
+    /// checks. `verification_token` is the value Wearlab gave the provider when subscribing
+    /// (Oura's handshake), when there is one.
+    fn push(
+        &self,
+        client: &OauthClient,
+        verification_token: Option<&str>,
+        request: &PushRequest,
+    ) -> PushOutcome;
+}

@@ -1,0 +1,89 @@
+//! The OAuth 2 token endpoint as most providers run it (RFC 6749): a form POST with the client
+//! authenticated in the body or by HTTP Basic, answered with `{access_token, refresh_token,
+//! expires_in, scope}`. Providers that wrap the answer (Withings) parse their own envelope and
+//! reuse [`TokenAnswer::into_credentials`].
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Deserialize;
+use wearlab_domain::crypto::Secret;
+use wearlab_domain::ports::providers::{OauthClient, ProviderCredentials, ProviderError};
+
+use crate::http;
+
+/// How the token endpoint authenticates the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// `client_id` and `client_secret` as form fields.
+    Body,
+    /// `Authorization: Basic base64(client_id:client_secret)`.
+    Basic,
+}
+
+/// The token endpoint's answer.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenAnswer {
+    pub access_token: String,
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    #[serde(default)]
+    pub expires_in: Option<i64>,
+    /// Space- or comma-separated, as the provider writes it.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+impl TokenAnswer {
+    /// Credentials issued `now`; `previous_refresh` is kept when the provider sent no new
+    /// refresh token.
+    pub fn into_credentials(
+        self,
+        now: DateTime<Utc>,
+        previous_refresh: Option<&Secret>,
+    ) -> ProviderCredentials {
+        ProviderCredentials {
+            access_token: Secret::new(self.access_token),
+            refresh_token: self.refresh_token.map(Secret::new).or_else(|| previous_refresh.cloned()),
+            expires_at: self.expires_in.map(|s| now + Duration::seconds(s)),
+            scopes: self
+                .scope
+                .unwrap_or_default()
+                .split([' ', ','])
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+}
+
+/// POSTs `form` to the token endpoint `url` with `client` authenticated as `auth`. A 400 or
+/// 401 (RFC 6749 `invalid_grant`, `invalid_client`) is `Revoked` for a refresh and
+/// `CredentialError` for a code exchange, as `refusal` says; 429 and 5xx as any data call.
+pub async fn token_request(
+    provider: &str,
+    http_client: &reqwest::Client,
+    url: &str,
+    client: &OauthClient,
+    auth: ClientAuth,
+    mut form: Vec<(&str, String)>,
+    refusal: fn(String) -> ProviderError,
+) -> Result<TokenAnswer, ProviderError> {
+    let mut request = http_client.post(url).header("accept", "application/json");
+    match auth {
+        ClientAuth::Body => {
+            form.push(("client_id", client.client_id.clone()));
+            form.push(("client_secret", client.client_secret.expose().to_owned()));
+        }
+        ClientAuth::Basic => {
+            request = request.basic_auth(&client.client_id, Some(client.client_secret.expose()));
+        }
+    }
+    let body = serde_urlencoded::to_string(&form).map_err(|e| ProviderError::Api(e.to_string()))?;
+    let answer =
+        http::send(provider, request.header("content-type", "application/x-www-form-urlencoded").body(body))
+            .await?;
+    let status = answer.status.as_u16();
+    if status == 400 || status == 401 {
+        return Err(refusal(format!("{provider}'s token endpoint answered {status}")));
+    }
+    http::check(provider, answer)?.json(provider)
+}

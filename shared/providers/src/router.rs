@@ -1,0 +1,158 @@
+//! The `Providers` port over real adapters and the simulator. A provider with an active
+//! adapter is real: its OAuth links, refreshes, fetches and revokes go to the provider's API.
+//! Everything else goes to the simulator: password providers, providers without an adapter,
+//! and every demo connection (its credentials are the simulator's, whichever the provider).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use wearlab_domain::crypto::Secret;
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+};
+
+use crate::adapter::Adapter;
+use crate::config::AppConfig;
+
+/// One active real provider.
+#[derive(Clone)]
+pub struct Route {
+    pub adapter: Arc<dyn Adapter>,
+    pub config: AppConfig,
+}
+
+pub struct RealProviders {
+    sim: Arc<dyn Providers>,
+    routes: HashMap<&'static str, Route>,
+}
+
+impl RealProviders {
+    pub fn new(sim: Arc<dyn Providers>, routes: Vec<Route>) -> Self {
+        Self { sim, routes: routes.into_iter().map(|r| (r.adapter.slug(), r)).collect() }
+    }
+
+    /// The active adapter of `provider`, if it is real.
+    pub fn route(&self, provider: &str) -> Option<&Route> {
+        self.routes.get(provider)
+    }
+
+    /// The adapter for credentials of `provider`: `None` for the simulator's own credentials
+    /// (demo connections), which stay simulated whatever the provider.
+    fn real(&self, provider: &str, credentials: &ProviderCredentials) -> Option<&Route> {
+        if wearlab_sim::is_simulated(credentials) {
+            return None;
+        }
+        self.route(provider)
+    }
+
+    /// The OAuth app a real provider's credentials were issued to.
+    fn app(route: &Route) -> Result<&OauthClient, ProviderError> {
+        route.config.platform_client.as_ref().ok_or_else(|| {
+            ProviderError::Revoked("no OAuth application is configured for this provider".into())
+        })
+    }
+}
+
+#[async_trait]
+impl Providers for RealProviders {
+    async fn password_login(
+        &self,
+        provider: &str,
+        login: PasswordLogin,
+    ) -> Result<LoginOutcome, ProviderError> {
+        self.sim.password_login(provider, login).await
+    }
+
+    async fn complete_mfa(
+        &self,
+        provider: &str,
+        session: &Secret,
+        code: &str,
+    ) -> Result<ProviderAccount, ProviderError> {
+        self.sim.complete_mfa(provider, session, code).await
+    }
+
+    fn platform_oauth_client(&self, provider: &str) -> Option<OauthClient> {
+        match self.route(provider) {
+            Some(route) => route.config.platform_client.clone(),
+            None => self.sim.platform_oauth_client(provider),
+        }
+    }
+
+    fn authorize_url(&self, provider: &str, request: &AuthorizeRequest) -> Result<String, ProviderError> {
+        match self.route(provider) {
+            Some(route) => route.adapter.authorize_url(request),
+            None => self.sim.authorize_url(provider, request),
+        }
+    }
+
+    async fn exchange_code(
+        &self,
+        provider: &str,
+        exchange: CodeExchange,
+    ) -> Result<ProviderAccount, ProviderError> {
+        match self.route(provider) {
+            Some(route) => route.adapter.exchange_code(&exchange).await,
+            None => self.sim.exchange_code(provider, exchange).await,
+        }
+    }
+
+    async fn verify_app_token(
+        &self,
+        provider: &str,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<(), ProviderError> {
+        match self.real(provider, credentials) {
+            // None of the real providers publishes token introspection: an imported token is
+            // checked by its first use (a refused one marks the connection in error).
+            Some(_) => Ok(()),
+            None => self.sim.verify_app_token(provider, client, credentials).await,
+        }
+    }
+
+    async fn refresh_credentials(
+        &self,
+        provider: &str,
+        credentials: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        match self.real(provider, credentials) {
+            Some(route) => route.adapter.refresh(Self::app(route)?, credentials).await,
+            None => self.sim.refresh_credentials(provider, credentials).await,
+        }
+    }
+
+    async fn fetch(
+        &self,
+        provider: &str,
+        account: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        match self.real(provider, &account.credentials) {
+            Some(route) => route.adapter.fetch(account, resource, range).await,
+            None => self.sim.fetch(provider, account, resource, range).await,
+        }
+    }
+
+    async fn deregister(
+        &self,
+        provider: &str,
+        credentials: &ProviderCredentials,
+    ) -> Result<(), ProviderError> {
+        match self.real(provider, credentials) {
+            Some(route) => {
+                let account =
+                    ProviderAccount { external_user_id: String::new(), credentials: credentials.clone() };
+                route.adapter.revoke(Self::app(route)?, &account).await
+            }
+            None => self.sim.deregister(provider, credentials).await,
+        }
+    }
+
+    async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
+        self.sim.connect_demo(provider, seed).await
+    }
+}
