@@ -17,6 +17,9 @@ pub mod oura;
 pub mod whoop;
 pub mod withings;
 
+#[cfg(feature = "fake")]
+pub mod fake;
+
 pub use adapter::Adapter;
 pub use config::{AppConfig, Endpoints};
 pub use router::RealProviders;

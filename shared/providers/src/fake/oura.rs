@@ -1,0 +1,1 @@
+//! The local fake of oura's API.

@@ -1,0 +1,1 @@
+//! The local fake of whoop's API.

@@ -1,0 +1,1 @@
+//! Conformance of the oura adapter against its local fake.

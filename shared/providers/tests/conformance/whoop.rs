@@ -1,0 +1,1 @@
+//! Conformance of the whoop adapter against its local fake.

@@ -1,0 +1,1 @@
+//! Conformance of the withings adapter against its local fake.
