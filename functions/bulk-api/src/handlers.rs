@@ -72,7 +72,7 @@ pub async fn import(
 ) -> Answer<Response> {
     let req = ImportRequest::parse(body)?;
     let wait = req.wait_for_completion;
-    let op = bulk::import::submit(&s.deps, s.queue()?, team, req).await?;
+    let op = bulk::import::submit(&s.deps, team, req).await?;
     answer(&s, op, wait, |user_ids_imported, user_ids_failed| BulkImportResult {
         user_ids_imported,
         user_ids_failed,
@@ -97,7 +97,7 @@ pub async fn trigger_historical_pull(
 ) -> Answer<Response> {
     let req = TriggerRequest::parse(body)?;
     let wait = req.wait_for_completion;
-    let op = bulk::trigger::submit(&s.deps, s.queue()?, team, req).await?;
+    let op = bulk::trigger::submit(&s.deps, team, req).await?;
     answer(&s, op, wait, |user_ids_triggered, user_ids_failed| BulkTriggerResult {
         user_ids_triggered,
         user_ids_failed,

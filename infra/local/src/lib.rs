@@ -68,8 +68,12 @@ impl LocalStack {
             scheduler: Arc::new(scheduler.clone()) as Arc<dyn Scheduler>,
             clock: clock.clone(),
             bus: Arc::new(PullRuleBus { bus: bus.clone(), queue: queue.clone() }),
-            providers: Arc::new(wearlab_sim::SimProviders::new(clock)),
+            providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
             data_key: Arc::new(data_key),
+            queue: Arc::new(queue.clone()),
+            lab_network: Arc::new(wearlab_sim::SimulatedLab),
+            // Local receivers run on this machine: http and loopback are allowed.
+            webhook_sender: Arc::new(wearlab_http::HttpSender::new(UrlPolicy::LocalStack)),
         };
         Self { deps, table, scheduler, bus, queue, clock: shifted }
     }
@@ -109,7 +113,7 @@ impl LocalStack {
     }
 
     pub fn state(&self) -> AppState {
-        AppState::new(self.deps.clone()).with_queue(Arc::new(self.queue.clone()))
+        AppState::new(self.deps.clone())
     }
 
     /// Ensures the local team exists and `key` (or a new key) opens it. Returns the key.
@@ -144,33 +148,22 @@ impl LocalStack {
 
     /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
     pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
-        let sender = wearlab_http::HttpSender::new(UrlPolicy::LocalStack);
-        let n = self
-            .queue
-            .run_once(QueueName::Webhook, |env, _| {
-                webhook_worker::handle(&self.deps, &self.queue, &sender, env)
-            })
-            .await?;
+        let n =
+            self.queue.run_once(QueueName::Webhook, |env, _| webhook_worker::handle(&self.deps, env)).await?;
         Ok(n)
     }
 
     /// Handles the pull queue's due messages once (historical pulls, polls, pulls started by
     /// new connections). Returns how many.
     pub async fn run_pulls_once(&self) -> Result<usize, DomainError> {
-        let n = self
-            .queue
-            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, &self.queue, env))
-            .await?;
+        let n = self.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, env)).await?;
         Ok(n)
     }
 
     /// Handles the bulk queue's due messages once (imports, historical pull triggers), then its
     /// dead letters (their items count as failed). Returns how many.
     pub async fn run_bulk_once(&self) -> Result<usize, DomainError> {
-        let n = self
-            .queue
-            .run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, &self.queue, env))
-            .await?;
+        let n = self.queue.run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, env)).await?;
         let dead = self
             .queue
             .run_dead_letters_once(QueueName::Bulk, |env| bulk_worker::handle_dead_letter(&self.deps, env))
@@ -202,7 +195,7 @@ impl LocalStack {
     /// What the every-minute rule does on AWS (the sweep-worker): advances every open lab
     /// order whose next status change is due, then publishes events left in the outbox.
     pub async fn sweep(&self) -> Result<sweep_worker::Outcome, DomainError> {
-        sweep_worker::handle(&self.deps, &wearlab_sim::SimulatedLab).await
+        sweep_worker::handle(&self.deps).await
     }
 
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the

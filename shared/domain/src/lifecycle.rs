@@ -16,9 +16,7 @@ use crate::outbox::Staged;
 use crate::pipeline::pull::{PollJob, Polled};
 use crate::pipeline::{self, Job, PullMessage};
 use crate::ports::to_body;
-use crate::ports::{
-    Condition, Item, Outgoing, Query, Queue, QueueName, Schedule, StoreError, WriteOp, query_all,
-};
+use crate::ports::{Condition, Item, Outgoing, Query, QueueName, Schedule, StoreError, WriteOp, query_all};
 use crate::throttle;
 use crate::users::{
     self, Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found,
@@ -246,7 +244,6 @@ pub const FIRST_REFRESH_DAYS: u64 = 30;
 /// the oldest leaves the hour.
 pub async fn refresh(
     deps: &Deps,
-    queue: &dyn Queue,
     team: TeamId,
     user_id: UserId,
     timeout: std::time::Duration,
@@ -321,7 +318,7 @@ pub async fn refresh(
             continue;
         }
         let message = Outgoing::now(PullMessage::Job(Job::Poll(job)).body());
-        match queue.send(QueueName::Pull, vec![message]).await {
+        match deps.queue.send(QueueName::Pull, vec![message]).await {
             Ok(()) => result.in_progress_sources.extend(entries(&provider, pending)),
             Err(e) => {
                 tracing::warn!(user_id = %user_id, provider, error = %e, "unfinished refresh not queued");

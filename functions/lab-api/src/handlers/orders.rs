@@ -1,11 +1,9 @@
 //! `/v3/order`, `/v3/order/{order_id}` and its cancel, result and requisition, `/v3/orders`.
 
-use std::sync::Arc;
-
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -13,15 +11,12 @@ use wearlab_domain::DomainError;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::lab::catalog::PageSpec;
 use wearlab_domain::lab::orders::{self, NewOrder, OrderFilter};
-use wearlab_domain::ports::LabNetwork;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
 
 use crate::requisition;
 use wearlab_web::public_links as links;
-
-pub type Net = Arc<dyn LabNetwork>;
 
 pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw).map_err(|_| {
@@ -38,13 +33,12 @@ pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     ))]
 pub async fn create(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CreateOrderBody>,
 ) -> Result<Json<PostOrderResponse>, ApiError> {
     let new = NewOrder::parse(body, s.deps.now().date_naive())?;
-    let order = orders::create(&s.deps, net.as_ref(), team, new, &links(&headers)).await?;
+    let order = orders::create(&s.deps, team, new, &links(&headers)).await?;
     Ok(Json(PostOrderResponse::success(order, "Order created.")))
 }
 
@@ -57,13 +51,12 @@ pub async fn create(
     ))]
 pub async fn get(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Order>, ApiError> {
     let id = order_id(&id)?;
-    Ok(Json(orders::get(&s.deps, net.as_ref(), team, id, &links(&headers)).await?))
+    Ok(Json(orders::get(&s.deps, team, id, &links(&headers)).await?))
 }
 
 /// Newest or oldest first.
@@ -115,7 +108,6 @@ pub struct ListParams {
     responses((status = 200, description = "A page of orders.", body = OrderPage)))]
 pub async fn list(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     QueryParams(p): QueryParams<ListParams>,
@@ -140,7 +132,7 @@ pub async fn list(
         end_date: p.end_date,
         ascending: matches!(p.order_direction, Some(Direction::Asc)),
     };
-    Ok(Json(orders::list(&s.deps, net.as_ref(), team, &filter, spec, &links(&headers)).await?))
+    Ok(Json(orders::list(&s.deps, team, &filter, spec, &links(&headers)).await?))
 }
 
 /// Cancels an order the lab has not started processing.
@@ -153,13 +145,12 @@ pub async fn list(
     ))]
 pub async fn cancel(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<PostOrderResponse>, ApiError> {
     let id = order_id(&id)?;
-    let order = orders::cancel(&s.deps, net.as_ref(), team, id, &links(&headers)).await?;
+    let order = orders::cancel(&s.deps, team, id, &links(&headers)).await?;
     Ok(Json(PostOrderResponse::success(order, "Order cancelled.")))
 }
 
@@ -172,13 +163,12 @@ pub async fn cancel(
     ))]
 pub async fn result(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<OrderResults>, ApiError> {
     let id = order_id(&id)?;
-    Ok(Json(orders::results(&s.deps, net.as_ref(), team, id, &links(&headers)).await?))
+    Ok(Json(orders::results(&s.deps, team, id, &links(&headers)).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -1,6 +1,5 @@
 //! `/v3/order/{order_id}/psc/info`: patient service centers near an order's patient.
 
-use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
@@ -10,7 +9,7 @@ use wearlab_models::DetailBody;
 use wearlab_models::lab::{PscCapability, PscInfo};
 use wearlab_web::{ApiError, AppState, AuthTeam};
 
-use super::orders::{Net, order_id};
+use super::orders::order_id;
 use crate::query::RawParams;
 use wearlab_web::public_links as links;
 
@@ -52,7 +51,6 @@ impl utoipa::ToSchema for PscRadius {}
     ))]
 pub async fn info(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     Path(id): Path<String>,
@@ -63,5 +61,5 @@ pub async fn info(
     let radius = psc::parse_radius(q.string("radius").as_deref())?;
     let caps = psc::parse_capabilities(&q.all_strings("capabilities"))?;
     q.finish()?;
-    Ok(Json(psc::for_order(&s.deps, net.as_ref(), team, id, radius, &caps, &links(&headers)).await?))
+    Ok(Json(psc::for_order(&s.deps, team, id, radius, &caps, &links(&headers)).await?))
 }

@@ -349,7 +349,7 @@ async fn duplicate_and_crashed_deliveries_import_once() {
     assert_eq!(held.len(), 1, "four recipes travel in one message");
     stack.queue.send(QueueName::Bulk, vec![Outgoing::now(held[0].envelope.body.clone())]).await.unwrap();
     // A worker handles the held copy, then crashes before acknowledging it.
-    let outcome = bulk_worker::handle(&t.deps, &stack.queue, held[0].envelope.clone()).await;
+    let outcome = bulk_worker::handle(&t.deps, held[0].envelope.clone()).await;
     assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
     // The duplicate, and the crashed copy after its lease runs out, change nothing.
     drain(&t).await;
@@ -637,7 +637,7 @@ async fn the_bulk_queue_survives_a_restart_of_the_local_stack() {
     {
         let stack = wearlab_local::LocalStack::open(&dir).unwrap();
         let clock = Arc::new(wearlab_domain::ports::ManualClock::new(chrono::Utc::now()));
-        let t = TestApp::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
+        let t = TestApp::on(stack.deps.clone(), clock).await;
         teams::set_bulk_operations(&t.deps, t.team, true).await.unwrap();
         t.send(
             Method::PUT,
@@ -745,7 +745,7 @@ mod on_sqs {
         let event: aws_lambda_events::sqs::SqsEvent =
             serde_json::from_value(json!({"Records": records})).unwrap();
         let response = wearlab_aws::handle_sqs_batch(&sqs, QueueName::Bulk, event, |env, _| {
-            bulk_worker::handle(&t.deps, &sqs, env)
+            bulk_worker::handle(&t.deps, env)
         })
         .await;
         assert!(response.batch_item_failures.is_empty());

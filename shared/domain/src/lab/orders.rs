@@ -24,7 +24,7 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
 use crate::outbox::Staged;
-use crate::ports::lab_network::{LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, status_group};
+use crate::ports::lab_network::{LabError, LabOrderRef, LabReport, LabRequest, status_group};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all};
 use crate::users::load_active;
@@ -405,13 +405,7 @@ fn envelope(rec: &OrderRecord, event_type: &str, order: &Order) -> EventEnvelope
 
 /// Places an order for an active user of the team. One user read, the lab call, one
 /// transaction (order + pointer), then `labtest.order.created`.
-pub async fn create(
-    deps: &Deps,
-    net: &dyn LabNetwork,
-    team: TeamId,
-    new: NewOrder,
-    links: &Links,
-) -> Result<Order, DomainError> {
+pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> Result<Order, DomainError> {
     let (user, _) = load_active(deps, team, new.user_id).await?;
     if new.billing_type == BillingType::CommercialInsurance
         && super::insurance::find_latest(deps, new.user_id, true).await?.is_none()
@@ -434,7 +428,7 @@ pub async fn create(
         patient_zip: new.patient_address.zip.clone(),
         placed_at: now,
     };
-    let placement = net.place(&request).await.map_err(lab_error)?;
+    let placement = deps.lab_network.place(&request).await.map_err(lab_error)?;
     let mut rec = OrderRecord {
         id,
         team_id: team,
@@ -459,7 +453,7 @@ pub async fn create(
         base_url: Some(links.base_url.clone()),
     };
     rec.push_event(placement.status, now);
-    rec.next_due = net.poll(&rec.lab_ref(), now).await.map_err(lab_error)?.next_due;
+    rec.next_due = deps.lab_network.poll(&rec.lab_ref(), now).await.map_err(lab_error)?.next_due;
     let key = signing::key(deps).await?;
     let order = rec.to_wire(links, &key, now);
     let created = Staged::new(deps, rec.user_id, vec![envelope(&rec, EVENT_CREATED, &order)]);
@@ -473,7 +467,7 @@ pub async fn create(
     tracing::info!(team_id = %team, user_id = %rec.user_id, order_id = %id, "lab order placed");
     created.publish(deps).await;
     // A lab whose first changes are immediate moves the order at once.
-    let (rec, _) = sync(deps, net, rec, 1, links).await?;
+    let (rec, _) = sync(deps, rec, 1, links).await?;
     Ok(rec.to_wire(links, &key, now))
 }
 
@@ -505,7 +499,6 @@ async fn load_of_user(
 /// then the events are published. A concurrent sync wins: its state is read.
 async fn sync(
     deps: &Deps,
-    net: &dyn LabNetwork,
     rec: OrderRecord,
     version: u64,
     links: &Links,
@@ -514,7 +507,7 @@ async fn sync(
     if rec.next_due.is_none_or(|d| d > now) {
         return Ok((rec, version));
     }
-    let poll = net.poll(&rec.lab_ref(), now).await.map_err(lab_error)?;
+    let poll = deps.lab_network.poll(&rec.lab_ref(), now).await.map_err(lab_error)?;
     let mut next = rec.clone();
     let first_new = next.events.len();
     for u in poll.updates {
@@ -529,7 +522,7 @@ async fn sync(
         WriteOp::Put { item: next.pointer_item(), condition: Condition::None },
     ];
     if next.events.len() > first_new
-        && let Some(report) = net.results(&next.lab_ref(), now).await.map_err(lab_error)?
+        && let Some(report) = deps.lab_network.results(&next.lab_ref(), now).await.map_err(lab_error)?
     {
         let item =
             Item::new(keys::order_results(next.user_id, next.id), to_body(&ResultsRecord::from(report)));
@@ -561,15 +554,9 @@ async fn sync(
 }
 
 /// Reads an order, advanced to now.
-pub async fn get(
-    deps: &Deps,
-    net: &dyn LabNetwork,
-    team: TeamId,
-    order_id: Uuid,
-    links: &Links,
-) -> Result<Order, DomainError> {
+pub async fn get(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Result<Order, DomainError> {
     let (rec, v) = load(deps, team, order_id).await?;
-    let (rec, _) = sync(deps, net, rec, v, links).await?;
+    let (rec, _) = sync(deps, rec, v, links).await?;
     let key = signing::key(deps).await?;
     Ok(rec.to_wire(links, &key, deps.now()))
 }
@@ -577,13 +564,12 @@ pub async fn get(
 /// The stored order of the team, advanced to now (for PSC look-ups and requisitions).
 pub async fn record(
     deps: &Deps,
-    net: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     links: &Links,
 ) -> Result<OrderRecord, DomainError> {
     let (rec, v) = load(deps, team, order_id).await?;
-    Ok(sync(deps, net, rec, v, links).await?.0)
+    Ok(sync(deps, rec, v, links).await?.0)
 }
 
 /// GET /v3/orders filters.
@@ -620,7 +606,6 @@ impl OrderFilter {
 /// advanced first, so status filters see current statuses.
 pub async fn list(
     deps: &Deps,
-    net: &dyn LabNetwork,
     team: TeamId,
     filter: &OrderFilter,
     spec: PageSpec,
@@ -636,7 +621,7 @@ pub async fn list(
             continue;
         }
         let rec = if rec.next_due.is_some_and(|d| d <= now) {
-            sync(deps, net, rec, item.version, links).await?.0
+            sync(deps, rec, item.version, links).await?.0
         } else {
             rec
         };
@@ -659,17 +644,12 @@ pub async fn list(
 }
 
 /// Every order of one user, newest first, advanced to now (the portal page).
-pub async fn of_user(
-    deps: &Deps,
-    net: &dyn LabNetwork,
-    user_id: UserId,
-    links: &Links,
-) -> Result<Vec<Order>, DomainError> {
+pub async fn of_user(deps: &Deps, user_id: UserId, links: &Links) -> Result<Vec<Order>, DomainError> {
     let q = Query::partition(crate::keys::user_partition(user_id)).prefix(keys::ORDER_PREFIX);
     let mut out = Vec::new();
     for item in query_all(deps.table.as_ref(), q, 1_000).await? {
         let rec: OrderRecord = item.decode()?;
-        out.push(sync(deps, net, rec, item.version, links).await?.0);
+        out.push(sync(deps, rec, item.version, links).await?.0);
     }
     out.sort_by_key(|o| std::cmp::Reverse(o.created_at));
     let key = signing::key(deps).await?;
@@ -683,20 +663,14 @@ pub async fn belongs_to(deps: &Deps, user_id: UserId, order_id: Uuid) -> Result<
 }
 
 /// Cancels an order the lab has not started processing (400 otherwise).
-pub async fn cancel(
-    deps: &Deps,
-    net: &dyn LabNetwork,
-    team: TeamId,
-    order_id: Uuid,
-    links: &Links,
-) -> Result<Order, DomainError> {
+pub async fn cancel(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Result<Order, DomainError> {
     let (rec, v) = load(deps, team, order_id).await?;
-    let (rec, v) = sync(deps, net, rec, v, links).await?;
+    let (rec, v) = sync(deps, rec, v, links).await?;
     if status_group(&rec.status) == "cancelled" {
         return Err(DomainError::Rejected(format!("Order {order_id} is already cancelled.")));
     }
     let now = deps.now();
-    let update = net.cancel(&rec.lab_ref(), now).await.map_err(lab_error)?;
+    let update = deps.lab_network.cancel(&rec.lab_ref(), now).await.map_err(lab_error)?;
     let mut next = rec.clone();
     next.push_event(update.status, update.at);
     next.next_due = None;
@@ -726,12 +700,11 @@ pub async fn cancel(
 /// The order's results as reported so far (404 before the lab reports any).
 pub async fn results(
     deps: &Deps,
-    net: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     links: &Links,
 ) -> Result<OrderResults, DomainError> {
-    let rec = record(deps, net, team, order_id, links).await?;
+    let rec = record(deps, team, order_id, links).await?;
     let item = deps.table.get(&keys::order_results(rec.user_id, order_id)).await?.ok_or_else(|| {
         DomainError::NotFound(format!("Results of order {order_id} are not available yet."))
     })?;
@@ -868,7 +841,7 @@ pub async fn requisition_signed(
 /// reads it. Each order's links point where it was placed (`fallback` for orders stored
 /// without that). Returns how many due orders were looked at (at most [`SWEEP_MAX`]); an order
 /// of a deleted user is left alone (its erasure removes it).
-pub async fn advance_due(deps: &Deps, net: &dyn LabNetwork, fallback: &Links) -> Result<usize, DomainError> {
+pub async fn advance_due(deps: &Deps, fallback: &Links) -> Result<usize, DomainError> {
     let now = deps.now();
     let upper = keys::open_orders_index_sort(now, Uuid::max());
     let q = Query::gsi1(keys::OPEN_ORDERS_INDEX).between("", upper);
@@ -888,7 +861,7 @@ pub async fn advance_due(deps: &Deps, net: &dyn LabNetwork, fallback: &Links) ->
         n += 1;
         // One order the lab cannot answer for must not hold up the others; the next sweep
         // (or a read) tries it again.
-        if let Err(e) = sync(deps, net, rec, v, links.as_ref().unwrap_or(fallback)).await {
+        if let Err(e) = sync(deps, rec, v, links.as_ref().unwrap_or(fallback)).await {
             tracing::warn!(order_id = %order_id, error = %e, "open order not advanced");
         }
     }
