@@ -4,7 +4,7 @@ use chrono::NaiveDate;
 use wearlab_models::lab::{Order, OrderPage};
 
 use super::record::OrderRecord;
-use super::sync::sync;
+use super::sync::advance;
 use super::wire::Links;
 use crate::Deps;
 use crate::error::DomainError;
@@ -66,11 +66,7 @@ pub async fn list(
         if filter.user_id.is_some_and(|u| u != rec.user_id) {
             continue;
         }
-        let rec = if rec.next_due.is_some_and(|d| d <= now) {
-            sync(deps, rec, item.version, links).await?.0
-        } else {
-            rec
-        };
+        let rec = advance(deps, rec, item.version, links).await?.0;
         if filter.matches(&rec) {
             records.push(rec);
         }
@@ -95,7 +91,7 @@ pub async fn of_user(deps: &Deps, user_id: UserId, links: &Links) -> Result<Vec<
     let mut out = Vec::new();
     for item in query_all(deps.table.as_ref(), q, 1_000).await? {
         let rec: OrderRecord = item.decode()?;
-        out.push(sync(deps, rec, item.version, links).await?.0);
+        out.push(advance(deps, rec, item.version, links).await?.0);
     }
     out.sort_by_key(|o| std::cmp::Reverse(o.created_at));
     let key = signing::key(deps).await?;

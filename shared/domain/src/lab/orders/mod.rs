@@ -8,7 +8,7 @@
 //! GSI1 entry, while the lab still has changes due, lists it among the open orders for a sweep).
 //!
 //! The rooms: `new_order` (parsing a create request), `record` (what is stored and how it is
-//! loaded), `sync` (applying the lab's changes), `wire` (the order as the API and its events
+//! loaded), `sync` (a read advances the order: applying the lab's due changes), `wire` (the order as the API and its events
 //! show it), `listing` (a team's or a user's orders); the use cases are here.
 
 mod listing;
@@ -18,11 +18,8 @@ mod sync;
 mod wire;
 
 use uuid::Uuid;
-use wearlab_models::lab::{
-    BillingType, Interpretation, Order, OrderResults, ResultEntry, ResultMetadata, ResultType,
-};
+use wearlab_models::lab::{BillingType, Order, OrderResults};
 
-use super::catalog::catalog;
 use super::signing;
 use crate::Deps;
 use crate::error::DomainError;
@@ -40,7 +37,7 @@ pub use sync::advance_due;
 pub use wire::{Links, Requisition};
 
 use record::{OrderPointer, ResultsRecord, load, load_of_user, not_found};
-use sync::{lab_error, sync};
+use sync::{advance, lab_error, load_synced};
 use wire::{envelope, requisition_message, requisition_of};
 
 /// How long the deprecated `requisition_form_url` stays valid.
@@ -115,14 +112,13 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> 
     tracing::info!(team_id = %team, user_id = %rec.user_id, order_id = %id, "lab order placed");
     created.publish(deps).await;
     // A lab whose first changes are immediate moves the order at once.
-    let (rec, _) = sync(deps, rec, 1, links).await?;
+    let (rec, _) = advance(deps, rec, 1, links).await?;
     Ok(rec.to_wire(links, &key, now))
 }
 
 /// Reads an order, advanced to now.
 pub async fn get(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Result<Order, DomainError> {
-    let (rec, v) = load(deps, team, order_id).await?;
-    let (rec, _) = sync(deps, rec, v, links).await?;
+    let (rec, _) = load_synced(deps, team, order_id, links).await?;
     let key = signing::key(deps).await?;
     Ok(rec.to_wire(links, &key, deps.now()))
 }
@@ -134,8 +130,7 @@ pub async fn record(
     order_id: Uuid,
     links: &Links,
 ) -> Result<OrderRecord, DomainError> {
-    let (rec, v) = load(deps, team, order_id).await?;
-    Ok(sync(deps, rec, v, links).await?.0)
+    Ok(load_synced(deps, team, order_id, links).await?.0)
 }
 
 /// Whether `order_id` is an order of `user_id`.
@@ -145,8 +140,7 @@ pub async fn belongs_to(deps: &Deps, user_id: UserId, order_id: Uuid) -> Result<
 
 /// Cancels an order the lab has not started processing (400 otherwise).
 pub async fn cancel(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Result<Order, DomainError> {
-    let (rec, v) = load(deps, team, order_id).await?;
-    let (rec, v) = sync(deps, rec, v, links).await?;
+    let (rec, v) = load_synced(deps, team, order_id, links).await?;
     if status_group(&rec.status) == "cancelled" {
         return Err(DomainError::Rejected(format!("Order {order_id} is already cancelled.")));
     }
@@ -189,49 +183,7 @@ pub async fn results(
     let item = deps.table.get(&keys::order_results(rec.user_id, order_id)).await?.ok_or_else(|| {
         DomainError::NotFound(format!("Results of order {order_id} are not available yet."))
     })?;
-    let r: ResultsRecord = item.decode()?;
-    let p = &rec.patient_details;
-    let lab = catalog().lab(rec.lab_id).map(|l| l.name.clone()).unwrap_or_default();
-    Ok(OrderResults {
-        order_id,
-        metadata: ResultMetadata {
-            patient: format!("{} {}", p.first_name, p.last_name),
-            dob: p.dob,
-            laboratory: lab,
-            specimen_number: rec.sample_id.clone(),
-            date_collected: r.collected_at,
-            date_reported: r.reported_at,
-            status: r.status.clone(),
-        },
-        results: r
-            .results
-            .into_iter()
-            .map(|x| {
-                let below =
-                    x.value.zip(x.min_range_value).map(|(v, lo)| x.result_type == "numeric" && v < lo);
-                let above =
-                    x.value.zip(x.max_range_value).map(|(v, hi)| x.result_type == "numeric" && v > hi);
-                ResultEntry {
-                    name: x.name,
-                    slug: x.slug.clone(),
-                    result: x.result,
-                    kind: ResultType::from(x.result_type.as_str()),
-                    value: x.value,
-                    unit: x.unit,
-                    timestamp: r.reported_at,
-                    notes: x.notes,
-                    min_range_value: x.min_range_value,
-                    max_range_value: x.max_range_value,
-                    is_above_max_range: above,
-                    is_below_min_range: below,
-                    interpretation: Interpretation::from(x.interpretation.as_str()),
-                    loinc: Some(x.loinc_code),
-                    loinc_slug: Some(x.slug),
-                    provider_id: Some(x.provider_id),
-                }
-            })
-            .collect(),
-    })
+    Ok(item.decode::<ResultsRecord>()?.into_wire(&rec))
 }
 
 /// The requisition of a team's order.

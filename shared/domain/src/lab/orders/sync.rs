@@ -2,11 +2,12 @@
 
 use uuid::Uuid;
 
-use super::record::{OrderPointer, OrderRecord, ResultsRecord, load_of_user, not_found};
+use super::record::{OrderPointer, OrderRecord, ResultsRecord, load, load_of_user, not_found};
 use super::wire::{Links, envelope};
 use super::{EVENT_UPDATED, SWEEP_MAX};
 use crate::Deps;
 use crate::error::DomainError;
+use crate::ids::TeamId;
 use crate::keys::lab as keys;
 use crate::lab::signing;
 use crate::outbox::Staged;
@@ -21,10 +22,26 @@ pub(super) fn lab_error(e: LabError) -> DomainError {
     }
 }
 
-/// Applies the lab's due status changes: one poll, and when something changed one transaction
-/// (order, pointer, results, and one `labtest.order.updated` per change staged in the outbox),
-/// then the events are published. A concurrent sync wins: its state is read.
-pub(super) async fn sync(
+/// The order of the team, advanced to now: what every read of one order starts with (GET,
+/// results, cancel, PSC look-ups).
+pub(super) async fn load_synced(
+    deps: &Deps,
+    team: TeamId,
+    order_id: Uuid,
+    links: &Links,
+) -> Result<(OrderRecord, u64), DomainError> {
+    let (rec, version) = load(deps, team, order_id).await?;
+    advance(deps, rec, version, links).await
+}
+
+/// A read advances the order: whoever reads an order (one order, a listing, the portal) or
+/// sweeps the open ones first applies the lab's changes that are due by now, so no reader sees
+/// a status the lab has moved past and every change is announced once, read or not.
+///
+/// Nothing due: the order as it is, no lab call. Else one poll, and when something changed one
+/// transaction (order, pointer, results, and one `labtest.order.updated` per change staged in
+/// the outbox), then the events are published. A concurrent advance wins: its state is read.
+pub(super) async fn advance(
     deps: &Deps,
     rec: OrderRecord,
     version: u64,
@@ -106,7 +123,7 @@ pub async fn advance_due(deps: &Deps, fallback: &Links) -> Result<usize, DomainE
         n += 1;
         // One order the lab cannot answer for must not hold up the others; the next sweep
         // (or a read) tries it again.
-        if let Err(e) = sync(deps, rec, v, links.as_ref().unwrap_or(fallback)).await {
+        if let Err(e) = advance(deps, rec, v, links.as_ref().unwrap_or(fallback)).await {
             tracing::warn!(order_id = %order_id, error = %e, "open order not advanced");
         }
     }

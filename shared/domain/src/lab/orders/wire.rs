@@ -3,10 +3,13 @@
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 use wearlab_models::EventEnvelope;
-use wearlab_models::lab::{CollectionMethod, Order, PatientDetails, Physician, UserAddress};
+use wearlab_models::lab::{
+    CollectionMethod, Interpretation, Order, OrderResults, PatientDetails, Physician, ResultEntry,
+    ResultMetadata, ResultType, UserAddress,
+};
 
 use super::REQUISITION_URL_DAYS;
-use super::record::OrderRecord;
+use super::record::{OrderRecord, ResultsRecord};
 use crate::lab::catalog::catalog;
 use crate::lab::signing;
 use crate::ports::to_body;
@@ -144,5 +147,54 @@ pub(super) fn requisition_of(rec: &OrderRecord) -> Requisition {
         fasting,
         tests,
         status: rec.status.clone(),
+    }
+}
+
+impl ResultsRecord {
+    /// The results as the API shows them, with the order's patient and lab.
+    pub(super) fn into_wire(self, rec: &OrderRecord) -> OrderResults {
+        let r = self;
+        let p = &rec.patient_details;
+        let lab = catalog().lab(rec.lab_id).map(|l| l.name.clone()).unwrap_or_default();
+        OrderResults {
+            order_id: rec.id,
+            metadata: ResultMetadata {
+                patient: format!("{} {}", p.first_name, p.last_name),
+                dob: p.dob,
+                laboratory: lab,
+                specimen_number: rec.sample_id.clone(),
+                date_collected: r.collected_at,
+                date_reported: r.reported_at,
+                status: r.status.clone(),
+            },
+            results: r
+                .results
+                .into_iter()
+                .map(|x| {
+                    let below =
+                        x.value.zip(x.min_range_value).map(|(v, lo)| x.result_type == "numeric" && v < lo);
+                    let above =
+                        x.value.zip(x.max_range_value).map(|(v, hi)| x.result_type == "numeric" && v > hi);
+                    ResultEntry {
+                        name: x.name,
+                        slug: x.slug.clone(),
+                        result: x.result,
+                        kind: ResultType::from(x.result_type.as_str()),
+                        value: x.value,
+                        unit: x.unit,
+                        timestamp: r.reported_at,
+                        notes: x.notes,
+                        min_range_value: x.min_range_value,
+                        max_range_value: x.max_range_value,
+                        is_above_max_range: above,
+                        is_below_min_range: below,
+                        interpretation: Interpretation::from(x.interpretation.as_str()),
+                        loinc: Some(x.loinc_code),
+                        loinc_slug: Some(x.slug),
+                        provider_id: Some(x.provider_id),
+                    }
+                })
+                .collect(),
+        }
     }
 }
