@@ -10,6 +10,7 @@ use wearlab_models::lab::{
 
 use super::REQUISITION_URL_DAYS;
 use super::record::{OrderRecord, ResultsRecord};
+use crate::events::user_event;
 use crate::lab::catalog::catalog;
 use crate::lab::signing;
 use crate::ports::to_body;
@@ -87,13 +88,7 @@ pub(super) fn requisition_message(order_id: Uuid, expires: i64) -> String {
 }
 
 pub(super) fn envelope(rec: &OrderRecord, event_type: &str, order: &Order) -> EventEnvelope {
-    EventEnvelope {
-        event_type: event_type.into(),
-        user_id: rec.user_id.0,
-        client_user_id: rec.client_user_id.clone(),
-        team_id: rec.team_id.0,
-        data: to_body(order),
-    }
+    user_event(event_type, rec.team_id, rec.user_id, &rec.client_user_id, to_body(order))
 }
 
 /// What a requisition form shows.
