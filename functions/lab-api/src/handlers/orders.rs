@@ -1,16 +1,17 @@
 //! `/v3/order`, `/v3/order/{order_id}` and its cancel, result and requisition, `/v3/orders`.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use wearlab_domain::DomainError;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::ids::{TeamId, UserId};
 use wearlab_domain::lab::catalog::PageSpec;
-use wearlab_domain::lab::orders::{self, NewOrder, OrderFilter};
+use wearlab_domain::lab::orders::{self, Links, NewOrder, OrderFilter};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
@@ -22,6 +23,26 @@ pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw).map_err(|_| {
         DomainError::invalid(&["path", "order_id"], "Input should be a valid UUID", "uuid_parsing").into()
     })
+}
+
+/// What every API-key route of one order (`/v3/order/{order_id}/...`) starts from: the team of
+/// the key (401 first), the order id of the path (422 when it is not a UUID) and where links in
+/// the answer point.
+pub struct OrderCall {
+    pub team: TeamId,
+    pub id: uuid::Uuid,
+    pub links: Links,
+}
+
+impl FromRequestParts<AppState> for OrderCall {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let AuthTeam(team) = AuthTeam::from_request_parts(parts, state).await?;
+        // The routes have the one parameter; a path that does not give it is not an order id.
+        let raw = Path::<String>::from_request_parts(parts, state).await.map(|p| p.0).unwrap_or_default();
+        Ok(Self { team, id: order_id(&raw)?, links: links(&parts.headers) })
+    }
 }
 
 /// Places a lab order for a user. `X-Idempotency-Key` makes retries safe.
@@ -49,14 +70,8 @@ pub async fn create(
         (status = 200, description = "The order.", body = Order),
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
-pub async fn get(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Json<Order>, ApiError> {
-    let id = order_id(&id)?;
-    Ok(Json(orders::get(&s.deps, team, id, &links(&headers)).await?))
+pub async fn get(State(s): State<AppState>, o: OrderCall) -> Result<Json<Order>, ApiError> {
+    Ok(Json(orders::get(&s.deps, o.team, o.id, &o.links).await?))
 }
 
 /// Newest or oldest first.
@@ -143,14 +158,8 @@ pub async fn list(
         (status = 400, description = "The order can no longer be cancelled.", body = DetailBody),
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
-pub async fn cancel(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Json<PostOrderResponse>, ApiError> {
-    let id = order_id(&id)?;
-    let order = orders::cancel(&s.deps, team, id, &links(&headers)).await?;
+pub async fn cancel(State(s): State<AppState>, o: OrderCall) -> Result<Json<PostOrderResponse>, ApiError> {
+    let order = orders::cancel(&s.deps, o.team, o.id, &o.links).await?;
     Ok(Json(PostOrderResponse::success(order, "Order cancelled.")))
 }
 
@@ -161,14 +170,8 @@ pub async fn cancel(
         (status = 200, description = "The order's results.", body = OrderResults),
         (status = 404, description = "No such order in this team, or no results yet.", body = DetailBody),
     ))]
-pub async fn result(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Json<OrderResults>, ApiError> {
-    let id = order_id(&id)?;
-    Ok(Json(orders::results(&s.deps, team, id, &links(&headers)).await?))
+pub async fn result(State(s): State<AppState>, o: OrderCall) -> Result<Json<OrderResults>, ApiError> {
+    Ok(Json(orders::results(&s.deps, o.team, o.id, &o.links).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -79,6 +79,11 @@ impl TestApp {
         Self { deps, clock, app, key, team: team.team_id, stack: None }
     }
 
+    /// The events the embedded stack published, oldest first (every team's).
+    pub fn published(&self) -> Vec<wearlab_domain::ports::EventEnvelope> {
+        self.stack.as_ref().expect("an embedded stack").bus.published()
+    }
+
     /// A key of another team on the same storage.
     pub async fn other_team_key(&self) -> String {
         let team = teams::create_team(&self.deps, "Other team").await.unwrap();

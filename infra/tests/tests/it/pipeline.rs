@@ -34,14 +34,7 @@ async fn drain(t: &TestApp) -> usize {
 }
 
 fn events(t: &TestApp, prefix: &str) -> Vec<EventEnvelope> {
-    t.stack
-        .as_ref()
-        .unwrap()
-        .bus
-        .published()
-        .into_iter()
-        .filter(|e| e.event_type.starts_with(prefix))
-        .collect()
+    t.published().into_iter().filter(|e| e.event_type.starts_with(prefix)).collect()
 }
 
 fn counts(events: &[EventEnvelope]) -> BTreeMap<String, usize> {
