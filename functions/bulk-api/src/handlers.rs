@@ -39,7 +39,7 @@ impl FromRequestParts<AppState> for BulkTeam {
 }
 
 fn ids(users: Vec<UserId>) -> Vec<uuid::Uuid> {
-    users.into_iter().map(|u| u.0).collect()
+    users.into_iter().map(|u| u.as_uuid()).collect()
 }
 
 /// 202 with no body now; with `wait`, 200 and the results if the operation ends in time.

@@ -15,7 +15,8 @@ use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_web::{App, AppState};
 
 /// The team of a local stack.
-pub const LOCAL_TEAM_ID: TeamId = TeamId(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));
+pub const LOCAL_TEAM_ID: TeamId =
+    TeamId::from_uuid(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));
 /// How often due one-time jobs are looked for.
 pub const JOB_POLL: Duration = Duration::from_secs(1);
 /// How often the worker queues are polled.
@@ -93,7 +94,11 @@ impl LocalStack {
                     move |team: wearlab_web::AuthTeam, q: axum::extract::Query<EventsQuery>| {
                         let bus = bus.clone();
                         async move {
-                            let own = bus.published().into_iter().filter(|e| e.team_id == team.0.0).collect();
+                            let own = bus
+                                .published()
+                                .into_iter()
+                                .filter(|e| e.team_id == team.0.as_uuid())
+                                .collect();
                             axum::Json(q.0.select(own))
                         }
                     },

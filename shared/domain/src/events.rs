@@ -17,9 +17,9 @@ pub fn user_event(
 ) -> EventEnvelope {
     EventEnvelope {
         event_type: event_type.into(),
-        user_id: user.0,
+        user_id: user.as_uuid(),
         client_user_id: client_user_id.to_owned(),
-        team_id: team.0,
+        team_id: team.as_uuid(),
         data,
     }
 }

@@ -267,7 +267,7 @@ pub async fn refresh(
     let since = today.checked_sub_days(chrono::Days::new(FIRST_REFRESH_DAYS)).unwrap_or(today);
     let mut result = RefreshResult {
         success: true,
-        user_id: user_id.0,
+        user_id: user_id.as_uuid(),
         refreshed_sources: vec![],
         in_progress_sources: vec![],
         failed_sources: vec![],
@@ -401,7 +401,7 @@ pub async fn erase_user(deps: &Deps, user_id: UserId) -> Result<Erasure, DomainE
 /// Erases every user whose grace period is over; catches what a schedule missed.
 pub async fn sweep(deps: &Deps) -> Result<usize, DomainError> {
     let now = deps.now();
-    let upper = keys::erasure_due_sort(now, UserId(uuid::Uuid::max()));
+    let upper = keys::erasure_due_sort(now, UserId::from_uuid(uuid::Uuid::max()));
     let q = Query::partition(keys::ERASURE_DUE).between("", upper);
     let mut erased = 0;
     for item in query_all(deps.table.as_ref(), q, SWEEP_MAX).await? {

@@ -204,7 +204,7 @@ pub async fn handle(deps: &Deps, job: WebhookJob) -> Result<(), DomainError> {
 }
 
 async fn fan_out(deps: &Deps, event: EventEnvelope) -> Result<(), DomainError> {
-    let team = TeamId(event.team_id);
+    let team = TeamId::from_uuid(event.team_id);
     let message_id = message_id(&event);
     let jobs: Vec<Outgoing> = list_endpoints(deps, team)
         .await?
@@ -257,7 +257,7 @@ async fn deliver(
     };
     // An erased user's events are not delivered any more, except the proof of the erasure.
     if event.event_type != crate::lifecycle_events::USER_ERASED
-        && deps.table.get(&crate::keys::user(UserId(event.user_id))).await?.is_none()
+        && deps.table.get(&crate::keys::user(UserId::from_uuid(event.user_id))).await?.is_none()
     {
         return save_attempt(deps, team, endpoint_id, record("dropped", None, Some("user erased".into())))
             .await;

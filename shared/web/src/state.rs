@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn the_auth_cache_answers_only_for_the_key_it_verified() {
         let cache = AuthCache::default();
-        let team = TeamId(uuid::Uuid::from_u128(7));
+        let team = TeamId::from_uuid(uuid::Uuid::from_u128(7));
         let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
         let now = Utc::now();
         assert_eq!(cache.get(key, AUTH_CACHE_TTL, now), None);

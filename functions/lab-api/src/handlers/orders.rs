@@ -139,7 +139,7 @@ pub async fn list(
         .into());
     }
     let filter = OrderFilter {
-        user_id: p.user_id.map(UserId),
+        user_id: p.user_id.map(UserId::from_uuid),
         status: p.status.filter(|s| !s.is_empty()),
         lab_id: p.lab_id,
         collection_method: p.collection_method.filter(|s| !s.is_empty()),

@@ -621,7 +621,7 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
         .bus
         .published()
         .into_iter()
-        .filter(|e| e.event_type == "daily.data.heartrate.created" && e.team_id == t.team.0)
+        .filter(|e| e.event_type == "daily.data.heartrate.created" && e.team_id == t.team.as_uuid())
         .collect();
     let whole: usize = parts.iter().map(|e| serde_json::to_vec(e).unwrap().len()).sum();
     assert!(whole > 256 * 1024, "the day would not fit one event: {whole} bytes");
@@ -664,7 +664,7 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
             .bus
             .published()
             .iter()
-            .filter(|e| e.event_type == "historical.data.heartrate.created" && e.team_id == t.team.0)
+            .filter(|e| e.event_type == "historical.data.heartrate.created" && e.team_id == t.team.as_uuid())
             .count()
     };
     assert_eq!(heartrate(&t), 0, "the resource's last chunk is not fetched yet");
@@ -713,7 +713,7 @@ async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_f
     connect(&t, &user, "freestyle_libre").await;
     run_pull_worker().await; // the historical pulls
     let created = |t: &TestApp, event_type: &str| -> Vec<Value> {
-        let mine = |e: &EventEnvelope| e.event_type == event_type && e.team_id == t.team.0;
+        let mine = |e: &EventEnvelope| e.event_type == event_type && e.team_id == t.team.as_uuid();
         stack.bus.published().into_iter().filter(mine).map(|e| e.data).collect()
     };
     // A new day; oura answers slower than the refresh waits.
@@ -753,7 +753,7 @@ async fn pipeline_pull_poll_and_reads_on_dynamodb() {
         event_type: "provider.connection.created".into(),
         user_id: user.parse().unwrap(),
         client_user_id: "pl-moto".into(),
-        team_id: t.team.0,
+        team_id: t.team.as_uuid(),
         data: json!({"user_id": user, "provider": {"slug": "oura", "name": "Oura", "logo": null}}),
     };
     for _ in 0..2 {

@@ -135,7 +135,7 @@ async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
         event_type: "provider.connection.created".into(),
         user_id: user.parse().unwrap(),
         client_user_id: "c".into(),
-        team_id: t.team.0,
+        team_id: t.team.as_uuid(),
         data: json!({"provider": "oura"}),
     };
     t.deps.bus.publish(vec![event]).await.unwrap();

@@ -67,7 +67,7 @@ impl ImportRequest {
             .into_iter()
             .map(|r| {
                 Packed(
-                    UserId(r.user_id),
+                    UserId::from_uuid(r.user_id),
                     r.access_token,
                     r.refresh_token,
                     r.provider_id,

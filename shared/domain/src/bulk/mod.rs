@@ -169,5 +169,5 @@ pub(crate) fn check_user_ids(ids: &[uuid::Uuid], max: Option<usize>) -> Result<V
             ));
         }
     }
-    Ok(ids.iter().copied().map(UserId).collect())
+    Ok(ids.iter().copied().map(UserId::from_uuid).collect())
 }

@@ -163,12 +163,12 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
     else {
         return Ok(Outcome::Ack);
     };
-    let user_id = UserId(e.user_id);
+    let user_id = UserId::from_uuid(e.user_id);
     let Some(conn) = load_connection(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
     // One pull per connection: a duplicate event names the same pull.
     let pull_id = format!("conn-{}", conn.created_on.timestamp_micros());
     let job = PullJob {
-        team_id: TeamId(e.team_id),
+        team_id: TeamId::from_uuid(e.team_id),
         user_id,
         provider: provider.to_owned(),
         pull_id,
@@ -397,7 +397,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 save(deps, &key, &p, &mut version).await?;
             }
             let data = to_body(&HistoricalPullCompleted {
-                user_id: user_id.0,
+                user_id: user_id.as_uuid(),
                 start_date: p.start,
                 end_date: p.end,
                 provider: provider.to_owned(),

@@ -39,7 +39,8 @@ async fn place_through_public_host(t: &TestApp, client_user_id: &str) -> (String
 }
 
 async fn stored_status(deps: &Deps, user: &str, order_id: &str) -> String {
-    let key = wearlab_domain::keys::lab::order(UserId(user.parse().unwrap()), order_id.parse().unwrap());
+    let key =
+        wearlab_domain::keys::lab::order(UserId::from_uuid(user.parse().unwrap()), order_id.parse().unwrap());
     let item = deps.table.get(&key).await.unwrap().expect("the order is stored");
     item.decode::<Value>().unwrap()["status"].as_str().unwrap().to_owned()
 }

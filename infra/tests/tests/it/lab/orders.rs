@@ -28,7 +28,7 @@ async fn create_places_an_order_and_emits_created() {
     let t = TestApp::embedded().await;
     let (user, o) = place_order(&t, "ord-1").await;
     assert_eq!(o["user_id"], user.as_str());
-    assert_eq!(o["team_id"], t.team.0.to_string());
+    assert_eq!(o["team_id"], t.team.as_uuid().to_string());
     assert_eq!(o["status"], "received.walk_in_test.ordered");
     assert_eq!(o["collection_method"], "walk_in_test");
     assert_eq!(o["events"].as_array().unwrap().len(), 1);

@@ -138,7 +138,7 @@ impl NewOrder {
         issues.into_result()?;
         let resolved = resolved.expect("no issues means the order set resolved");
         Ok(Self {
-            user_id: UserId(body.user_id),
+            user_id: UserId::from_uuid(body.user_id),
             patient_details: body.patient_details,
             patient_address: body.patient_address,
             order_set: order_set.expect("resolved"),

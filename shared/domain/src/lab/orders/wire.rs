@@ -58,8 +58,8 @@ impl OrderRecord {
         let signature = signing::sign(signing_key, &requisition_message(self.id, expires));
         Order {
             id: self.id,
-            team_id: self.team_id.0,
-            user_id: self.user_id.0,
+            team_id: self.team_id.as_uuid(),
+            user_id: self.user_id.as_uuid(),
             patient_details: self.patient_details.clone(),
             patient_address: self.patient_address.clone(),
             order_set: self.order_set.clone(),
