@@ -39,7 +39,7 @@ impl FromRequestParts<AppState> for BulkTeam {
 }
 
 fn ids(users: Vec<UserId>) -> Vec<uuid::Uuid> {
-    users.into_iter().map(|u| u.0).collect()
+    users.into_iter().map(|u| u.as_uuid()).collect()
 }
 
 /// 202 with no body now; with `wait`, 200 and the results if the operation ends in time.
@@ -72,7 +72,7 @@ pub async fn import(
 ) -> Answer<Response> {
     let req = ImportRequest::parse(body)?;
     let wait = req.wait_for_completion;
-    let op = bulk::import::submit(&s.deps, s.queue()?, team, req).await?;
+    let op = bulk::import::submit(&s.deps, team, req).await?;
     answer(&s, op, wait, |user_ids_imported, user_ids_failed| BulkImportResult {
         user_ids_imported,
         user_ids_failed,
@@ -97,7 +97,7 @@ pub async fn trigger_historical_pull(
 ) -> Answer<Response> {
     let req = TriggerRequest::parse(body)?;
     let wait = req.wait_for_completion;
-    let op = bulk::trigger::submit(&s.deps, s.queue()?, team, req).await?;
+    let op = bulk::trigger::submit(&s.deps, team, req).await?;
     answer(&s, op, wait, |user_ids_triggered, user_ids_failed| BulkTriggerResult {
         user_ids_triggered,
         user_ids_failed,

@@ -5,16 +5,16 @@
 use aws_lambda_events::sqs::SqsEvent;
 use wearlab_domain::Deps;
 use wearlab_domain::bulk::{self, BulkMessage};
-use wearlab_domain::ports::{Envelope, Outcome, Queue};
+use wearlab_domain::ports::{Envelope, Outcome};
 
 fn parse(envelope: Envelope) -> Result<BulkMessage, Outcome> {
     serde_json::from_value(envelope.body).map_err(|e| Outcome::Fail(format!("not a bulk message: {e}")))
 }
 
 /// Handles one message of the bulk queue.
-pub async fn handle(deps: &Deps, queue: &dyn Queue, envelope: Envelope) -> Outcome {
+pub async fn handle(deps: &Deps, envelope: Envelope) -> Outcome {
     match parse(envelope) {
-        Ok(m) => bulk::handle(deps, queue, m).await,
+        Ok(m) => bulk::handle(deps, m).await,
         Err(o) => o,
     }
 }

@@ -2,8 +2,10 @@
 //! are added in `wearlab_web::openapi`.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use wearlab_domain::ids::UserId;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use wearlab_domain::ids::{TeamId, UserId};
 use wearlab_domain::pipeline::read::{self, Days};
 use wearlab_models::DetailBody;
 use wearlab_models::data::{
@@ -14,10 +16,35 @@ use wearlab_web::{ApiError, AppState, AuthTeam, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
 
-fn parse(s: &AppState, user_id: &str, q: &SummaryQuery) -> Result<(UserId, Days), ApiError> {
-    let user = path_user_id(user_id)?;
-    let days = read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref())?;
-    Ok((user, days))
+/// A summary read as every `/v2/summary/{resource}/{user_id}` route takes it: the team of the key
+/// (401 first), the user of the path, the days of the query and its provider filter.
+pub struct SummaryCall {
+    team: TeamId,
+    user: UserId,
+    days: Days,
+    provider: Option<String>,
+}
+
+impl FromRequestParts<AppState> for SummaryCall {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let AuthTeam(team) = AuthTeam::from_request_parts(parts, s).await?;
+        // The routes have the one parameter; a path that does not give it is not a user id.
+        let raw = Path::<String>::from_request_parts(parts, s).await.map(|p| p.0).unwrap_or_default();
+        let QueryParams(q) = QueryParams::<SummaryQuery>::from_request_parts(parts, s).await?;
+        let user = path_user_id(&raw)?;
+        let days = read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref())?;
+        Ok(Self { team, user, days, provider: q.provider })
+    }
+}
+
+impl SummaryCall {
+    /// The user's `resource` summaries of those days.
+    async fn read<T: DeserializeOwned>(self, s: &AppState, resource: &str) -> Answer<Vec<T>> {
+        Ok(read::summaries(&s.deps, self.team, self.user, resource, self.days, self.provider.as_deref())
+            .await?)
+    }
 }
 
 /// Daily activity summaries of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -27,15 +54,8 @@ fn parse(s: &AppState, user_id: &str, q: &SummaryQuery) -> Result<(UserId, Days)
         (status = 200, description = "Daily activity summaries.", body = ActivityResponse),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
-pub async fn activity(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    Path(user_id): Path<String>,
-    QueryParams(q): QueryParams<SummaryQuery>,
-) -> Answer<Json<ActivityResponse>> {
-    let (user, days) = parse(&s, &user_id, &q)?;
-    let activity = read::summaries(&s.deps, team, user, "activity", days, q.provider.as_deref()).await?;
-    Ok(Json(ActivityResponse { activity }))
+pub async fn activity(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<ActivityResponse>> {
+    Ok(Json(ActivityResponse { activity: call.read(&s, "activity").await? }))
 }
 
 /// Sleep sessions of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -45,15 +65,8 @@ pub async fn activity(
         (status = 200, description = "Sleep sessions.", body = SleepResponse),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
-pub async fn sleep(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    Path(user_id): Path<String>,
-    QueryParams(q): QueryParams<SummaryQuery>,
-) -> Answer<Json<SleepResponse>> {
-    let (user, days) = parse(&s, &user_id, &q)?;
-    let sleep = read::summaries(&s.deps, team, user, "sleep", days, q.provider.as_deref()).await?;
-    Ok(Json(SleepResponse { sleep }))
+pub async fn sleep(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<SleepResponse>> {
+    Ok(Json(SleepResponse { sleep: call.read(&s, "sleep").await? }))
 }
 
 /// Sleep cycles (hypnograms; they replace the deprecated hypnogram timeseries) of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -63,16 +76,8 @@ pub async fn sleep(
         (status = 200, description = "Sleep cycles (hypnograms; they replace the deprecated hypnogram timeseries).", body = SleepCycleResponse),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
-pub async fn sleep_cycle(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    Path(user_id): Path<String>,
-    QueryParams(q): QueryParams<SummaryQuery>,
-) -> Answer<Json<SleepCycleResponse>> {
-    let (user, days) = parse(&s, &user_id, &q)?;
-    let sleep_cycle =
-        read::summaries(&s.deps, team, user, "sleep_cycle", days, q.provider.as_deref()).await?;
-    Ok(Json(SleepCycleResponse { sleep_cycle }))
+pub async fn sleep_cycle(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<SleepCycleResponse>> {
+    Ok(Json(SleepCycleResponse { sleep_cycle: call.read(&s, "sleep_cycle").await? }))
 }
 
 /// Workouts of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -82,15 +87,8 @@ pub async fn sleep_cycle(
         (status = 200, description = "Workouts.", body = WorkoutsResponse),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
-pub async fn workouts(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    Path(user_id): Path<String>,
-    QueryParams(q): QueryParams<SummaryQuery>,
-) -> Answer<Json<WorkoutsResponse>> {
-    let (user, days) = parse(&s, &user_id, &q)?;
-    let workouts = read::summaries(&s.deps, team, user, "workouts", days, q.provider.as_deref()).await?;
-    Ok(Json(WorkoutsResponse { workouts }))
+pub async fn workouts(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<WorkoutsResponse>> {
+    Ok(Json(WorkoutsResponse { workouts: call.read(&s, "workouts").await? }))
 }
 
 /// Body measurements of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -100,15 +98,8 @@ pub async fn workouts(
         (status = 200, description = "Body measurements.", body = BodyResponse),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
-pub async fn body(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    Path(user_id): Path<String>,
-    QueryParams(q): QueryParams<SummaryQuery>,
-) -> Answer<Json<BodyResponse>> {
-    let (user, days) = parse(&s, &user_id, &q)?;
-    let body = read::summaries(&s.deps, team, user, "body", days, q.provider.as_deref()).await?;
-    Ok(Json(BodyResponse { body }))
+pub async fn body(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<BodyResponse>> {
+    Ok(Json(BodyResponse { body: call.read(&s, "body").await? }))
 }
 
 /// Meals of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -118,15 +109,8 @@ pub async fn body(
         (status = 200, description = "Meals.", body = MealResponse),
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
-pub async fn meal(
-    State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
-    Path(user_id): Path<String>,
-    QueryParams(q): QueryParams<SummaryQuery>,
-) -> Answer<Json<MealResponse>> {
-    let (user, days) = parse(&s, &user_id, &q)?;
-    let meals = read::summaries(&s.deps, team, user, "meal", days, q.provider.as_deref()).await?;
-    Ok(Json(MealResponse { meals }))
+pub async fn meal(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<MealResponse>> {
+    Ok(Json(MealResponse { meals: call.read(&s, "meal").await? }))
 }
 
 /// The user's profile (height, birth year) from one provider.

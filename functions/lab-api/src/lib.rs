@@ -8,23 +8,13 @@ mod html;
 mod query;
 pub mod requisition;
 
-use std::sync::Arc;
-
-use axum::Extension;
-use wearlab_domain::ports::LabNetwork;
-use wearlab_sim::SimulatedLab;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{lab_tests, markers, orders, payors, portal_page, psc};
 
-/// The routes on the simulated lab network (the only network so far).
-pub fn routes() -> Routes {
-    routes_with(Arc::new(SimulatedLab))
-}
-
-/// The routes on a given lab network.
+/// The routes; the lab network is the one on `Deps` (`deps.lab_network`).
 #[allow(deprecated)] // GET /v3/lab_tests is deprecated but served.
-pub fn routes_with(network: Arc<dyn LabNetwork>) -> Routes {
+pub fn routes() -> Routes {
     Routes::new()
         .routes(routes!(markers::list))
         .routes(routes!(markers::of_lab_test))
@@ -47,15 +37,9 @@ pub fn routes_with(network: Arc<dyn LabNetwork>) -> Routes {
         .route(portal_page::ORDER_BY_CODE_PATH, axum::routing::get(portal_page::order_by_code))
         .route(portal_page::SEND_CODE_PATH, axum::routing::post(portal_page::send_code))
         .route(portal_page::VERIFY_PATH, axum::routing::post(portal_page::verify))
-        .layer(Extension(network))
 }
 
 /// The function as served, `/openapi.json` included.
 pub fn app(state: AppState) -> wearlab_web::App {
     wearlab_web::app(routes(), state)
-}
-
-/// The function on a given lab network.
-pub fn app_with(state: AppState, network: Arc<dyn LabNetwork>) -> wearlab_web::App {
-    wearlab_web::app(routes_with(network), state)
 }

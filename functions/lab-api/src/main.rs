@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
+use wearlab_domain::Deps;
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
-    let network = Arc::new(wearlab_sim::SimulatedLab);
-    let app = lab_api::app_with(wearlab_web::AppState::new(deps), network);
+    let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
+    let app = lab_api::app(wearlab_web::AppState::new(deps));
     lambda_http::run(app).await
 }

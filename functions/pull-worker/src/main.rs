@@ -1,20 +1,24 @@
 //! The pull-worker Lambda: SQS batches with partial batch responses; "retry after" (a
 //! throttle's exact wait) re-sends the message for later.
 
+use std::sync::Arc;
+
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
+use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
-    let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?;
+    let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
+    let deps = Deps { queue: queue.clone(), ..deps };
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue) = (&deps, &queue);
         async move {
             let response = wearlab_aws::handle_sqs_batch(queue, QueueName::Pull, event.payload, |env, _| {
-                pull_worker::handle(deps, queue, env)
+                pull_worker::handle(deps, env)
             })
             .await;
             Ok::<_, lambda_runtime::Error>(response)

@@ -7,7 +7,6 @@
 
 use serde::Serialize;
 use wearlab_domain::lab::{Links, advance_due};
-use wearlab_domain::ports::LabNetwork;
 use wearlab_domain::{Deps, DomainError, outbox};
 
 /// What one invocation did.
@@ -24,10 +23,10 @@ pub struct Outcome {
 /// base URL was kept link to `WEARLAB_PUBLIC_URL` in their events. The orders go first, so
 /// that what they could not publish is relayed by the next run, not this one; the relay runs
 /// even when the order sweep failed (an error of either fails the invocation afterwards).
-pub async fn handle(deps: &Deps, net: &dyn LabNetwork) -> Result<Outcome, DomainError> {
+pub async fn handle(deps: &Deps) -> Result<Outcome, DomainError> {
     // No request here: the links use the deployment's public URL (or the local default).
     let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
-    let orders = advance_due(deps, net, &Links::for_host(configured.as_deref(), None, None)).await;
+    let orders = advance_due(deps, &Links::for_host(configured.as_deref(), None, None)).await;
     let relayed = outbox::relay(deps).await;
     let (orders, relayed) = (orders?, relayed?);
     if orders > 0 {

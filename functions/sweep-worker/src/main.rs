@@ -1,16 +1,19 @@
 //! The sweep-worker Lambda on the AWS adapters and the simulated lab network.
 
+use std::sync::Arc;
+
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
-use wearlab_sim::SimulatedLab;
+use wearlab_domain::Deps;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
+    let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let deps = deps.clone();
-        async move { sweep_worker::handle(&deps, &SimulatedLab).await.map_err(lambda_runtime::Error::from) }
+        async move { sweep_worker::handle(&deps).await.map_err(lambda_runtime::Error::from) }
     }))
     .await
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
@@ -10,6 +11,6 @@ async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
     let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?;
-    let app = user_api::app(wearlab_web::AppState::new(deps).with_queue(Arc::new(queue)));
+    let app = user_api::app(wearlab_web::AppState::new(Deps { queue: Arc::new(queue), ..deps }));
     lambda_http::run(app).await
 }

@@ -3,22 +3,16 @@
 //! `wearlab_http::HttpSender`; this crate adds the queue glue.
 
 use wearlab_domain::Deps;
-use wearlab_domain::ports::WebhookSender;
-use wearlab_domain::ports::{Envelope, Outcome, Queue};
+use wearlab_domain::ports::{Envelope, Outcome};
 use wearlab_domain::webhooks::{self, WebhookJob};
 
 /// Handles one queue message.
-pub async fn handle(
-    deps: &Deps,
-    queue: &dyn Queue,
-    sender: &dyn WebhookSender,
-    envelope: Envelope,
-) -> Outcome {
+pub async fn handle(deps: &Deps, envelope: Envelope) -> Outcome {
     let job: WebhookJob = match serde_json::from_value(envelope.body) {
         Ok(job) => job,
         Err(e) => return Outcome::Fail(format!("not a webhook job: {e}")),
     };
-    match webhooks::handle(deps, queue, sender, job).await {
+    match webhooks::handle(deps, job).await {
         Ok(()) => Outcome::Ack,
         Err(e) => Outcome::Fail(e.to_string()),
     }

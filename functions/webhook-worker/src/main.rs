@@ -1,21 +1,26 @@
 //! The webhook-worker Lambda: SQS batches with partial batch responses.
 
+use std::sync::Arc;
+
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
+use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
+use wearlab_domain::webhook_url::UrlPolicy;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
-    let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Webhook], deps.clock.clone()).await?;
-    let sender = wearlab_http::HttpSender::new(wearlab_domain::webhook_url::UrlPolicy::Production);
+    let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Webhook], deps.clock.clone()).await?);
+    let sender = Arc::new(wearlab_http::HttpSender::new(UrlPolicy::Production));
+    let deps = Deps { queue: queue.clone(), webhook_sender: sender, ..deps };
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
-        let (deps, queue, sender) = (&deps, &queue, &sender);
+        let (deps, queue) = (&deps, &queue);
         async move {
             let response =
                 wearlab_aws::handle_sqs_batch(queue, QueueName::Webhook, event.payload, |env, _| {
-                    webhook_worker::handle(deps, queue, sender, env)
+                    webhook_worker::handle(deps, env)
                 })
                 .await;
             Ok::<_, lambda_runtime::Error>(response)

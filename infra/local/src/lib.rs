@@ -15,7 +15,8 @@ use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_web::{App, AppState};
 
 /// The team of a local stack.
-pub const LOCAL_TEAM_ID: TeamId = TeamId(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));
+pub const LOCAL_TEAM_ID: TeamId =
+    TeamId::from_uuid(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));
 /// How often due one-time jobs are looked for.
 pub const JOB_POLL: Duration = Duration::from_secs(1);
 /// How often the worker queues are polled.
@@ -68,8 +69,12 @@ impl LocalStack {
             scheduler: Arc::new(scheduler.clone()) as Arc<dyn Scheduler>,
             clock: clock.clone(),
             bus: Arc::new(PullRuleBus { bus: bus.clone(), queue: queue.clone() }),
-            providers: Arc::new(wearlab_sim::SimProviders::new(clock)),
+            providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
             data_key: Arc::new(data_key),
+            queue: Arc::new(queue.clone()),
+            lab_network: Arc::new(wearlab_sim::SimulatedLab),
+            // Local receivers run on this machine: http and loopback are allowed.
+            webhook_sender: Arc::new(wearlab_http::HttpSender::new(UrlPolicy::LocalStack)),
         };
         Self { deps, table, scheduler, bus, queue, clock: shifted }
     }
@@ -89,7 +94,11 @@ impl LocalStack {
                     move |team: wearlab_web::AuthTeam, q: axum::extract::Query<EventsQuery>| {
                         let bus = bus.clone();
                         async move {
-                            let own = bus.published().into_iter().filter(|e| e.team_id == team.0.0).collect();
+                            let own = bus
+                                .published()
+                                .into_iter()
+                                .filter(|e| e.team_id == team.0.as_uuid())
+                                .collect();
                             axum::Json(q.0.select(own))
                         }
                     },
@@ -109,7 +118,7 @@ impl LocalStack {
     }
 
     pub fn state(&self) -> AppState {
-        AppState::new(self.deps.clone()).with_queue(Arc::new(self.queue.clone()))
+        AppState::new(self.deps.clone())
     }
 
     /// Ensures the local team exists and `key` (or a new key) opens it. Returns the key.
@@ -144,33 +153,22 @@ impl LocalStack {
 
     /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
     pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
-        let sender = wearlab_http::HttpSender::new(UrlPolicy::LocalStack);
-        let n = self
-            .queue
-            .run_once(QueueName::Webhook, |env, _| {
-                webhook_worker::handle(&self.deps, &self.queue, &sender, env)
-            })
-            .await?;
+        let n =
+            self.queue.run_once(QueueName::Webhook, |env, _| webhook_worker::handle(&self.deps, env)).await?;
         Ok(n)
     }
 
     /// Handles the pull queue's due messages once (historical pulls, polls, pulls started by
     /// new connections). Returns how many.
     pub async fn run_pulls_once(&self) -> Result<usize, DomainError> {
-        let n = self
-            .queue
-            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, &self.queue, env))
-            .await?;
+        let n = self.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, env)).await?;
         Ok(n)
     }
 
     /// Handles the bulk queue's due messages once (imports, historical pull triggers), then its
     /// dead letters (their items count as failed). Returns how many.
     pub async fn run_bulk_once(&self) -> Result<usize, DomainError> {
-        let n = self
-            .queue
-            .run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, &self.queue, env))
-            .await?;
+        let n = self.queue.run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, env)).await?;
         let dead = self
             .queue
             .run_dead_letters_once(QueueName::Bulk, |env| bulk_worker::handle_dead_letter(&self.deps, env))
@@ -202,7 +200,7 @@ impl LocalStack {
     /// What the every-minute rule does on AWS (the sweep-worker): advances every open lab
     /// order whose next status change is due, then publishes events left in the outbox.
     pub async fn sweep(&self) -> Result<sweep_worker::Outcome, DomainError> {
-        sweep_worker::handle(&self.deps, &wearlab_sim::SimulatedLab).await
+        sweep_worker::handle(&self.deps).await
     }
 
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the

@@ -75,14 +75,14 @@ impl AwsEnv {
             },
         );
         let bus = EventBridgeBus::on_first_use(config, &self.event_bus_name);
-        Ok(Deps {
-            table: Arc::new(table),
-            scheduler: Arc::new(scheduler),
-            clock: Arc::new(SystemClock),
-            bus: Arc::new(bus),
+        Ok(Deps::unwired(
+            Arc::new(table),
+            Arc::new(scheduler),
+            Arc::new(SystemClock),
+            Arc::new(bus),
             providers,
-            data_key: Arc::new(data_key),
-        })
+            Arc::new(data_key),
+        ))
     }
 }
 
@@ -138,10 +138,12 @@ pub async fn sqs_dead_letters_from_env(
     crate::SqsDeadLetters::for_source(client, q.as_str(), &url).await.map_err(|e| e.to_string())
 }
 
-/// Everything a Lambda handler needs, built once per execution environment. Cheap: the SDK
+/// The ports every Lambda handler needs, built once per execution environment. Cheap: the SDK
 /// configuration is loaded, and each SDK client built, on first use (see [`LazySdkConfig`]), so
 /// that a function's init phase does no AWS work. `providers` is the caller's choice (each
-/// `main.rs` picks them; this crate knows no provider adapter).
+/// `main.rs` picks them; this crate knows no provider adapter); so are the queue, the lab
+/// network and the webhook sender, which a `main.rs` sets on the result when its function uses
+/// them (`Deps { queue, ..deps }`).
 pub async fn deps_from_env(providers: Arc<dyn Providers>) -> Result<Deps, String> {
     AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env(), providers)
 }

@@ -12,15 +12,24 @@ macro_rules! uuid_id {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(pub Uuid);
+        pub struct $name(Uuid);
 
         impl $name {
+            /// The id of this UUID: the one constructor (every UUID is a valid id).
+            pub const fn from_uuid(id: Uuid) -> Self {
+                Self(id)
+            }
+
+            pub const fn as_uuid(self) -> Uuid {
+                self.0
+            }
+
             pub fn new_random() -> Self {
-                Self(Uuid::new_v4())
+                Self::from_uuid(Uuid::new_v4())
             }
 
             pub fn parse(s: &str) -> Option<Self> {
-                Uuid::parse_str(s).ok().map(Self)
+                Uuid::parse_str(s).ok().map(Self::from_uuid)
             }
         }
 

@@ -16,9 +16,7 @@ use crate::outbox::Staged;
 use crate::pipeline::pull::{PollJob, Polled};
 use crate::pipeline::{self, Job, PullMessage};
 use crate::ports::to_body;
-use crate::ports::{
-    Condition, Item, Outgoing, Query, Queue, QueueName, Schedule, StoreError, WriteOp, query_all,
-};
+use crate::ports::{Condition, Item, Outgoing, Query, QueueName, Schedule, StoreError, WriteOp, query_all};
 use crate::throttle;
 use crate::users::{
     self, Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found,
@@ -246,7 +244,6 @@ pub const FIRST_REFRESH_DAYS: u64 = 30;
 /// the oldest leaves the hour.
 pub async fn refresh(
     deps: &Deps,
-    queue: &dyn Queue,
     team: TeamId,
     user_id: UserId,
     timeout: std::time::Duration,
@@ -270,7 +267,7 @@ pub async fn refresh(
     let since = today.checked_sub_days(chrono::Days::new(FIRST_REFRESH_DAYS)).unwrap_or(today);
     let mut result = RefreshResult {
         success: true,
-        user_id: user_id.0,
+        user_id: user_id.as_uuid(),
         refreshed_sources: vec![],
         in_progress_sources: vec![],
         failed_sources: vec![],
@@ -321,7 +318,7 @@ pub async fn refresh(
             continue;
         }
         let message = Outgoing::now(PullMessage::Job(Job::Poll(job)).body());
-        match queue.send(QueueName::Pull, vec![message]).await {
+        match deps.queue.send(QueueName::Pull, vec![message]).await {
             Ok(()) => result.in_progress_sources.extend(entries(&provider, pending)),
             Err(e) => {
                 tracing::warn!(user_id = %user_id, provider, error = %e, "unfinished refresh not queued");
@@ -404,7 +401,7 @@ pub async fn erase_user(deps: &Deps, user_id: UserId) -> Result<Erasure, DomainE
 /// Erases every user whose grace period is over; catches what a schedule missed.
 pub async fn sweep(deps: &Deps) -> Result<usize, DomainError> {
     let now = deps.now();
-    let upper = keys::erasure_due_sort(now, UserId(uuid::Uuid::max()));
+    let upper = keys::erasure_due_sort(now, UserId::from_uuid(uuid::Uuid::max()));
     let q = Query::partition(keys::ERASURE_DUE).between("", upper);
     let mut erased = 0;
     for item in query_all(deps.table.as_ref(), q, SWEEP_MAX).await? {

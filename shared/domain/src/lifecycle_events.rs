@@ -10,6 +10,7 @@ use serde_json::json;
 use wearlab_models::EventEnvelope;
 
 use crate::catalog::catalog;
+use crate::events::of_user as envelope;
 use crate::keys;
 use crate::ports::Key;
 use crate::users::UserRecord;
@@ -18,16 +19,6 @@ pub const USER_DELETED: &str = "user.deleted";
 pub const USER_UNDO_DELETED: &str = "user.undo_deleted";
 pub const USER_ERASED: &str = "user.erased";
 pub const CONNECTION_ERROR: &str = "provider.connection.error";
-
-fn envelope(user: &UserRecord, event_type: &str, data: serde_json::Value) -> EventEnvelope {
-    EventEnvelope {
-        event_type: event_type.into(),
-        user_id: user.user_id.0,
-        client_user_id: user.client_user_id.to_string(),
-        team_id: user.team_id.0,
-        data,
-    }
-}
 
 pub fn deleted(user: &UserRecord, deleted_at: DateTime<Utc>, erase_at: DateTime<Utc>) -> EventEnvelope {
     envelope(

@@ -68,8 +68,8 @@ pub struct UserRecord {
 impl UserRecord {
     pub fn to_wire(&self) -> User {
         User {
-            user_id: self.user_id.0,
-            team_id: self.team_id.0,
+            user_id: self.user_id.as_uuid(),
+            team_id: self.team_id.as_uuid(),
             client_user_id: self.client_user_id.to_string(),
             created_on: self.created_on,
             connected_sources: self
@@ -344,7 +344,9 @@ async fn active_total(deps: &Deps, team: TeamId) -> Result<u64, DomainError> {
 /// The error for a `client_user_id` someone holds, naming the holder.
 async fn taken(deps: &Deps, team: TeamId, id: &ClientUserId) -> DomainError {
     match reservation(deps, team, id).await {
-        Ok(Some(r)) => DomainError::ClientUserIdTaken { user_id: r.user_id.0, created_on: r.created_on },
+        Ok(Some(r)) => {
+            DomainError::ClientUserIdTaken { user_id: r.user_id.as_uuid(), created_on: r.created_on }
+        }
         // The holder was deleted in between: the caller may simply retry.
         Ok(None) => DomainError::Busy("client_user_id changed hands, retry".into()),
         Err(e) => e,
@@ -546,7 +548,7 @@ pub async fn patch(
                     && r.user_id != user_id
                 {
                     return Err(DomainError::ClientUserIdTaken {
-                        user_id: r.user_id.0,
+                        user_id: r.user_id.as_uuid(),
                         created_on: r.created_on,
                     });
                 }

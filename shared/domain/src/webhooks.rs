@@ -17,7 +17,7 @@ use crate::event_secrets;
 use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key, Outgoing, Query, Queue, QueueName, WebhookSender, query_all};
+use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, query_all};
 use crate::webhook_url::{self, UrlPolicy};
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -194,22 +194,17 @@ pub fn sign(
 
 /// Handles one job from the webhook queue. Always succeeds unless storage or the queue fails
 /// (then the message returns to the queue): the retry schedule is kept by this function.
-pub async fn handle(
-    deps: &Deps,
-    queue: &dyn Queue,
-    sender: &dyn WebhookSender,
-    job: WebhookJob,
-) -> Result<(), DomainError> {
+pub async fn handle(deps: &Deps, job: WebhookJob) -> Result<(), DomainError> {
     match job {
-        WebhookJob::Event(event) => fan_out(deps, queue, event).await,
+        WebhookJob::Event(event) => fan_out(deps, event).await,
         WebhookJob::Deliver { endpoint_id, team_id, message_id, attempt, event } => {
-            deliver(deps, queue, sender, team_id, &endpoint_id, &message_id, attempt, event).await
+            deliver(deps, team_id, &endpoint_id, &message_id, attempt, event).await
         }
     }
 }
 
-async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result<(), DomainError> {
-    let team = TeamId(event.team_id);
+async fn fan_out(deps: &Deps, event: EventEnvelope) -> Result<(), DomainError> {
+    let team = TeamId::from_uuid(event.team_id);
     let message_id = message_id(&event);
     let jobs: Vec<Outgoing> = list_endpoints(deps, team)
         .await?
@@ -226,7 +221,7 @@ async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result
         })
         .collect();
     if !jobs.is_empty() {
-        queue.send(QueueName::Webhook, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+        deps.queue.send(QueueName::Webhook, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
     }
     Ok(())
 }
@@ -239,11 +234,8 @@ fn waiting(deps: &Deps, event: &EventEnvelope, message_id: &str) -> EventEnvelop
     event
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn deliver(
     deps: &Deps,
-    queue: &dyn Queue,
-    sender: &dyn WebhookSender,
     team: TeamId,
     endpoint_id: &str,
     message_id: &str,
@@ -265,7 +257,7 @@ async fn deliver(
     };
     // An erased user's events are not delivered any more, except the proof of the erasure.
     if event.event_type != crate::lifecycle_events::USER_ERASED
-        && deps.table.get(&crate::keys::user(UserId(event.user_id))).await?.is_none()
+        && deps.table.get(&crate::keys::user(UserId::from_uuid(event.user_id))).await?.is_none()
     {
         return save_attempt(deps, team, endpoint_id, record("dropped", None, Some("user erased".into())))
             .await;
@@ -280,7 +272,7 @@ async fn deliver(
     event_secrets::open(&deps.data_key, &mut plain, message_id)?;
     let body = serde_json::to_vec(&plain).expect("events serialize");
     let headers = sign(&secret, message_id, now, &body).map_err(DomainError::Rejected)?;
-    let result = sender.post(&endpoint.url, headers, body).await;
+    let result = deps.webhook_sender.post(&endpoint.url, headers, body).await;
     match result {
         Ok(status) if (200..300).contains(&status) => {
             let expiry = Some((now + chrono::Duration::days(RECORD_DAYS)).timestamp());
@@ -308,7 +300,7 @@ async fn deliver(
                 event,
             };
             let at = now + chrono::Duration::from_std(wait).expect("small");
-            queue
+            deps.queue
                 .send(QueueName::Webhook, vec![Outgoing::at(to_body(&next), at)])
                 .await
                 .map_err(|e| DomainError::Busy(e.to_string()))

@@ -7,10 +7,7 @@ use chrono::{DateTime, Utc};
 
 use wearlab_domain::Deps;
 use wearlab_domain::ids::TeamId;
-use wearlab_domain::ports::Queue;
 use wearlab_domain::webhook_url::UrlPolicy;
-
-use crate::ApiError;
 
 /// How long a verified API key is trusted without a storage read, on the deployment's clock
 /// (`deps.clock`, so tests can move it). A revoked key stops working within this time on every
@@ -31,8 +28,6 @@ pub struct SharedState {
     pub deps: Deps,
     auth_cache: Arc<AuthCache>,
     auth_ttl: Duration,
-    /// The work queues, for functions that enqueue work (bulk operations, on-demand pulls).
-    queue: Option<Arc<dyn Queue>>,
     /// Where webhook endpoints may point: production unless the local stack says otherwise.
     pub webhook_urls: UrlPolicy,
 }
@@ -51,28 +46,13 @@ impl AppState {
             deps,
             auth_cache: Arc::default(),
             auth_ttl: AUTH_CACHE_TTL,
-            queue: None,
             webhook_urls: UrlPolicy::Production,
         }))
-    }
-
-    /// The same state with the work queues attached.
-    pub fn with_queue(self, queue: Arc<dyn Queue>) -> Self {
-        Self(Arc::new(SharedState { queue: Some(queue), ..Arc::unwrap_or_clone(self.0) }))
     }
 
     /// The same state with another webhook URL policy (the local stack's loopback receivers).
     pub fn with_webhook_urls(self, policy: UrlPolicy) -> Self {
         Self(Arc::new(SharedState { webhook_urls: policy, ..Arc::unwrap_or_clone(self.0) }))
-    }
-
-    /// The work queues; a function deployed without them answers 503 (a deployment error,
-    /// logged).
-    pub fn queue(&self) -> Result<&dyn Queue, ApiError> {
-        self.0
-            .queue
-            .as_deref()
-            .ok_or_else(|| ApiError::Unavailable("this function has no work queue configured".into()))
     }
 
     /// State whose keys are checked against storage on every request (tests of revocation).
@@ -167,7 +147,7 @@ mod tests {
     #[test]
     fn the_auth_cache_answers_only_for_the_key_it_verified() {
         let cache = AuthCache::default();
-        let team = TeamId(uuid::Uuid::from_u128(7));
+        let team = TeamId::from_uuid(uuid::Uuid::from_u128(7));
         let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
         let now = Utc::now();
         assert_eq!(cache.get(key, AUTH_CACHE_TTL, now), None);

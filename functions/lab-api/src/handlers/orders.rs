@@ -1,19 +1,17 @@
 //! `/v3/order`, `/v3/order/{order_id}` and its cancel, result and requisition, `/v3/orders`.
 
-use std::sync::Arc;
-
-use axum::extract::{Path, State};
+use axum::Json;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use wearlab_domain::DomainError;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::ids::{TeamId, UserId};
 use wearlab_domain::lab::catalog::PageSpec;
-use wearlab_domain::lab::orders::{self, NewOrder, OrderFilter};
-use wearlab_domain::ports::LabNetwork;
+use wearlab_domain::lab::orders::{self, Links, NewOrder, OrderFilter};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
@@ -21,12 +19,30 @@ use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
 use crate::requisition;
 use wearlab_web::public_links as links;
 
-pub type Net = Arc<dyn LabNetwork>;
-
 pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw).map_err(|_| {
         DomainError::invalid(&["path", "order_id"], "Input should be a valid UUID", "uuid_parsing").into()
     })
+}
+
+/// What every API-key route of one order (`/v3/order/{order_id}/...`) starts from: the team of
+/// the key (401 first), the order id of the path (422 when it is not a UUID) and where links in
+/// the answer point.
+pub struct OrderCall {
+    pub team: TeamId,
+    pub id: uuid::Uuid,
+    pub links: Links,
+}
+
+impl FromRequestParts<AppState> for OrderCall {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let AuthTeam(team) = AuthTeam::from_request_parts(parts, state).await?;
+        // The routes have the one parameter; a path that does not give it is not an order id.
+        let raw = Path::<String>::from_request_parts(parts, state).await.map(|p| p.0).unwrap_or_default();
+        Ok(Self { team, id: order_id(&raw)?, links: links(&parts.headers) })
+    }
 }
 
 /// Places a lab order for a user. `X-Idempotency-Key` makes retries safe.
@@ -38,13 +54,12 @@ pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     ))]
 pub async fn create(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CreateOrderBody>,
 ) -> Result<Json<PostOrderResponse>, ApiError> {
     let new = NewOrder::parse(body, s.deps.now().date_naive())?;
-    let order = orders::create(&s.deps, net.as_ref(), team, new, &links(&headers)).await?;
+    let order = orders::create(&s.deps, team, new, &links(&headers)).await?;
     Ok(Json(PostOrderResponse::success(order, "Order created.")))
 }
 
@@ -55,15 +70,8 @@ pub async fn create(
         (status = 200, description = "The order.", body = Order),
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
-pub async fn get(
-    State(s): State<AppState>,
-    Extension(net): Extension<Net>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Json<Order>, ApiError> {
-    let id = order_id(&id)?;
-    Ok(Json(orders::get(&s.deps, net.as_ref(), team, id, &links(&headers)).await?))
+pub async fn get(State(s): State<AppState>, o: OrderCall) -> Result<Json<Order>, ApiError> {
+    Ok(Json(orders::get(&s.deps, o.team, o.id, &o.links).await?))
 }
 
 /// Newest or oldest first.
@@ -115,7 +123,6 @@ pub struct ListParams {
     responses((status = 200, description = "A page of orders.", body = OrderPage)))]
 pub async fn list(
     State(s): State<AppState>,
-    Extension(net): Extension<Net>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     QueryParams(p): QueryParams<ListParams>,
@@ -132,7 +139,7 @@ pub async fn list(
         .into());
     }
     let filter = OrderFilter {
-        user_id: p.user_id.map(UserId),
+        user_id: p.user_id.map(UserId::from_uuid),
         status: p.status.filter(|s| !s.is_empty()),
         lab_id: p.lab_id,
         collection_method: p.collection_method.filter(|s| !s.is_empty()),
@@ -140,7 +147,7 @@ pub async fn list(
         end_date: p.end_date,
         ascending: matches!(p.order_direction, Some(Direction::Asc)),
     };
-    Ok(Json(orders::list(&s.deps, net.as_ref(), team, &filter, spec, &links(&headers)).await?))
+    Ok(Json(orders::list(&s.deps, team, &filter, spec, &links(&headers)).await?))
 }
 
 /// Cancels an order the lab has not started processing.
@@ -151,15 +158,8 @@ pub async fn list(
         (status = 400, description = "The order can no longer be cancelled.", body = DetailBody),
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
-pub async fn cancel(
-    State(s): State<AppState>,
-    Extension(net): Extension<Net>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Json<PostOrderResponse>, ApiError> {
-    let id = order_id(&id)?;
-    let order = orders::cancel(&s.deps, net.as_ref(), team, id, &links(&headers)).await?;
+pub async fn cancel(State(s): State<AppState>, o: OrderCall) -> Result<Json<PostOrderResponse>, ApiError> {
+    let order = orders::cancel(&s.deps, o.team, o.id, &o.links).await?;
     Ok(Json(PostOrderResponse::success(order, "Order cancelled.")))
 }
 
@@ -170,15 +170,8 @@ pub async fn cancel(
         (status = 200, description = "The order's results.", body = OrderResults),
         (status = 404, description = "No such order in this team, or no results yet.", body = DetailBody),
     ))]
-pub async fn result(
-    State(s): State<AppState>,
-    Extension(net): Extension<Net>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Json<OrderResults>, ApiError> {
-    let id = order_id(&id)?;
-    Ok(Json(orders::results(&s.deps, net.as_ref(), team, id, &links(&headers)).await?))
+pub async fn result(State(s): State<AppState>, o: OrderCall) -> Result<Json<OrderResults>, ApiError> {
+    Ok(Json(orders::results(&s.deps, o.team, o.id, &o.links).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

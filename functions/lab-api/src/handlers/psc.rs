@@ -1,18 +1,16 @@
 //! `/v3/order/{order_id}/psc/info`: patient service centers near an order's patient.
 
-use axum::Extension;
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Uri};
+use axum::extract::State;
+use axum::http::Uri;
 use utoipa::IntoParams;
 use wearlab_domain::lab::psc;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{PscCapability, PscInfo};
-use wearlab_web::{ApiError, AppState, AuthTeam};
+use wearlab_web::{ApiError, AppState};
 
-use super::orders::{Net, order_id};
+use super::orders::OrderCall;
 use crate::query::RawParams;
-use wearlab_web::public_links as links;
 
 /// Query of the listing (documentation; read by `RawParams`).
 #[derive(IntoParams)]
@@ -50,18 +48,10 @@ impl utoipa::ToSchema for PscRadius {}
         (status = 400, description = "The patient's ZIP code has no known location.", body = DetailBody),
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
-pub async fn info(
-    State(s): State<AppState>,
-    Extension(net): Extension<Net>,
-    AuthTeam(team): AuthTeam,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    uri: Uri,
-) -> Result<Json<PscInfo>, ApiError> {
-    let id = order_id(&id)?;
+pub async fn info(State(s): State<AppState>, o: OrderCall, uri: Uri) -> Result<Json<PscInfo>, ApiError> {
     let q = RawParams::parse(uri.query());
     let radius = psc::parse_radius(q.string("radius").as_deref())?;
     let caps = psc::parse_capabilities(&q.all_strings("capabilities"))?;
     q.finish()?;
-    Ok(Json(psc::for_order(&s.deps, net.as_ref(), team, id, radius, &caps, &links(&headers)).await?))
+    Ok(Json(psc::for_order(&s.deps, o.team, o.id, radius, &caps, &o.links).await?))
 }

@@ -63,6 +63,6 @@ pub async fn historical_pull(
 ) -> Result<(StatusCode, Json<HistoricalPullStarted>), ApiError> {
     let user_id = path_user_id(&user_id)?;
     let provider = known_provider(&provider)?.slug.clone();
-    let pull_id = pipeline::pull::start(&s.deps, s.queue()?, team, user_id, &provider).await?;
-    Ok((StatusCode::ACCEPTED, Json(HistoricalPullStarted { user_id: user_id.0, provider, pull_id })))
+    let pull_id = pipeline::pull::start(&s.deps, team, user_id, &provider).await?;
+    Ok((StatusCode::ACCEPTED, Json(HistoricalPullStarted { user_id: user_id.as_uuid(), provider, pull_id })))
 }

@@ -201,5 +201,5 @@ pub async fn refresh(
 ) -> Answer<Json<RefreshResult>> {
     let user_id = path_user_id(&user_id)?;
     let timeout = lifecycle::refresh_timeout(p.timeout)?;
-    Ok(Json(lifecycle::refresh(&s.deps, s.queue()?, team, user_id, timeout).await?))
+    Ok(Json(lifecycle::refresh(&s.deps, team, user_id, timeout).await?))
 }

@@ -70,7 +70,7 @@ async fn main() -> Result<(), Error> {
 
     // The use cases alone.
     let (user, create) = counted(&table, users::create(&deps, team, new_user("uc-create")?)).await;
-    let user_id = UserId(user?.user_id);
+    let user_id = UserId::from_uuid(user?.user_id);
     let (r, get) = counted(&table, users::get(&deps, team, user_id)).await;
     r?;
     let (r, list) =
@@ -83,7 +83,8 @@ async fn main() -> Result<(), Error> {
     let warm = wearlab_local::app(AppState::new(deps.clone()));
     let uncached = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
     let (_, cold_first) =
-        counted(&table, call(&warm, Method::GET, &format!("/v2/user/{}", user_id.0), &key, None)).await;
+        counted(&table, call(&warm, Method::GET, &format!("/v2/user/{}", user_id.as_uuid()), &key, None))
+            .await;
     let mut per_request = Vec::new();
     for (i, app) in [&warm, &uncached].into_iter().enumerate() {
         let cid = format!("req-create-{i}");

@@ -138,7 +138,7 @@ async fn main() {
             break;
         }
     }
-    let team = wearlab_local::LOCAL_TEAM_ID.0;
+    let team = wearlab_local::LOCAL_TEAM_ID.as_uuid();
     let user = ids[0].parse().expect("uuid");
     let started = Instant::now();
     for chunk in (0..events).collect::<Vec<_>>().chunks(100) {

@@ -54,6 +54,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("catalog.rs", &["crate::linking", "crate::users", "crate::lifecycle"]),
     ("users.rs", &["crate::linking", "crate::lifecycle"]),
+    ("events.rs", &["crate::linking", "crate::lifecycle", "crate::lab", "crate::pipeline"]),
     ("linking", &["crate::lifecycle"]),
     ("bulk_ledger.rs", &["crate::bulk::", "crate::pipeline"]),
     ("pipeline", &["crate::bulk::", "crate::lifecycle"]),

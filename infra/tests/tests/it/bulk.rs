@@ -94,11 +94,7 @@ async fn ops(t: &TestApp) -> Vec<Value> {
 }
 
 fn connection_events(t: &TestApp, user: &str) -> usize {
-    t.stack
-        .as_ref()
-        .unwrap()
-        .bus
-        .published()
+    t.published()
         .iter()
         .filter(|e| e.event_type == "provider.connection.created" && e.user_id.to_string() == user)
         .count()
@@ -232,7 +228,7 @@ async fn import_waits_for_completion_and_reports_each_user() {
     assert_eq!(op["provider"], "fitbit");
     // The import started the connections' historical pulls.
     drain(&t).await;
-    let pulled = t.stack.as_ref().unwrap().bus.published();
+    let pulled = t.published();
     let kinds: Vec<&str> = pulled.iter().map(|e| e.event_type.as_str()).collect();
     assert!(
         pulled.iter().any(|e| e.event_type.starts_with("historical.data.") && e.user_id.to_string() == ok1),
@@ -349,7 +345,7 @@ async fn duplicate_and_crashed_deliveries_import_once() {
     assert_eq!(held.len(), 1, "four recipes travel in one message");
     stack.queue.send(QueueName::Bulk, vec![Outgoing::now(held[0].envelope.body.clone())]).await.unwrap();
     // A worker handles the held copy, then crashes before acknowledging it.
-    let outcome = bulk_worker::handle(&t.deps, &stack.queue, held[0].envelope.clone()).await;
+    let outcome = bulk_worker::handle(&t.deps, held[0].envelope.clone()).await;
     assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
     // The duplicate, and the crashed copy after its lease runs out, change nothing.
     drain(&t).await;
@@ -407,7 +403,7 @@ async fn trigger_starts_throttled_pulls_and_reports_who_failed() {
     t.post("/v2/link/connect/demo", json!({"user_id": paused, "provider": "fitbit"})).await;
     let p = t.post("/v2/link/bulk_pause", json!({"provider": "fitbit", "user_ids": [paused]})).await;
     assert_eq!(p.status, StatusCode::OK, "{}", p.body);
-    let before = t.stack.as_ref().unwrap().bus.published().len();
+    let before = t.published().len();
 
     let bg = workers(&t, 500);
     let a = t
@@ -422,7 +418,7 @@ async fn trigger_starts_throttled_pulls_and_reports_who_failed() {
     assert_eq!(sorted(&a.body["user_ids_triggered"]), ids(&[&connected[0], &connected[1]]));
     assert_eq!(sorted(&a.body["user_ids_failed"]), ids(&[&lonely, &paused]));
     drain(&t).await;
-    let after = t.stack.as_ref().unwrap().bus.published();
+    let after = t.published();
     let kinds: Vec<&str> = after[before..].iter().map(|e| e.event_type.as_str()).collect();
     for u in &connected {
         assert!(
@@ -579,11 +575,11 @@ async fn paused_connections_are_kept_but_skipped_by_polls_and_pulls() {
     let c = t.get(&format!("/v2/user/providers/{user}")).await;
     assert_eq!(c.body["providers"][0]["status"], "paused", "kept, paused: {}", c.body);
 
-    let before = t.stack.as_ref().unwrap().bus.published().len();
+    let before = t.published().len();
     t.clock.advance(Span::days(2));
     t.stack.as_ref().unwrap().schedule_poll().await.unwrap();
     drain(&t).await;
-    let after = t.stack.as_ref().unwrap().bus.published();
+    let after = t.published();
     assert!(
         after[before..].iter().all(|e| e.user_id.to_string() != user),
         "no data events for a paused connection"
@@ -637,7 +633,7 @@ async fn the_bulk_queue_survives_a_restart_of_the_local_stack() {
     {
         let stack = wearlab_local::LocalStack::open(&dir).unwrap();
         let clock = Arc::new(wearlab_domain::ports::ManualClock::new(chrono::Utc::now()));
-        let t = TestApp::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
+        let t = TestApp::on(stack.deps.clone(), clock).await;
         teams::set_bulk_operations(&t.deps, t.team, true).await.unwrap();
         t.send(
             Method::PUT,
@@ -675,7 +671,7 @@ async fn on_demand_historical_pull() {
     let user = t.create_user("b-od").await;
     t.post("/v2/link/connect/demo", json!({"user_id": user, "provider": "oura"})).await;
     drain(&t).await;
-    let before = t.stack.as_ref().unwrap().bus.published().len();
+    let before = t.published().len();
     let a = t.post_empty(&format!("/v2/user/historical_pull/{user}/oura")).await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
     assert_eq!(
@@ -683,7 +679,7 @@ async fn on_demand_historical_pull() {
         (Some(user.as_str()), Some("oura"))
     );
     drain(&t).await;
-    let after = t.stack.as_ref().unwrap().bus.published();
+    let after = t.published();
     let sleep = after[before..].iter().filter(|e| e.event_type == "historical.data.sleep.created").count();
     assert_eq!(sleep, 1, "a second pull announces its resources once more");
     for (path, status) in [
@@ -745,7 +741,7 @@ mod on_sqs {
         let event: aws_lambda_events::sqs::SqsEvent =
             serde_json::from_value(json!({"Records": records})).unwrap();
         let response = wearlab_aws::handle_sqs_batch(&sqs, QueueName::Bulk, event, |env, _| {
-            bulk_worker::handle(&t.deps, &sqs, env)
+            bulk_worker::handle(&t.deps, env)
         })
         .await;
         assert!(response.batch_item_failures.is_empty());

@@ -44,7 +44,7 @@ impl TestApp {
     pub async fn embedded() -> Self {
         let clock = Arc::new(ManualClock::new(start_time()));
         let stack = LocalStack::in_memory(clock.clone());
-        let t = Self::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
+        let t = Self::on(stack.deps.clone(), clock).await;
         Self { stack: Some(stack), ..t }
     }
 
@@ -54,25 +54,21 @@ impl TestApp {
         let stack = LocalStack::in_memory(clock.clone());
         let table = Arc::new(FaultyTable::new(stack.deps.table.clone()));
         let deps = Deps { table: table.clone(), ..stack.deps.clone() };
-        let t = Self::on(deps, clock).await.with_queue(Arc::new(stack.queue.clone()));
+        let t = Self::on(deps, clock).await;
         (Self { stack: Some(stack), ..t }, table)
     }
 
-    /// The same app with work queues (bulk operations, on-demand pulls).
+    /// The same app (and `deps`) with other work queues.
     pub fn with_queue(self, queue: Arc<dyn wearlab_domain::ports::Queue>) -> Self {
-        let app = wearlab_local::app(AppState::without_auth_cache(self.deps.clone()).with_queue(queue));
-        Self { app, ..self }
+        let deps = Deps { queue, ..self.deps };
+        let app = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+        Self { app, deps, ..self }
     }
 
     /// The same app with the API-key cache of deployments (other tests read every key from
     /// storage, so that a revoked key fails at once).
     pub fn with_auth_cache(self) -> Self {
-        let state = AppState::new(self.deps.clone());
-        let state = match &self.stack {
-            Some(stack) => state.with_queue(Arc::new(stack.queue.clone())),
-            None => state,
-        };
-        Self { app: wearlab_local::app(state), ..self }
+        Self { app: wearlab_local::app(AppState::new(self.deps.clone())), ..self }
     }
 
     /// Any adapters, with a fresh team and key.
@@ -81,6 +77,11 @@ impl TestApp {
         let key = teams::issue_key(&deps, team.team_id, "test").await.unwrap().secret;
         let app = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
         Self { deps, clock, app, key, team: team.team_id, stack: None }
+    }
+
+    /// The events the embedded stack published, oldest first (every team's).
+    pub fn published(&self) -> Vec<wearlab_domain::ports::EventEnvelope> {
+        self.stack.as_ref().expect("an embedded stack").bus.published()
     }
 
     /// A key of another team on the same storage.

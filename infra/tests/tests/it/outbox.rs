@@ -29,7 +29,7 @@ fn connection_events(bus: &MemoryBus, user: &str) -> usize {
 }
 
 async fn staged_entries(deps: &Deps, user: &str) -> usize {
-    let user = UserId(user.parse().unwrap());
+    let user = UserId::from_uuid(user.parse().unwrap());
     let q = Query::partition(keys::user_partition(user)).prefix("OUTBOX#");
     query_all(deps.table.as_ref(), q, 100).await.unwrap().len()
 }
@@ -95,7 +95,7 @@ async fn staged_events_of_an_erased_user_are_erased_with_the_user() {
 #[tokio::test]
 async fn an_unreadable_staged_entry_does_not_hold_up_the_others() {
     let (t, stack, _, user) = connected_while_bus_down("outbox-4").await;
-    let uid = UserId(user.parse().unwrap());
+    let uid = UserId::from_uuid(user.parse().unwrap());
     let (at, id) = (t.clock.now() - Duration::hours(1), uuid::Uuid::new_v4());
     let garbage = Item::new(keys::outbox(uid, at, id), json!({"not": "events"}))
         .with_gsi1(keys::outbox_index(id), keys::outbox_index_sort(at, id));

@@ -34,14 +34,7 @@ async fn drain(t: &TestApp) -> usize {
 }
 
 fn events(t: &TestApp, prefix: &str) -> Vec<EventEnvelope> {
-    t.stack
-        .as_ref()
-        .unwrap()
-        .bus
-        .published()
-        .into_iter()
-        .filter(|e| e.event_type.starts_with(prefix))
-        .collect()
+    t.published().into_iter().filter(|e| e.event_type.starts_with(prefix)).collect()
 }
 
 fn counts(events: &[EventEnvelope]) -> BTreeMap<String, usize> {
@@ -611,8 +604,7 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
             .await;
     let user = user_with(&t, "pl-dense").await;
     connect(&t, &user, "oura").await;
-    let run =
-        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+    let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
     for _ in 0..50 {
         if run().await.unwrap() == 0 {
             break;
@@ -629,7 +621,7 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
         .bus
         .published()
         .into_iter()
-        .filter(|e| e.event_type == "daily.data.heartrate.created" && e.team_id == t.team.0)
+        .filter(|e| e.event_type == "daily.data.heartrate.created" && e.team_id == t.team.as_uuid())
         .collect();
     let whole: usize = parts.iter().map(|e| serde_json::to_vec(e).unwrap().len()).sum();
     assert!(whole > 256 * 1024, "the day would not fit one event: {whole} bytes");
@@ -665,15 +657,14 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
     .await;
     let user = user_with(&t, "pl-9").await;
     connect(&t, &user, "oura").await;
-    let run =
-        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+    let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
     run().await.unwrap();
     let heartrate = |t: &TestApp| {
         stack
             .bus
             .published()
             .iter()
-            .filter(|e| e.event_type == "historical.data.heartrate.created" && e.team_id == t.team.0)
+            .filter(|e| e.event_type == "historical.data.heartrate.created" && e.team_id == t.team.as_uuid())
             .count()
     };
     assert_eq!(heartrate(&t), 0, "the resource's last chunk is not fetched yet");
@@ -709,11 +700,9 @@ async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_f
         ..FlakyProviders::plain(inner)
     })
     .await;
-    let t = t.with_queue(std::sync::Arc::new(stack.queue.clone()));
     let run_pull_worker = || async {
         for _ in 0..50 {
-            let run =
-                stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
+            let run = stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
             if run.await.unwrap() == 0 {
                 break;
             }
@@ -724,7 +713,7 @@ async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_f
     connect(&t, &user, "freestyle_libre").await;
     run_pull_worker().await; // the historical pulls
     let created = |t: &TestApp, event_type: &str| -> Vec<Value> {
-        let mine = |e: &EventEnvelope| e.event_type == event_type && e.team_id == t.team.0;
+        let mine = |e: &EventEnvelope| e.event_type == event_type && e.team_id == t.team.as_uuid();
         stack.bus.published().into_iter().filter(mine).map(|e| e.data).collect()
     };
     // A new day; oura answers slower than the refresh waits.
@@ -754,6 +743,7 @@ async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_f
 async fn pipeline_pull_poll_and_reads_on_dynamodb() {
     let (t, table, _) = crate::users_on_dynamodb::on_moto().await;
     let queue = wearlab_embedded::TableQueue::new(table.clone(), t.clock.clone());
+    let t = t.with_queue(std::sync::Arc::new(queue.clone()));
     let user = user_with(&t, "pl-moto").await;
     connect(&t, &user, "oura").await;
     let mut prefs = wearlab_models::data::DataPullPreferences::default();
@@ -763,12 +753,11 @@ async fn pipeline_pull_poll_and_reads_on_dynamodb() {
         event_type: "provider.connection.created".into(),
         user_id: user.parse().unwrap(),
         client_user_id: "pl-moto".into(),
-        team_id: t.team.0,
+        team_id: t.team.as_uuid(),
         data: json!({"user_id": user, "provider": {"slug": "oura", "name": "Oura", "logo": null}}),
     };
     for _ in 0..2 {
-        let outcome =
-            wearlab_domain::pipeline::handle(&t.deps, &queue, PullMessage::Event(created.clone())).await;
+        let outcome = wearlab_domain::pipeline::handle(&t.deps, PullMessage::Event(created.clone())).await;
         assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
     }
     let items = data_items(&t, &user).await;
@@ -784,10 +773,9 @@ async fn pipeline_pull_poll_and_reads_on_dynamodb() {
     assert_eq!(b.body["groups"]["oura"][0]["data"].as_array().unwrap().len(), 3 * 24);
     // The scheduled poll finds the connection through the index and polls it.
     t.clock.advance(Duration::days(1));
-    let outcome = wearlab_domain::pipeline::handle(&t.deps, &queue, PullMessage::Job(Job::PollAll {})).await;
+    let outcome = wearlab_domain::pipeline::handle(&t.deps, PullMessage::Job(Job::PollAll {})).await;
     assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
-    let n =
-        queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&t.deps, &queue, env)).await.unwrap();
+    let n = queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&t.deps, env)).await.unwrap();
     assert_eq!(n, 1);
     let items = data_items(&t, &user).await;
     assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(), 11);
@@ -796,15 +784,14 @@ async fn pipeline_pull_poll_and_reads_on_dynamodb() {
 #[tokio::test]
 async fn pipeline_pull_on_demand_runs_again() {
     let t = TestApp::embedded().await;
-    let stack = t.stack.as_ref().unwrap();
     let user = user_with(&t, "pl-10").await;
     connect(&t, &user, "oura").await;
     drain(&t).await;
     let uid = UserId::parse(&user).unwrap();
     let start = wearlab_domain::pipeline::pull::start;
-    assert!(start(&t.deps, &stack.queue, t.team, uid, "fitbit").await.is_err(), "no fitbit connection");
+    assert!(start(&t.deps, t.team, uid, "fitbit").await.is_err(), "no fitbit connection");
     t.clock.advance(Duration::hours(1));
-    start(&t.deps, &stack.queue, t.team, uid, "oura").await.unwrap();
+    start(&t.deps, t.team, uid, "oura").await.unwrap();
     drain(&t).await;
     let c = counts(&events(&t, "historical."));
     assert_eq!(c.get("historical.data.sleep.created"), Some(&2), "{c:?}");

@@ -135,7 +135,7 @@ async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
         event_type: "provider.connection.created".into(),
         user_id: user.parse().unwrap(),
         client_user_id: "c".into(),
-        team_id: t.team.0,
+        team_id: t.team.as_uuid(),
         data: json!({"provider": "oura"}),
     };
     t.deps.bus.publish(vec![event]).await.unwrap();
@@ -143,13 +143,12 @@ async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
         UrlPolicy::Production,
         GuardedResolver::with_answers(UrlPolicy::Production, &[("rebound.example.com", LOOPBACK)]),
     );
+    let deps = wearlab_domain::Deps { webhook_sender: std::sync::Arc::new(sender), ..t.deps.clone() };
     let stack = t.stack.as_ref().unwrap();
     for _ in 0..3 {
         stack
             .queue
-            .run_once(wearlab_domain::ports::QueueName::Webhook, |env, _| {
-                webhook_worker::handle(&t.deps, &stack.queue, &sender, env)
-            })
+            .run_once(wearlab_domain::ports::QueueName::Webhook, |env, _| webhook_worker::handle(&deps, env))
             .await
             .unwrap();
     }

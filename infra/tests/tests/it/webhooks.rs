@@ -53,7 +53,7 @@ async fn publish(t: &TestApp, user_id: &str, event_type: &str) {
         event_type: event_type.into(),
         user_id: user_id.parse().unwrap(),
         client_user_id: "c".into(),
-        team_id: t.team.0,
+        team_id: t.team.as_uuid(),
         data: json!({"provider": "oura"}),
     };
     t.deps.bus.publish(vec![event]).await.unwrap();

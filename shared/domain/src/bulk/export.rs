@@ -97,7 +97,7 @@ pub async fn export(
         }
         let creds = conn.credentials(deps)?;
         out.push(ConnectionRecipe {
-            user_id: user.0,
+            user_id: user.as_uuid(),
             access_token: creds.access_token.expose().to_owned(),
             refresh_token: creds.refresh_token.as_ref().map(|t| t.expose().to_owned()).unwrap_or_default(),
             provider_id: conn.external_user_id.clone(),

@@ -20,7 +20,7 @@ use crate::keys::bulk as keys;
 use crate::linking::connections::{self, Committed, ConnectionRecord, NewConnection};
 use crate::linking::team;
 use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
-use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueName};
+use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, QueueName};
 
 /// Longest token and provider user id accepted.
 const MAX_TOKEN: usize = 8 * 1024;
@@ -67,7 +67,7 @@ impl ImportRequest {
             .into_iter()
             .map(|r| {
                 Packed(
-                    UserId(r.user_id),
+                    UserId::from_uuid(r.user_id),
                     r.access_token,
                     r.refresh_token,
                     r.provider_id,
@@ -141,12 +141,7 @@ fn pack(recipes: Vec<Packed>) -> Vec<Vec<Packed>> {
 
 /// Records the operation and queues its recipes (sealed: they carry tokens). The answer
 /// does not wait for any import.
-pub async fn submit(
-    deps: &Deps,
-    queue: &dyn Queue,
-    team: TeamId,
-    req: ImportRequest,
-) -> Result<OpRef, DomainError> {
+pub async fn submit(deps: &Deps, team: TeamId, req: ImportRequest) -> Result<OpRef, DomainError> {
     let slug = req.provider.slug.as_str();
     if team::team_client(deps, team, slug).await?.is_none() {
         return Err(no_app(slug));
@@ -165,7 +160,7 @@ pub async fn submit(
         })
         .collect();
     let count = messages.len();
-    if let Err(e) = queue.send(QueueName::Bulk, messages).await {
+    if let Err(e) = deps.queue.send(QueueName::Bulk, messages).await {
         abandon(deps, &op, total).await;
         return Err(DomainError::Busy(format!("the import could not be queued ({e}); submit it again")));
     }

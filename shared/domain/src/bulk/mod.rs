@@ -29,7 +29,7 @@ use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
 use crate::linking::known_provider;
 use crate::ports::to_body;
-use crate::ports::{Cursor, Outcome, Query, Queue, StoreError};
+use crate::ports::{Cursor, Outcome, Query, StoreError};
 
 /// The longest a request with `wait_for_completion` waits for its operation.
 pub const WAIT_LIMIT: Duration = Duration::from_secs(20);
@@ -123,12 +123,12 @@ pub async fn wait(deps: &Deps, op: &OpRef) -> Result<Option<(Vec<UserId>, Vec<Us
 }
 
 /// Handles one message of the bulk queue.
-pub async fn handle(deps: &Deps, queue: &dyn Queue, message: BulkMessage) -> Outcome {
+pub async fn handle(deps: &Deps, message: BulkMessage) -> Outcome {
     let result = match &message {
         BulkMessage::Import { op, chunk, items, recipes } => {
             import::import_chunk(deps, op, *chunk, *items, recipes).await
         }
-        BulkMessage::Trigger { op, user_ids, .. } => trigger::trigger_chunk(deps, queue, op, user_ids).await,
+        BulkMessage::Trigger { op, user_ids, .. } => trigger::trigger_chunk(deps, op, user_ids).await,
     };
     result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))
 }
@@ -169,5 +169,5 @@ pub(crate) fn check_user_ids(ids: &[uuid::Uuid], max: Option<usize>) -> Result<V
             ));
         }
     }
-    Ok(ids.iter().copied().map(UserId).collect())
+    Ok(ids.iter().copied().map(UserId::from_uuid).collect())
 }

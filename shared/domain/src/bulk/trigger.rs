@@ -14,7 +14,7 @@ use crate::ids::{TeamId, UserId};
 use crate::keys::bulk as keys;
 use crate::linking::connections::ConnectionRecord;
 use crate::pipeline::{Job, PullJob, PullMessage};
-use crate::ports::{Key, Outcome, Outgoing, Queue, QueueName};
+use crate::ports::{Key, Outcome, Outgoing, QueueName};
 use crate::users;
 
 /// Users per message: the worker records the users it cannot trigger in one transaction
@@ -36,12 +36,7 @@ impl TriggerRequest {
 }
 
 /// Records the operation and queues its users.
-pub async fn submit(
-    deps: &Deps,
-    queue: &dyn Queue,
-    team: TeamId,
-    req: TriggerRequest,
-) -> Result<OpRef, DomainError> {
+pub async fn submit(deps: &Deps, team: TeamId, req: TriggerRequest) -> Result<OpRef, DomainError> {
     let slug = req.provider.slug.as_str();
     let total = req.user_ids.len() as u64;
     let op = begin(deps, team, BulkOpType::LinkBulkHistoricalTrigger, slug, total).await?;
@@ -55,7 +50,7 @@ pub async fn submit(
             )
         })
         .collect();
-    if let Err(e) = queue.send(QueueName::Bulk, messages).await {
+    if let Err(e) = deps.queue.send(QueueName::Bulk, messages).await {
         abandon(deps, &op, total).await;
         return Err(DomainError::Busy(format!("the trigger could not be queued ({e}); submit it again")));
     }
@@ -79,7 +74,6 @@ fn failed_results(op: &OpRef, users: &[UserId]) -> Vec<(Key, ResultRecord)> {
 /// the provider fail at once.
 pub(crate) async fn trigger_chunk(
     deps: &Deps,
-    queue: &dyn Queue,
     op: &OpRef,
     user_ids: &[UserId],
 ) -> Result<Outcome, DomainError> {
@@ -110,7 +104,7 @@ pub(crate) async fn trigger_chunk(
     }
     let queued = jobs.len();
     if !jobs.is_empty() {
-        queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+        deps.queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
     }
     record(deps, op, failed_results(op, &failed), false).await?;
     tracing::info!(op_id = %op.op_id, queued, failed = failed.len(), "bulk trigger message done");

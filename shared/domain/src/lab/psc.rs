@@ -17,7 +17,6 @@ use super::validate::zip5;
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
-use crate::ports::lab_network::LabNetwork;
 
 /// The radii a search may use, in miles.
 pub const RADII: [u32; 5] = [10, 20, 25, 50, 100];
@@ -131,14 +130,13 @@ pub fn near(
 /// GET /v3/order/{order_id}/psc/info.
 pub async fn for_order(
     deps: &Deps,
-    net: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     radius: u32,
     capabilities: &[PscCapability],
     links: &Links,
 ) -> Result<PscInfo, DomainError> {
-    let rec = orders::record(deps, net, team, order_id, links).await?;
+    let rec = orders::record(deps, team, order_id, links).await?;
     let lab = catalog().lab(rec.lab_id).expect("orders name known labs");
     Ok(PscInfo {
         lab_id: lab.id,

@@ -23,7 +23,7 @@ use crate::Deps;
 use crate::error::DomainError;
 use crate::keys::lab as keys;
 use crate::ports::to_body;
-use crate::ports::{Condition, EventEnvelope, Item, Key, StoreError};
+use crate::ports::{Condition, Item, Key, StoreError};
 use crate::users;
 
 /// The event that carries a code for the team to relay.
@@ -203,19 +203,14 @@ pub async fn request(deps: &Deps, access: &Access, channel: Channel) -> Result<R
     let Some((user, _)) = users::load(deps, access.team_id, access.user_id).await? else {
         return Err(DomainError::NotFound("The user of this link no longer exists.".into()));
     };
-    let event = EventEnvelope {
-        event_type: EVENT_VERIFICATION_REQUESTED.into(),
-        user_id: access.user_id.0,
-        client_user_id: user.client_user_id.to_string(),
-        team_id: access.team_id.0,
-        data: serde_json::json!({
-            "user_id": access.user_id,
-            "channel": channel.as_str(),
-            "code": code,
-            "expires_at": expires_at,
-            "order_id": access.order_id,
-        }),
-    };
+    let data = serde_json::json!({
+        "user_id": access.user_id,
+        "channel": channel.as_str(),
+        "code": code,
+        "expires_at": expires_at,
+        "order_id": access.order_id,
+    });
+    let event = crate::events::of_user(&user, EVENT_VERIFICATION_REQUESTED, data);
     // Without the event the user never gets the code: a failure is the request's failure.
     deps.bus.publish(vec![event]).await?;
     tracing::info!(team_id = %access.team_id, user_id = %access.user_id, channel = channel.as_str(), "portal verification code requested");

@@ -293,17 +293,8 @@ pub async fn commit(
 /// `provider.connection.created` with `provider` and the deprecated `source` (same content).
 fn created_event(user: &UserRecord, slug: &str) -> EventEnvelope {
     let provider = catalog().reference(slug);
-    EventEnvelope {
-        event_type: CONNECTION_CREATED.into(),
-        user_id: user.user_id.0,
-        client_user_id: user.client_user_id.to_string(),
-        team_id: user.team_id.0,
-        data: serde_json::json!({
-            "user_id": user.user_id,
-            "provider": provider,
-            "source": provider,
-        }),
-    }
+    let data = serde_json::json!({"user_id": user.user_id, "provider": provider, "source": provider});
+    crate::events::of_user(user, CONNECTION_CREATED, data)
 }
 
 /// GET /v2/user/providers/{user_id}: the user's connections, oldest first.

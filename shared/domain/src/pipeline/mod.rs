@@ -98,22 +98,7 @@ pub fn history_days(prefs: &DataPullPreferences, provider: &str) -> u32 {
     prefs.history_days.get(provider).copied().unwrap_or(prefs.default_history_days).clamp(1, MAX_HISTORY_DAYS)
 }
 
-/// An event of the user.
-pub(crate) fn event(
-    event_type: String,
-    team: TeamId,
-    user: UserId,
-    client_user_id: &str,
-    data: serde_json::Value,
-) -> EventEnvelope {
-    EventEnvelope {
-        event_type,
-        user_id: user.0,
-        client_user_id: client_user_id.to_owned(),
-        team_id: team.0,
-        data,
-    }
-}
+pub(crate) use crate::events::user_event as event;
 
 /// Most bytes of one serialized event. EventBridge refuses entries over 256 KB and SQS messages
 /// over 256 KB; the EventBridge event that reaches the webhook queue wraps the envelope in its own

@@ -193,7 +193,7 @@ impl Context {
     fn profile(&self, r: &Value) -> ProfileSummary {
         ProfileSummary {
             id: record_id(&[&self.user_id.to_string(), &self.provider, "profile"]),
-            user_id: self.user_id.0,
+            user_id: self.user_id.as_uuid(),
             height: num(r, "height_cm").map(|cm| cm / 100.0).or_else(|| num(r, "height_m")),
             birth_year: int(r, "birth_year").map(|y| y as i32),
             source: source(&self.provider, Some(r)),
@@ -207,7 +207,7 @@ impl Context {
             |t: DateTime<Utc>| tz.offset_from_utc_datetime(&t.naive_utc()).fix().local_minus_utc();
         let day_offset = offset_at(Utc.from_utc_datetime(&day.and_hms_opt(12, 0, 0).unwrap_or_default()));
         let src = source(&self.provider, Some(r));
-        let user_id = self.user_id.0;
+        let user_id = self.user_id.as_uuid();
         let mut push = |resource: &'static str, value: Value| {
             out.push(Entry::Summary { resource, date: day, n: n.to_owned(), value });
         };
@@ -367,7 +367,7 @@ mod tests {
 
     fn ctx(birth_year: Option<i32>) -> Context {
         Context {
-            user_id: UserId(uuid::Uuid::nil()),
+            user_id: UserId::from_uuid(uuid::Uuid::nil()),
             provider: "oura".into(),
             fallback_tz: "Europe/Berlin".parse().unwrap(),
             birth_year,

@@ -28,7 +28,7 @@ use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
 use crate::ports::providers::{DateRange, ProviderAccount, ProviderError};
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Outcome, Outgoing, Query, Queue, QueueName, StoreError};
+use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreError};
 use crate::throttle::{self, Decision};
 use crate::users::{self, UserRecord};
 
@@ -108,7 +108,6 @@ struct SyncRecord {
 /// Queues a historical pull of the user's connection to `provider` (on demand). Returns its id.
 pub async fn start(
     deps: &Deps,
-    queue: &dyn Queue,
     team: TeamId,
     user_id: UserId,
     provider: &str,
@@ -131,24 +130,24 @@ pub async fn start(
         pull_id: pull_id.clone(),
         bulk_op: None,
     };
-    send(queue, Job::Pull(job)).await?;
+    send(deps, Job::Pull(job)).await?;
     Ok(pull_id)
 }
 
-async fn send(queue: &dyn Queue, job: Job) -> Result<(), DomainError> {
-    queue
+async fn send(deps: &Deps, job: Job) -> Result<(), DomainError> {
+    deps.queue
         .send(QueueName::Pull, vec![Outgoing::now(PullMessage::Job(job).body())])
         .await
         .map_err(|e| DomainError::Busy(e.to_string()))
 }
 
 /// Handles one message of the pull queue.
-pub async fn handle(deps: &Deps, queue: &dyn Queue, message: PullMessage) -> Outcome {
+pub async fn handle(deps: &Deps, message: PullMessage) -> Outcome {
     let result = match message {
         PullMessage::Event(e) => on_event(deps, e).await,
         PullMessage::Job(Job::Pull(job)) => pull(deps, &job).await,
         PullMessage::Job(Job::Poll(job)) => poll(deps, &job).await.map(|()| Outcome::Ack),
-        PullMessage::Job(Job::PollAll {}) => poll_all(deps, queue).await.map(|_| Outcome::Ack),
+        PullMessage::Job(Job::PollAll {}) => poll_all(deps).await.map(|_| Outcome::Ack),
     };
     result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))
 }
@@ -164,12 +163,12 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
     else {
         return Ok(Outcome::Ack);
     };
-    let user_id = UserId(e.user_id);
+    let user_id = UserId::from_uuid(e.user_id);
     let Some(conn) = load_connection(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
     // One pull per connection: a duplicate event names the same pull.
     let pull_id = format!("conn-{}", conn.created_on.timestamp_micros());
     let job = PullJob {
-        team_id: TeamId(e.team_id),
+        team_id: TeamId::from_uuid(e.team_id),
         user_id,
         provider: provider.to_owned(),
         pull_id,
@@ -398,7 +397,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 save(deps, &key, &p, &mut version).await?;
             }
             let data = to_body(&HistoricalPullCompleted {
-                user_id: user_id.0,
+                user_id: user_id.as_uuid(),
                 start_date: p.start,
                 end_date: p.end,
                 provider: provider.to_owned(),
@@ -447,7 +446,7 @@ async fn finish(
 }
 
 /// The scheduled run: one poll job per polled connection. Returns how many were sent.
-pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainError> {
+pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
     let mut cursor = None;
     let mut sent = 0;
     loop {
@@ -468,7 +467,7 @@ pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainErr
         }
         sent += jobs.len();
         if !jobs.is_empty() {
-            queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+            deps.queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
         }
         match page.next_cursor {
             Some(c) => cursor = Some(c),

@@ -12,7 +12,6 @@ use wearlab_domain::lab::{Links, advance_due};
 use wearlab_domain::ports::{EventBus, StoreError};
 use wearlab_domain::{Deps, DomainError, outbox};
 use wearlab_embedded::MemoryBus;
-use wearlab_sim::SimulatedLab;
 
 use super::order_body;
 use crate::helpers::{Faults, RefusingBus, TestApp};
@@ -40,7 +39,8 @@ async fn place_through_public_host(t: &TestApp, client_user_id: &str) -> (String
 }
 
 async fn stored_status(deps: &Deps, user: &str, order_id: &str) -> String {
-    let key = wearlab_domain::keys::lab::order(UserId(user.parse().unwrap()), order_id.parse().unwrap());
+    let key =
+        wearlab_domain::keys::lab::order(UserId::from_uuid(user.parse().unwrap()), order_id.parse().unwrap());
     let item = deps.table.get(&key).await.unwrap().expect("the order is stored");
     item.decode::<Value>().unwrap()["status"].as_str().unwrap().to_owned()
 }
@@ -48,9 +48,7 @@ async fn stored_status(deps: &Deps, user: &str, order_id: &str) -> String {
 /// What one sweep run of the worker does, with events going to `bus`.
 async fn sweep(deps: &Deps, bus: Arc<dyn EventBus>) -> usize {
     let deps = Deps { bus, ..deps.clone() };
-    advance_due(&deps, &SimulatedLab, &Links { base_url: "https://fallback.example.test".into() })
-        .await
-        .unwrap()
+    advance_due(&deps, &Links { base_url: "https://fallback.example.test".into() }).await.unwrap()
 }
 
 #[tokio::test]
@@ -157,13 +155,13 @@ async fn the_sweep_worker_advances_orders_on_dynamodb() {
     let (user, id) = place_through_public_host(&t, "sweep-moto").await;
 
     t.clock.advance(Duration::minutes(1));
-    let outcome = sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap();
+    let outcome = sweep_worker::handle(&t.deps).await.unwrap();
     assert_eq!(outcome.orders, 1);
     assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.requisition_created");
     let events = order_events(&bus, &id);
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[1].0, "labtest.order.updated");
-    assert_eq!(sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap().orders, 0);
+    assert_eq!(sweep_worker::handle(&t.deps).await.unwrap().orders, 0);
 }
 
 #[tokio::test]
@@ -177,7 +175,7 @@ async fn the_sweep_worker_relays_even_when_the_order_sweep_fails() {
 
     let open_orders = wearlab_domain::keys::lab::OPEN_ORDERS_INDEX.to_owned();
     table.set(Faults { failing_query_pk: Some(open_orders), ..Faults::default() });
-    let run = sweep_worker::handle(&t.deps, &SimulatedLab).await;
+    let run = sweep_worker::handle(&t.deps).await;
     assert!(matches!(run, Err(DomainError::Store(StoreError::Unavailable(_)))), "the run fails: {run:?}");
     let events = order_events(&stack.bus, &id);
     assert_eq!(events.len(), 2, "the relay ran anyway: {events:?}");
@@ -185,5 +183,5 @@ async fn the_sweep_worker_relays_even_when_the_order_sweep_fails() {
     assert_eq!(events[1].1, "received.walk_in_test.requisition_created");
 
     table.set(Faults::default());
-    assert_eq!(sweep_worker::handle(&t.deps, &SimulatedLab).await.unwrap().relayed, 0, "relayed once");
+    assert_eq!(sweep_worker::handle(&t.deps).await.unwrap().relayed, 0, "relayed once");
 }

@@ -16,11 +16,7 @@ async fn rejects(t: &TestApp, body: Value, expected: &[&str]) {
 }
 
 fn events_of(t: &TestApp, order_id: &str) -> Vec<(String, String)> {
-    t.stack
-        .as_ref()
-        .unwrap()
-        .bus
-        .published()
+    t.published()
         .into_iter()
         .filter(|e| e.data["id"] == order_id)
         .map(|e| (e.event_type, e.data["status"].as_str().unwrap_or_default().to_owned()))
@@ -32,7 +28,7 @@ async fn create_places_an_order_and_emits_created() {
     let t = TestApp::embedded().await;
     let (user, o) = place_order(&t, "ord-1").await;
     assert_eq!(o["user_id"], user.as_str());
-    assert_eq!(o["team_id"], t.team.0.to_string());
+    assert_eq!(o["team_id"], t.team.as_uuid().to_string());
     assert_eq!(o["status"], "received.walk_in_test.ordered");
     assert_eq!(o["collection_method"], "walk_in_test");
     assert_eq!(o["events"].as_array().unwrap().len(), 1);
@@ -49,7 +45,7 @@ async fn create_places_an_order_and_emits_created() {
         events,
         vec![("labtest.order.created".to_owned(), "received.walk_in_test.ordered".to_owned())]
     );
-    let env = t.stack.as_ref().unwrap().bus.published().into_iter().find(|e| e.data["id"] == id).unwrap();
+    let env = t.published().into_iter().find(|e| e.data["id"] == id).unwrap();
     assert_eq!(env.client_user_id, "ord-1");
     assert_eq!(env.user_id.to_string(), user);
 

@@ -12,11 +12,7 @@ use crate::hosted::{PageAnswer, csrf_of, get_page, portal_link, post_form};
 
 /// The codes the stack emitted so far, oldest first.
 fn emitted(t: &TestApp) -> Vec<Value> {
-    t.stack
-        .as_ref()
-        .unwrap()
-        .bus
-        .published()
+    t.published()
         .into_iter()
         .filter(|e| e.event_type == EVENT_VERIFICATION_REQUESTED)
         .map(|e| serde_json::to_value(e).unwrap())

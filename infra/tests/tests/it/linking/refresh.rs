@@ -102,7 +102,7 @@ async fn refresh_stores_and_announces_a_new_day() {
     assert_eq!(published(&t, "daily.data.activity.created"), vec![summary]);
     assert_eq!(published(&t, "daily.data.heartrate.created").len(), 1);
     // Refreshing again with nothing new announces nothing more.
-    let n = t.stack.as_ref().unwrap().bus.published().len();
+    let n = t.published().len();
     t.post_empty(&format!("/v2/user/refresh/{user}?timeout=10")).await;
-    assert_eq!(t.stack.as_ref().unwrap().bus.published().len(), n);
+    assert_eq!(t.published().len(), n);
 }
