@@ -106,3 +106,15 @@ pub fn authorize_url(
         .append_pair("state", &request.state);
     Ok(url.into())
 }
+
+/// The form of a code exchange (RFC 6749 section 4.1.3), without the client: the provider's
+/// style adds it ([`token_request`]) or its own envelope does.
+pub fn authorization_code_form(
+    exchange: &wearlab_domain::ports::providers::CodeExchange,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("grant_type", "authorization_code".to_owned()),
+        ("code", exchange.code.expose().to_owned()),
+        ("redirect_uri", exchange.redirect_uri.clone()),
+    ]
+}

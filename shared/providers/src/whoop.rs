@@ -502,11 +502,7 @@ impl Adapter for Whoop {
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
         let now = Utc::now();
-        let form = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("code", exchange.code.expose().to_owned()),
-            ("redirect_uri", exchange.redirect_uri.clone()),
-        ];
+        let form = oauth::authorization_code_form(exchange);
         let answer = oauth::token_request(
             SLUG,
             &self.http,

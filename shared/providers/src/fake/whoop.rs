@@ -15,8 +15,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use base64::Engine;
 use serde_json::{Value, json};
+use wearlab_domain::crypto::Secret;
 use wearlab_domain::lab::signing::hmac_sha256;
-use wearlab_domain::ports::providers::{OauthClient, PushRequest};
+use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
 
 use crate::config::Endpoints;
 
@@ -47,12 +48,111 @@ pub enum Failure {
     ServerError,
 }
 
-struct Inner {
-    client: OauthClient,
+/// The OAuth side every fake plays alike: one client; codes the consent page issues, usable
+/// once; access tokens; refresh tokens usable once and replaced on use. (The Withings fake
+/// shares it.)
+pub struct Issuer {
+    pub client: OauthClient,
+    prefix: &'static str,
     codes: HashSet<String>,
     access: HashSet<String>,
     refresh: HashSet<String>,
     serial: u64,
+}
+
+impl Issuer {
+    pub fn new(prefix: &'static str, client: OauthClient) -> Self {
+        Self {
+            client,
+            prefix,
+            codes: HashSet::new(),
+            access: HashSet::new(),
+            refresh: HashSet::new(),
+            serial: 0,
+        }
+    }
+
+    /// A new opaque value (code, token, nonce).
+    pub fn mint(&mut self, kind: &str) -> String {
+        self.serial += 1;
+        format!("{}-{kind}-{}", self.prefix, self.serial)
+    }
+
+    /// A new access token and refresh token.
+    pub fn issue(&mut self) -> (String, String) {
+        let (access, refresh) = (self.mint("access"), self.mint("refresh"));
+        self.access.insert(access.clone());
+        self.refresh.insert(refresh.clone());
+        (access, refresh)
+    }
+
+    /// An account holding newly issued tokens, as if linked.
+    pub fn account(&mut self, external_user_id: String) -> ProviderAccount {
+        let (access, refresh) = self.issue();
+        ProviderAccount {
+            external_user_id,
+            credentials: ProviderCredentials {
+                access_token: Secret::new(access),
+                refresh_token: Some(Secret::new(refresh)),
+                expires_at: None,
+                scopes: vec![],
+            },
+        }
+    }
+
+    /// The consent page's answer: the browser sent back to `redirect_uri` with a new code and
+    /// the `state`; 400 for another client or a missing callback.
+    pub fn consent(&mut self, query: &HashMap<String, String>) -> Response {
+        let known = query.get("client_id") == Some(&self.client.client_id);
+        let target = query.get("redirect_uri").and_then(|r| url::Url::parse(r).ok());
+        let (Some(mut target), Some(state), true) = (target, query.get("state"), known) else {
+            return error(StatusCode::BAD_REQUEST, "invalid_request");
+        };
+        let code = self.mint("code");
+        self.codes.insert(code.clone());
+        target.query_pairs_mut().append_pair("code", &code).append_pair("state", state);
+        (StatusCode::FOUND, [(header::LOCATION, target.to_string())]).into_response()
+    }
+
+    /// Whether a token request's form names this client with its secret.
+    pub fn authenticates(&self, form: &HashMap<String, String>) -> bool {
+        form.get("client_id") == Some(&self.client.client_id)
+            && form.get("client_secret").map(String::as_str) == Some(self.client.client_secret.expose())
+    }
+
+    /// Uses up the form's code or refresh token: whether it was a live one.
+    pub fn redeem(&mut self, form: &HashMap<String, String>) -> bool {
+        let field = |k: &str| form.get(k).map(String::as_str);
+        match (field("grant_type"), field("code"), field("refresh_token")) {
+            (Some("authorization_code"), Some(code), _) => self.codes.remove(code),
+            (Some("refresh_token"), _, Some(refresh)) => self.refresh.remove(refresh),
+            _ => false,
+        }
+    }
+
+    /// Whether the request's `Authorization: Bearer` token is a live access token.
+    pub fn admits(&self, headers: &HeaderMap) -> bool {
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| self.access.contains(t))
+    }
+
+    /// Ends every access token (as when they expire).
+    pub fn expire_access(&mut self) {
+        self.access.clear();
+    }
+
+    /// Ends every token (the user's access revoked).
+    pub fn revoke_all(&mut self) {
+        self.access.clear();
+        self.refresh.clear();
+    }
+}
+
+struct Inner {
+    issuer: Issuer,
     calls: HashMap<&'static str, u32>,
     queries: HashMap<&'static str, Vec<HashMap<String, String>>>,
     failure: Option<Failure>,
@@ -60,15 +160,8 @@ struct Inner {
 }
 
 impl Inner {
-    fn mint(&mut self, kind: &str) -> String {
-        self.serial += 1;
-        format!("whoop-{kind}-{}", self.serial)
-    }
-
     fn tokens(&mut self) -> Value {
-        let (access, refresh) = (self.mint("access"), self.mint("refresh"));
-        self.access.insert(access.clone());
-        self.refresh.insert(refresh.clone());
+        let (access, refresh) = self.issuer.issue();
         json!({
             "access_token": access,
             "refresh_token": refresh,
@@ -89,11 +182,7 @@ impl FakeWhoop {
     pub fn new(client: OauthClient) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                client,
-                codes: HashSet::new(),
-                access: HashSet::new(),
-                refresh: HashSet::new(),
-                serial: 0,
+                issuer: Issuer::new("whoop", client),
                 calls: HashMap::new(),
                 queries: HashMap::new(),
                 failure: None,
@@ -159,16 +248,15 @@ impl FakeWhoop {
         self.lock().page_size = n.max(1);
     }
 
-    /// Credentials issued directly (as if linked), for tests that start after the link.
-    pub fn grant(&self) -> (String, String) {
-        let t = self.lock().tokens();
-        let text = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
-        (text("access_token"), text("refresh_token"))
+    /// The fixtures' user with credentials issued directly (as if linked), for tests that
+    /// start after the link.
+    pub fn account(&self) -> ProviderAccount {
+        self.lock().issuer.account(USER_ID.to_string())
     }
 
     /// Ends every access token (as WHOOP does after an hour).
     pub fn expire_access_tokens(&self) {
-        self.lock().access.clear();
+        self.lock().issuer.expire_access();
     }
 }
 
@@ -233,48 +321,23 @@ fn refusal(
         Some(Failure::ServerError) => return Some(StatusCode::INTERNAL_SERVER_ERROR.into_response()),
         None => {}
     }
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match bearer {
-        Some(token) if inner.access.contains(token) => None,
-        _ => Some(StatusCode::UNAUTHORIZED.into_response()),
-    }
+    (!inner.issuer.admits(headers)).then(|| StatusCode::UNAUTHORIZED.into_response())
 }
 
 async fn authorize(State(fake): State<FakeWhoop>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = fake.lock();
     *inner.calls.entry("authorize").or_default() += 1;
-    let known = q.get("client_id") == Some(&inner.client.client_id);
-    let (Some(redirect), Some(state), true) = (q.get("redirect_uri"), q.get("state"), known) else {
-        return error(StatusCode::BAD_REQUEST, "invalid_request");
-    };
-    let Ok(mut target) = url::Url::parse(redirect) else {
-        return error(StatusCode::BAD_REQUEST, "invalid_request");
-    };
-    let code = inner.mint("code");
-    inner.codes.insert(code.clone());
-    target.query_pairs_mut().append_pair("code", &code).append_pair("state", state);
-    (StatusCode::FOUND, [(header::LOCATION, target.to_string())]).into_response()
+    inner.issuer.consent(&q)
 }
 
 async fn token(State(fake): State<FakeWhoop>, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = fake.lock();
     *inner.calls.entry("token").or_default() += 1;
-    let field = |k: &str| form.get(k).map(String::as_str);
-    if field("client_id") != Some(&inner.client.client_id)
-        || field("client_secret") != Some(inner.client.client_secret.expose())
-    {
+    if !inner.issuer.authenticates(&form) {
         return error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
-    let granted = match (field("grant_type"), field("code"), field("refresh_token")) {
-        (Some("authorization_code"), Some(code), _) => inner.codes.remove(code),
-        (Some("refresh_token"), _, Some(refresh)) => inner.refresh.remove(refresh),
-        _ => false,
-    };
-    if !granted {
+    if !inner.issuer.redeem(&form) {
         return error(StatusCode::BAD_REQUEST, "invalid_grant");
     }
     axum::Json(inner.tokens()).into_response()
@@ -327,6 +390,6 @@ async fn revoke(State(fake): State<FakeWhoop>, headers: HeaderMap) -> Response {
     if let Some(refused) = refusal(&fake, &headers, "revoke", HashMap::new()) {
         return refused;
     }
-    fake.lock().access.clear();
+    fake.lock().issuer.revoke_all();
     StatusCode::NO_CONTENT.into_response()
 }

@@ -4,8 +4,8 @@ use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderAccount, ProviderCredentials,
-    ProviderError, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, PushRequest,
+    RateWindow,
 };
 use wearlab_providers::fake::whoop::{self as fake, Failure, FakeWhoop};
 use wearlab_providers::whoop::{self, Whoop};
@@ -22,19 +22,6 @@ async fn setup() -> (FakeWhoop, Whoop) {
     let endpoints = fake.start().await;
     let config = AppConfig { endpoints, platform_client: Some(client()), push_token: None };
     (fake, Whoop::new(config))
-}
-
-fn account(fake: &FakeWhoop) -> ProviderAccount {
-    let (access, refresh) = fake.grant();
-    ProviderAccount {
-        external_user_id: fake::USER_ID.to_string(),
-        credentials: ProviderCredentials {
-            access_token: Secret::new(access),
-            refresh_token: Some(Secret::new(refresh)),
-            expires_at: None,
-            scopes: vec![],
-        },
-    }
 }
 
 fn day(s: &str) -> NaiveDate {
@@ -111,7 +98,7 @@ async fn links_through_consent_code_exchange_and_the_profile() {
 #[tokio::test]
 async fn refresh_keeps_the_new_refresh_token_and_a_used_one_is_revoked() {
     let (fake, whoop) = setup().await;
-    let first = account(&fake).credentials;
+    let first = fake.account().credentials;
     let second = whoop.refresh(&client(), &first).await.unwrap();
     assert_ne!(second.refresh_token, first.refresh_token, "WHOOP returns a new refresh token");
     assert_ne!(second.access_token, first.access_token);
@@ -128,7 +115,7 @@ async fn refresh_keeps_the_new_refresh_token_and_a_used_one_is_revoked() {
 async fn fetches_every_resource_across_pages_with_units_converted() {
     let (fake, whoop) = setup().await;
     fake.set_page_size(2);
-    let account = account(&fake);
+    let account = fake.account();
     let range = fixture_range();
     let mut got = std::collections::HashMap::new();
     for resource in whoop.resources() {
@@ -214,7 +201,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
 #[tokio::test]
 async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let (fake, whoop) = setup().await;
-    let account = account(&fake);
+    let account = fake.account();
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
     assert_eq!(whoop.fetch(&account, "sleep", range).await, Err(ProviderError::AccessTokenRefused));
@@ -299,7 +286,7 @@ fn push_is_read_only_when_signed_and_fresh() {
 #[tokio::test]
 async fn revoke_reaches_whoop_and_refreshes_an_expired_token_first() {
     let (fake, whoop) = setup().await;
-    let linked = account(&fake);
+    let linked = fake.account();
     whoop.revoke(&client(), &linked).await.unwrap();
     assert_eq!(fake.calls("revoke"), 1);
     assert_eq!(
@@ -308,7 +295,7 @@ async fn revoke_reaches_whoop_and_refreshes_an_expired_token_first() {
         "the access is gone"
     );
 
-    let expired = account(&fake);
+    let expired = fake.account();
     fake.expire_access_tokens();
     whoop.revoke(&client(), &expired).await.unwrap();
     assert_eq!(fake.calls("revoke"), 3, "refused once, then with the refreshed token");
