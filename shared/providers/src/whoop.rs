@@ -106,12 +106,19 @@ impl Whoop {
         for _ in 0..MAX_PAGES {
             let mut query =
                 vec![("limit", PAGE_LIMIT.to_string()), ("start", rfc3339(from)), ("end", rfc3339(to))];
-            if let Some(token) = next.take() {
-                query.push(("nextToken", token));
+            let previous = next.take();
+            if let Some(token) = &previous {
+                query.push(("nextToken", token.clone()));
             }
             let page: Page<T> = self.get(credentials, path, &query).await?;
             out.extend(page.records);
             match page.next_token.filter(|t| !t.is_empty()) {
+                // The same token again would page forever.
+                Some(token) if Some(&token) == previous.as_ref() => {
+                    return Err(ProviderError::Api(format!(
+                        "{SLUG} answered the same next page token twice"
+                    )));
+                }
                 Some(token) => next = Some(token),
                 None => return Ok(out),
             }

@@ -655,6 +655,10 @@ impl Withings {
             let next = Paging::deserialize(&body).ok().and_then(|p| p.next());
             out.push(body);
             match next {
+                // An offset that does not move would page forever.
+                Some(o) if Some(o) == offset => {
+                    return Err(ProviderError::Api(format!("{SLUG} answered the same offset twice")));
+                }
                 Some(o) => offset = Some(o),
                 None => return Ok(out),
             }
