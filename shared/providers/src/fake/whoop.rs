@@ -157,17 +157,20 @@ struct Inner {
     queries: HashMap<&'static str, Vec<HashMap<String, String>>>,
     failure: Option<Failure>,
     page_size: usize,
+    /// The user unticked `offline` at the consent: no refresh token is issued.
+    offline_refused: bool,
+    /// Every page names the same next page (a provider bug the adapter must survive).
+    stuck_paging: bool,
 }
 
 impl Inner {
     fn tokens(&mut self) -> Value {
         let (access, refresh) = self.issuer.issue();
-        json!({
-            "access_token": access,
-            "refresh_token": refresh,
-            "expires_in": 3600,
-            "scope": crate::whoop::SCOPES,
-        })
+        let mut answer = json!({"access_token": access, "expires_in": 3600, "scope": crate::whoop::SCOPES});
+        if !self.offline_refused {
+            answer["refresh_token"] = json!(refresh);
+        }
+        answer
     }
 }
 
@@ -187,6 +190,8 @@ impl FakeWhoop {
                 queries: HashMap::new(),
                 failure: None,
                 page_size: MAX_LIMIT,
+                offline_refused: false,
+                stuck_paging: false,
             })),
         }
     }
@@ -246,6 +251,16 @@ impl FakeWhoop {
     /// Serves at most `n` records a page (fewer than the caller's `limit`), to test paging.
     pub fn set_page_size(&self, n: usize) {
         self.lock().page_size = n.max(1);
+    }
+
+    /// Token answers without a refresh token, as when the user did not grant `offline`.
+    pub fn refuse_offline(&self) {
+        self.lock().offline_refused = true;
+    }
+
+    /// Every page names the same next page.
+    pub fn stick_paging(&self) {
+        self.lock().stuck_paging = true;
     }
 
     /// The fixtures' user with credentials issued directly (as if linked), for tests that
@@ -377,12 +392,15 @@ async fn collection(
         Some(Ok(i)) => i,
         Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "unknown nextToken"),
     };
-    let page_size = fake.lock().page_size;
+    let (page_size, stuck) = {
+        let inner = fake.lock();
+        (inner.page_size, inner.stuck_paging)
+    };
     let all: Value = serde_json::from_str(fixture).unwrap_or(Value::Null);
     let records = all["records"].as_array().cloned().unwrap_or_default();
     let to = (from + limit.min(page_size)).min(records.len());
     let page = records.get(from..to).map(<[Value]>::to_vec).unwrap_or_default();
-    let next = (to < records.len()).then(|| to.to_string());
+    let next = if stuck { Some("1".to_owned()) } else { (to < records.len()).then(|| to.to_string()) };
     axum::Json(json!({"records": page, "next_token": next})).into_response()
 }
 

@@ -49,6 +49,8 @@ struct Inner {
     forms: HashMap<String, Vec<HashMap<String, String>>>,
     failure: Option<Failure>,
     page_size: usize,
+    /// Every page says `more` with the same `offset` (a provider bug the adapter must survive).
+    stuck_paging: bool,
     subscriptions: Vec<(String, String)>,
 }
 
@@ -90,6 +92,7 @@ impl FakeWithings {
                 forms: HashMap::new(),
                 failure: None,
                 page_size: 100,
+                stuck_paging: false,
                 subscriptions: Vec::new(),
             })),
         }
@@ -134,6 +137,11 @@ impl FakeWithings {
     /// Serves at most `n` records a page, to test paging.
     pub fn set_page_size(&self, n: usize) {
         self.lock().page_size = n.max(1);
+    }
+
+    /// Every page says `more` with the same `offset`.
+    pub fn stick_paging(&self) {
+        self.lock().stuck_paging = true;
     }
 
     /// The fixtures' user with credentials issued directly (as if linked).
@@ -248,7 +256,12 @@ fn page(
     offset: usize,
     page_size: usize,
     numeric_more: bool,
+    stuck: bool,
 ) -> (Vec<Value>, Value, usize) {
+    if stuck {
+        let more = if numeric_more { json!(1) } else { json!(true) };
+        return (records.into_iter().take(1).collect(), more, 1);
+    }
     let to = (offset + page_size).min(records.len());
     let more = to < records.len();
     let slice = records.get(offset..to).map(<[Value]>::to_vec).unwrap_or_default();
@@ -265,13 +278,13 @@ async fn data(State(fake): State<FakeWithings>, headers: HeaderMap, body: Bytes)
         Ok(form) => form,
         Err(refused) => return *refused,
     };
-    let page_size = {
+    let (page_size, stuck) = {
         let inner = fake.lock();
         if !inner.issuer.admits(&headers) {
             // Withings reports an invalid or expired token in the body, with HTTP 200.
             return status(401);
         }
-        inner.page_size
+        (inner.page_size, inner.stuck_paging)
     };
     let offset = number(&form, "offset").unwrap_or(0).max(0) as usize;
     let ymd = |r: &Value| {
@@ -317,7 +330,7 @@ async fn data(State(fake): State<FakeWithings>, headers: HeaderMap, body: Bytes)
                     Some(g)
                 })
                 .collect();
-            let (groups, more, next) = page(groups, offset, page_size, true);
+            let (groups, more, next) = page(groups, offset, page_size, true, stuck);
             ok(json!({"updatetime": all["updatetime"], "timezone": all["timezone"], "measuregrps": groups,
                 "more": more, "offset": next}))
         }
@@ -330,7 +343,7 @@ async fn data(State(fake): State<FakeWithings>, headers: HeaderMap, body: Bytes)
             let all = fixture_body(fixture);
             let records: Vec<Value> =
                 all[key].as_array().cloned().unwrap_or_default().into_iter().filter(ymd).collect();
-            let (records, more, next) = page(records, offset, page_size, false);
+            let (records, more, next) = page(records, offset, page_size, false, stuck);
             let mut body = json!({"more": more, "offset": next});
             body[key] = Value::Array(records);
             ok(body)

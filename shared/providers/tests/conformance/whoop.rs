@@ -301,3 +301,33 @@ async fn revoke_reaches_whoop_and_refreshes_an_expired_token_first() {
     assert_eq!(fake.calls("revoke"), 3, "refused once, then with the refreshed token");
     assert_eq!(fake.calls("token"), 1);
 }
+
+#[tokio::test]
+async fn a_consent_without_offline_fails_the_link() {
+    let (fake, whoop) = setup().await;
+    fake.refuse_offline();
+    let request =
+        AuthorizeRequest { client_id: client().client_id, redirect_uri: REDIRECT.into(), state: "s".into() };
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let back = http.get(whoop.authorize_url(&request).unwrap()).send().await.unwrap();
+    let location = url::Url::parse(back.headers()["location"].to_str().unwrap()).unwrap();
+    let code = location.query_pairs().find(|(k, _)| k == "code").unwrap().1.into_owned();
+    let linked = whoop
+        .exchange_code(&CodeExchange {
+            code: Secret::new(code),
+            redirect_uri: REDIRECT.into(),
+            client: client(),
+        })
+        .await;
+    assert_eq!(linked, Err(ProviderError::ScopesNotGranted(vec!["offline".into()])));
+    assert_eq!(fake.calls("profile"), 0);
+}
+
+#[tokio::test]
+async fn a_next_token_that_does_not_move_stops_the_paging() {
+    let (fake, whoop) = setup().await;
+    fake.stick_paging();
+    let fetched = whoop.fetch(&fake.account(), "workouts", fixture_range()).await;
+    assert!(matches!(fetched, Err(ProviderError::Api(_))), "{fetched:?}");
+    assert_eq!(fake.calls("workout"), 2);
+}

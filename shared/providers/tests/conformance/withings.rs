@@ -313,3 +313,14 @@ async fn subscribes_the_callback_to_every_mapped_category() {
         .collect();
     assert_eq!(applis, vec!["1", "4", "16", "44"]);
 }
+
+#[tokio::test]
+async fn an_offset_that_does_not_move_stops_the_paging() {
+    let (fake, withings) = setup().await;
+    fake.stick_paging();
+    for (resource, action) in [("sleep", "getsummary"), ("weight", "getmeas")] {
+        let fetched = withings.fetch(&fake.account(), resource, fixture_range()).await;
+        assert!(matches!(fetched, Err(ProviderError::Api(_))), "{resource}: {fetched:?}");
+        assert_eq!(fake.calls(action), 2, "{resource}");
+    }
+}
