@@ -917,6 +917,17 @@ mod tests {
     }
 
     #[test]
+    fn the_user_id_is_read_as_a_number_or_as_text() {
+        let body = |userid: &str| {
+            serde_json::from_str::<TokenBody>(&format!(r#"{{"userid": {userid}, "access_token": "a"}}"#))
+                .map(|b| b.userid.to_string())
+                .unwrap()
+        };
+        assert_eq!(body("363"), "363");
+        assert_eq!(body(r#""363""#), "363");
+    }
+
+    #[test]
     fn every_status_family_is_typed() {
         assert_eq!(Status::from_code(0), Status::Ok);
         for c in [100, 101, 102, 200] {
