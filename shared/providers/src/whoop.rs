@@ -3,6 +3,10 @@
 //! `nextToken` (at most 25 a page), webhooks signed with base64 HMAC-SHA256. Facts:
 //! `../shared/PROVIDERS.md` section 3.
 //!
+//! Shapes, units and enums as in WHOOP's API 2.0.0 OpenAPI document (api-evangelist/whoop-co
+//! `openapi/_original/whoop-api-openapi.yml`); a `score` is read only when `score_state` is
+//! `SCORED`.
+//!
 //! What is mapped (units converted to Wearlab's seconds, kcal, meters):
 //! - `sleep`: `/v2/activity/sleep`, scored non-nap sleeps, one per local day of waking
 //!   (the longest), stage times milliseconds -> seconds. WHOOP publishes no hypnogram.
@@ -246,6 +250,24 @@ struct Body {
     weight_kilogram: Option<f64>,
 }
 
+/// WHOOP's `score_state`: a `score` is read only when `SCORED` (WHOOP-SPEC: "Only present if
+/// the ... State is `SCORED`").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum ScoreState {
+    Scored,
+    PendingScore,
+    Unscorable,
+    /// A state WHOOP may add later: treated as unscored.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The score of a record whose state is `SCORED`.
+fn scored<T>(state: ScoreState, score: &Option<T>) -> Option<&T> {
+    if state == ScoreState::Scored { score.as_ref() } else { None }
+}
+
 #[derive(Debug, Deserialize)]
 struct Sleep {
     id: String,
@@ -255,9 +277,15 @@ struct Sleep {
     timezone_offset: Option<String>,
     #[serde(default)]
     nap: bool,
-    /// Absent until WHOOP has scored the sleep (`score_state` other than `SCORED`).
+    score_state: ScoreState,
     #[serde(default)]
     score: Option<SleepScore>,
+}
+
+impl Sleep {
+    fn score(&self) -> Option<&SleepScore> {
+        scored(self.score_state, &self.score)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -286,6 +314,7 @@ struct Workout {
     timezone_offset: Option<String>,
     #[serde(default)]
     sport_name: Option<String>,
+    score_state: ScoreState,
     #[serde(default)]
     score: Option<WorkoutScore>,
 }
@@ -303,6 +332,7 @@ struct WorkoutScore {
 #[derive(Debug, Deserialize)]
 struct Recovery {
     sleep_id: String,
+    score_state: ScoreState,
     #[serde(default)]
     score: Option<RecoveryScore>,
 }
@@ -321,7 +351,7 @@ struct RecoveryScore {
 fn sleep_records(sleeps: &[Sleep], range: DateRange) -> Vec<Value> {
     let mut by_day: std::collections::BTreeMap<NaiveDate, (i64, Value)> = Default::default();
     for s in sleeps.iter().filter(|s| !s.nap) {
-        let Some(score) = &s.score else { continue };
+        let Some(score) = s.score() else { continue };
         let (day, zone) = local(s.end, s.timezone_offset.as_deref());
         if !in_range(range, day) {
             continue;
@@ -355,19 +385,27 @@ fn sample(at: DateTime<Utc>, value: f64, unit: &str, zone: Option<String>) -> Va
     with_zone(json!({"timestamp": rfc3339(at), "value": value, "unit": unit}), zone)
 }
 
+/// WHOOP lists newest first; rows are given oldest first (by `key`, an RFC 3339 UTC time,
+/// which sorts as text).
+fn oldest_first(mut rows: Vec<Value>, key: &str) -> Vec<Value> {
+    rows.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
+    rows
+}
+
 fn respiratory_rows(sleeps: &[Sleep], range: DateRange) -> Vec<Value> {
-    sleeps
+    let rows = sleeps
         .iter()
         .filter_map(|s| {
-            let rate = s.score.as_ref()?.respiratory_rate?;
+            let rate = s.score()?.respiratory_rate?;
             let (day, zone) = local(s.end, s.timezone_offset.as_deref());
             in_range(range, day).then(|| sample(s.end, rate, "bpm", zone))
         })
-        .collect()
+        .collect();
+    oldest_first(rows, "timestamp")
 }
 
 fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
-    workouts
+    let records = workouts
         .iter()
         .filter_map(|w| {
             let (day, zone) = local(w.start, w.timezone_offset.as_deref());
@@ -386,7 +424,7 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
                 "time_end": rfc3339(w.end),
                 "sport": sport,
             });
-            if let Some(score) = &w.score {
+            if let Some(score) = scored(w.score_state, &w.score) {
                 if let Some(kj) = score.kilojoule {
                     record["calories"] = json!(round1(kj / KJ_PER_KCAL));
                 }
@@ -399,7 +437,8 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
             }
             Some(with_zone(record, zone))
         })
-        .collect()
+        .collect();
+    oldest_first(records, "time_start")
 }
 
 /// A recovery resource's rows, each at the end of the sleep the recovery belongs to.
@@ -409,15 +448,16 @@ fn recovery_rows(resource: &str, recoveries: &[Recovery], sleeps: &[Sleep], rang
         "blood_oxygen" => (|s| s.spo2_percentage, "%"),
         _ => (|s| s.skin_temp_celsius, "°C"),
     };
-    recoveries
+    let rows = recoveries
         .iter()
         .filter_map(|r| {
-            let value = pick(r.score.as_ref()?)?;
+            let value = pick(scored(r.score_state, &r.score)?)?;
             let sleep = sleeps.iter().find(|s| s.id == r.sleep_id)?;
             let (day, zone) = local(sleep.end, sleep.timezone_offset.as_deref());
             in_range(range, day).then(|| sample(sleep.end, value, unit, zone))
         })
-        .collect()
+        .collect();
+    oldest_first(rows, "timestamp")
 }
 
 /// The body record: WHOOP keeps only the current weight, so it is dated `today` and given only
@@ -606,6 +646,24 @@ mod tests {
         assert_eq!(local(t, Some("Z")).1, Some("Etc/UTC".into()));
         assert_eq!(local(t, Some("garbage")), (t.date_naive(), None));
         assert_eq!(local(t, None), (t.date_naive(), None));
+    }
+
+    #[test]
+    fn a_score_is_read_only_in_the_scored_state() {
+        let sleep = |state: &str| {
+            serde_json::from_value::<Sleep>(json!({
+                "id": "s", "start": "2026-11-21T00:00:00Z", "end": "2026-11-21T07:00:00Z",
+                "timezone_offset": "Z", "nap": false, "score_state": state,
+                "score": {"stage_summary": {"total_in_bed_time_milli": 1, "total_awake_time_milli": 0,
+                    "total_light_sleep_time_milli": 0, "total_slow_wave_sleep_time_milli": 0,
+                    "total_rem_sleep_time_milli": 0}, "respiratory_rate": 15.0}
+            }))
+            .unwrap()
+        };
+        assert!(sleep("SCORED").score().is_some());
+        for state in ["PENDING_SCORE", "UNSCORABLE", "SOMETHING_NEW"] {
+            assert!(sleep(state).score().is_none(), "{state}");
+        }
     }
 
     #[test]

@@ -131,62 +131,64 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         got.insert(*resource, fetched.records);
     }
 
-    // Four sleeps on two pages: a nap and an unscored sleep are not nights.
+    // Four sleeps on two pages, newest first: a nap and a sleep not yet scored are not nights.
     let sleeps = fixture("sleep.json");
-    let s1 = &sleeps["records"][0]["score"]["stage_summary"];
+    let s1 = &sleeps["records"][3]["score"]["stage_summary"];
     assert_eq!(got["sleep"].len(), 2);
     let night = &got["sleep"][0];
     assert_eq!(night["date"], "2026-11-21");
-    assert_eq!(night["bedtime_start"], "2026-11-20T22:10:00Z");
-    assert_eq!(night["bedtime_stop"], "2026-11-21T06:40:00Z");
+    assert_eq!(night["bedtime_start"], "2026-11-20T23:18:00Z");
+    assert_eq!(night["bedtime_stop"], "2026-11-21T06:51:00Z");
     assert_eq!(night["timezone"], "Etc/GMT-1");
     assert_eq!(night["duration_s"], s1["total_in_bed_time_milli"].as_i64().unwrap() / 1000);
+    assert_eq!(night["duration_s"], 27180);
     assert_eq!(night["deep_s"], s1["total_slow_wave_sleep_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["rem_s"], s1["total_rem_sleep_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["light_s"], s1["total_light_sleep_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["awake_s"], s1["total_awake_time_milli"].as_i64().unwrap() / 1000);
-    assert_eq!(night["efficiency"], 94.1);
+    assert_eq!(night["efficiency"], 94.9);
     // Woke at 07:15 local (UTC-5) on the 22nd.
     assert_eq!(got["sleep"][1]["date"], "2026-11-22");
     assert_eq!(got["sleep"][1]["timezone"], "Etc/GMT+5");
+    assert_eq!(got["sleep"][1]["efficiency"], 91.69533848);
 
     let rates: Vec<f64> = got["respiratory_rate"].iter().map(|r| r["value"].as_f64().unwrap()).collect();
-    assert_eq!(rates, vec![15.6, 14.9, 16.2], "every scored sleep, naps included");
-    assert_eq!(got["respiratory_rate"][0]["timestamp"], "2026-11-21T06:40:00Z");
+    assert_eq!(rates, vec![15.86, 14.9, 16.11328125], "every scored sleep, naps included, oldest first");
+    assert_eq!(got["respiratory_rate"][0]["timestamp"], "2026-11-21T06:51:00Z");
 
     let workouts = &got["workouts"];
     assert_eq!(workouts.len(), 3);
     let w = fixture("workout.json");
-    let kj = w["records"][0]["score"]["kilojoule"].as_f64().unwrap();
+    let kj = w["records"][2]["score"]["kilojoule"].as_f64().unwrap();
     assert_eq!(workouts[0]["calories"], ((kj / 4.184) * 10.0).round() / 10.0);
-    assert_eq!(workouts[0]["calories"], 500.0);
-    assert_eq!(workouts[0]["distance_m"], 8012.5);
-    assert_eq!(workouts[0]["average_hr"], 148.0);
+    assert_eq!(workouts[0]["calories"], 438.0, "1832.74 kJ");
+    assert_eq!(workouts[0]["distance_m"], 8123.4);
+    assert_eq!(workouts[0]["average_hr"], 152.0);
     assert_eq!(workouts[0]["sport"], "running");
     assert_eq!(workouts[0]["date"], "2026-11-21");
     assert_eq!(workouts[0]["time_start"], "2026-11-21T17:00:00Z");
-    assert_eq!(workouts[0]["time_end"], "2026-11-21T17:45:00Z");
-    assert_eq!(workouts[1]["calories"], 800.0);
+    assert_eq!(workouts[0]["time_end"], "2026-11-21T18:02:14Z");
+    assert_eq!(workouts[1]["calories"], 375.1, "1569.34 kJ");
     assert_eq!(workouts[1]["date"], "2026-11-22", "18:20 local on the 22nd");
     assert_eq!(workouts[2]["sport"], "functional_fitness");
-    assert!(workouts[2].get("calories").is_none(), "an unscored workout has no energy yet");
+    assert!(workouts[2].get("calories").is_none(), "an UNSCORABLE workout has no energy");
 
-    // Recoveries are stamped at the end of their sleep.
+    // Recoveries are stamped at the end of their sleep; one still PENDING_SCORE gives nothing.
     assert_eq!(
         got["hrv"],
         vec![
-            json!({"timestamp": "2026-11-21T06:40:00Z", "value": 45.2, "unit": "ms", "timezone": "Etc/GMT-1"}),
-            json!({"timestamp": "2026-11-22T12:15:00Z", "value": 61.0, "unit": "ms", "timezone": "Etc/GMT+5"}),
+            json!({"timestamp": "2026-11-21T06:51:00Z", "value": 68.4, "unit": "ms", "timezone": "Etc/GMT-1"}),
+            json!({"timestamp": "2026-11-22T12:15:00Z", "value": 31.813562, "unit": "ms", "timezone": "Etc/GMT+5"}),
         ]
     );
-    assert_eq!(got["blood_oxygen"].len(), 1);
-    assert_eq!(got["blood_oxygen"][0]["value"], 96.4);
+    assert_eq!(got["blood_oxygen"].len(), 1, "SpO2 only from WHOOP 4.0 and later");
+    assert_eq!(got["blood_oxygen"][0]["value"], 96.7);
     assert_eq!(got["blood_oxygen"][0]["unit"], "%");
-    assert_eq!(got["body_temperature"][0]["value"], 33.7);
+    assert_eq!(got["body_temperature"][0]["value"], 33.4);
     assert_eq!(got["body_temperature"][0]["unit"], "°C");
 
-    assert_eq!(got["body"], vec![json!({"date": Utc::now().date_naive().to_string(), "weight_kg": 81.4})]);
-    assert_eq!(got["profile"], vec![json!({"height_m": 1.83})]);
+    assert_eq!(got["body"], vec![json!({"date": Utc::now().date_naive().to_string(), "weight_kg": 90.7185})]);
+    assert_eq!(got["profile"], vec![json!({"height_m": 1.8288})]);
 
     // Paging: WHOOP's largest page asked for, the next token followed to the end.
     let pages = fake.queries("workout");
