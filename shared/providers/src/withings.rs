@@ -296,8 +296,9 @@ struct SleepData {
     hr_average: Option<f64>,
 }
 
-/// Intraday samples keyed by epoch second (Withings writes an empty map as `[]`, hence a
-/// `Value` read as an object).
+/// Intraday samples: WITH-SPEC's `series` is an object keyed by epoch second (`$timestamp`).
+/// Read as a `Value`, so that anything else (no samples written as a list, say) is no rows rather
+/// than an unreadable answer.
 #[derive(Debug, Deserialize)]
 struct Intraday {
     #[serde(default)]

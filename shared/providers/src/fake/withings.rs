@@ -33,6 +33,10 @@ const SLEEP_SUMMARY: &str = include_str!("../../fixtures/withings/sleep_getsumma
 /// Withings's example notification form.
 pub const NOTIFICATION: &str = include_str!("../../fixtures/withings/notification.txt");
 
+/// The fields of an intraday sample that describe its device (WITH-SPEC's `$timestamp` object),
+/// not asked for by `data_fields`.
+const INTRADAY_DEVICE_FIELDS: [&str; 3] = ["deviceid", "model", "model_id"];
+
 /// How every API call answers while a switch is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -74,8 +78,9 @@ pub struct FakeWithings {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// A refusal in WITH-SPEC's envelope `{status, body}` (the document shows no error text field).
 fn status(code: i64) -> Response {
-    axum::Json(json!({"status": code, "body": {}, "error": format!("status {code}")})).into_response()
+    axum::Json(json!({"status": code, "body": {}})).into_response()
 }
 
 fn ok(body: Value) -> Response {
@@ -367,16 +372,15 @@ async fn data(State(fake): State<FakeWithings>, headers: HeaderMap, body: Bytes)
                 }
                 let mut sample = sample;
                 if let (false, Some(map)) = (fields.is_empty(), sample.as_object_mut()) {
-                    map.retain(|k, _| fields.contains(k));
-                    if map.is_empty() {
+                    // The device fields come with every sample; the data only as asked.
+                    map.retain(|k, _| INTRADAY_DEVICE_FIELDS.contains(&k.as_str()) || fields.contains(k));
+                    if !map.keys().any(|k| fields.contains(k)) {
                         continue;
                     }
                 }
                 series.insert(at, sample);
             }
-            // Withings writes an empty series as a JSON array.
-            let series = if series.is_empty() { json!([]) } else { Value::Object(series) };
-            ok(json!({"series": series}))
+            ok(json!({"series": Value::Object(series)}))
         }
         Some("subscribe") => {
             let (Some(url), Some(appli)) = (form.get("callbackurl"), form.get("appli")) else {

@@ -131,9 +131,10 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(got["activity"].len(), 3);
     assert_eq!(
         got["activity"][0],
-        json!({"date": "2026-11-21", "timezone": "Europe/Paris", "steps": 9120.0, "distance_m": 6830.5,
-            "floors_climbed": 12.0, "low_minutes": 90.0, "high_minutes": 15.0, "calories_active": 412.6,
-            "calories_total": 2398.1})
+        json!({"date": "2026-11-21", "timezone": "Europe/Paris", "steps": 8543.0, "distance_m": 6234.5,
+            "floors_climbed": 25.0, "low_minutes": 39.0, "high_minutes": 10.0, "calories_active": 312.5,
+            "calories_total": 2150.0}),
+        "WITH-SPEC's activity example"
     );
     let activity_pages = fake.forms("getactivity");
     assert_eq!(activity_pages.len(), 2);
@@ -143,19 +144,21 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(
         got["workouts"][0],
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "time_start": "2026-11-21T17:30:00Z",
-            "time_end": "2026-11-21T18:15:00Z", "sport": "other", "calories": 512.3, "distance_m": 8120.4,
+            "time_end": "2026-11-21T18:15:00Z", "sport": "other", "calories": 512.0, "distance_m": 8120.0,
             "average_hr": 151.0})
     );
-    assert_eq!(got["workouts"].len(), 2);
+    assert_eq!(got["workouts"].len(), 3);
 
     assert_eq!(got["sleep"].len(), 2, "the nap shares a day with a longer night");
     assert_eq!(
         got["sleep"][0],
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "bedtime_start": "2026-11-20T22:40:00Z",
-            "bedtime_stop": "2026-11-21T06:25:00Z", "duration_s": 27900, "deep_s": 5700, "rem_s": 6300,
-            "light_s": 13500, "awake_s": 2400, "efficiency": 91.0, "hr_average": 56.0})
+            "bedtime_stop": "2026-11-21T06:40:00Z", "duration_s": 28800, "deep_s": 5400, "rem_s": 7200,
+            "light_s": 10800, "awake_s": 1800, "efficiency": 85.0, "hr_average": 58.0}),
+        "WITH-SPEC's sleep summary example, its efficiency written as a percentage"
     );
     assert_eq!(got["sleep"][1]["duration_s"], 28500);
+    assert_eq!(got["sleep"][1]["efficiency"], 92.0, "a ratio, as WITH-SPEC's schema describes it");
 
     // Intraday: one 24 h window a day.
     assert_eq!(values(&got["heartrate"]), vec![62.0, 88.0, 140.0, 57.0, 58.0, 60.0]);
