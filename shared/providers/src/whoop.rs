@@ -33,7 +33,7 @@ use wearlab_domain::ports::providers::{
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
 };
 
-use crate::adapter::Adapter;
+use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
 use crate::http;
 use crate::oauth::{self, ClientAuth};
@@ -412,12 +412,7 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
             if !in_range(range, day) {
                 return None;
             }
-            let sport = w
-                .sport_name
-                .as_deref()
-                .map(|s| s.trim().to_lowercase().replace([' ', '-'], "_"))
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "other".to_owned());
+            let sport = w.sport_name.as_deref().map_or_else(|| "other".to_owned(), sport_slug);
             let mut record = json!({
                 "date": day.to_string(),
                 "time_start": rfc3339(w.start),

@@ -11,7 +11,8 @@
 //!   intense -> high minutes, active and total kcal).
 //! - `getintradayactivity`, one 24 h window a day (Withings answers only the first 24 h of a
 //!   longer span): `heartrate`, `steps`, `distance`, `calories_active`.
-//! - `getworkouts`: `workouts`; `sleep getsummary`: `sleep` (the longest per day).
+//! - `getworkouts`: `workouts`, the sport from WITH-SPEC's workout category table; `sleep
+//!   getsummary`: `sleep` (the longest per day).
 //!
 //! Blood pressure (9/10) is not offered: a timeseries row holds one value, and a systolic and
 //! diastolic pair needs a shape the pipeline does not read yet.
@@ -34,6 +35,8 @@ use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
 use crate::http;
 use crate::oauth::{self, TokenAnswer};
+
+mod categories;
 
 const SLUG: &str = "withings";
 
@@ -248,6 +251,9 @@ struct Activity {
 
 #[derive(Debug, Deserialize)]
 struct Workout {
+    /// A code of WITH-SPEC's workout category table ([`categories::CATEGORIES`]).
+    #[serde(default)]
+    category: Option<i64>,
     startdate: i64,
     enddate: i64,
     date: String,
@@ -449,13 +455,12 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
         .filter(|w| on_day_in(range, &w.date))
         .filter_map(|w| {
             let (start, end) = (epoch(w.startdate)?, epoch(w.enddate)?);
-            // The sheet lists no table of Withings's workout categories: the sport stays
-            // "other" rather than a guessed name.
+            let sport = w.category.map_or_else(|| "other".to_owned(), categories::sport);
             let mut r = json!({
                 "date": w.date,
                 "time_start": rfc3339(start),
                 "time_end": rfc3339(end),
-                "sport": "other",
+                "sport": sport,
             });
             put(&mut r, "calories", w.data.calories);
             put(&mut r, "distance_m", w.data.distance);

@@ -144,10 +144,11 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(
         got["workouts"][0],
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "time_start": "2026-11-21T17:30:00Z",
-            "time_end": "2026-11-21T18:15:00Z", "sport": "other", "calories": 512.0, "distance_m": 8120.0,
+            "time_end": "2026-11-21T18:15:00Z", "sport": "running", "calories": 512.0, "distance_m": 8120.0,
             "average_hr": 151.0})
     );
-    assert_eq!(got["workouts"].len(), 3);
+    let sports: Vec<&str> = got["workouts"].iter().map(|w| w["sport"].as_str().unwrap()).collect();
+    assert_eq!(sports, vec!["running", "cycling", "other"], "categories 2 Run, 6 Bicycling, 36 Other");
 
     assert_eq!(got["sleep"].len(), 2, "the nap shares a day with a longer night");
     assert_eq!(
