@@ -68,22 +68,25 @@ const RESOURCES: &[&str] = &[
 
 const LIMITS: &[RateWindow] = &[RateWindow { requests: 120, window_secs: 60 }];
 
-/// What a body `status` other than 0 means (Withings answers HTTP 200 either way).
+/// What a body `status` other than 0 means (Withings answers HTTP 200 either way), by the
+/// families of WITH-SPEC's status table (tag `response_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Ok,
-    /// 100-102, 200.
+    /// "Authentication failed": 100-102, 200.
     AuthenticationFailed(i64),
-    /// 201-213.
+    /// "Invalid params": 201-213 and the table's other invalid-params rows (216-218, 503, ...).
     InvalidParams(i64),
-    /// 214, 277.
+    /// "Unauthorized": 214, 277, 2553, 2555.
     Unauthorized(i64),
-    /// 401: the access token is invalid or expired.
+    /// 401 ("Authentication failed" in the table): the access token is invalid or expired.
     InvalidToken,
     /// 522.
     Timeout,
     /// 601.
     TooManyRequests,
+    /// "An error occurred", 524 "Bad state", 2554 "Not implemented", and codes the table does
+    /// not list.
     Other(i64),
 }
 
@@ -91,10 +94,35 @@ impl Status {
     pub fn from_code(code: i64) -> Self {
         match code {
             0 => Self::Ok,
-            100..=102 | 200 => Self::AuthenticationFailed(code),
-            201..=213 => Self::InvalidParams(code),
-            214 | 277 => Self::Unauthorized(code),
             401 => Self::InvalidToken,
+            100..=102 | 200 => Self::AuthenticationFailed(code),
+            214 | 277 | 2553 | 2555 => Self::Unauthorized(code),
+            201..=213
+            | 216..=218
+            | 220..=221
+            | 223
+            | 225
+            | 227..=230
+            | 234..=236
+            | 238
+            | 240..=252
+            | 254
+            | 260..=267
+            | 271..=272
+            | 275..=276
+            | 283..=288
+            | 290
+            | 293..=295
+            | 297
+            | 300..=304
+            | 321
+            | 323..=353
+            | 380..=382
+            | 400
+            | 501..=511
+            | 523
+            | 532
+            | 3017..=3019 => Self::InvalidParams(code),
             522 => Self::Timeout,
             601 => Self::TooManyRequests,
             other => Self::Other(other),
@@ -942,11 +970,18 @@ mod tests {
         for c in 201..=213 {
             assert_eq!(Status::from_code(c), Status::InvalidParams(c));
         }
-        assert_eq!(Status::from_code(214), Status::Unauthorized(214));
-        assert_eq!(Status::from_code(277), Status::Unauthorized(277));
+        for c in [216, 218, 238, 254, 300, 353, 400, 503, 511, 523, 532, 3017, 3019] {
+            assert_eq!(Status::from_code(c), Status::InvalidParams(c));
+        }
+        for c in [214, 277, 2553, 2555] {
+            assert_eq!(Status::from_code(c), Status::Unauthorized(c));
+        }
         assert_eq!(Status::from_code(401), Status::InvalidToken);
         assert_eq!(Status::from_code(522), Status::Timeout);
         assert_eq!(Status::from_code(601), Status::TooManyRequests);
-        assert_eq!(Status::from_code(2555), Status::Other(2555));
+        // "An error occurred", "Bad state", "Not implemented", and an unlisted code.
+        for c in [215, 219, 305, 524, 602, 2554, 10000, 99] {
+            assert_eq!(Status::from_code(c), Status::Other(c));
+        }
     }
 }

@@ -190,10 +190,10 @@ async fn every_status_family_in_the_body_is_typed() {
         fake.set_failure(Some(Failure::Status(code)));
         withings.fetch(&account, "sleep", range)
     };
-    for code in [100, 101, 102, 200, 214, 277] {
+    for code in [100, 101, 102, 200, 214, 277, 2553, 2555] {
         assert!(matches!(data_error(code).await, Err(ProviderError::CredentialError(_))), "status {code}");
     }
-    for code in 201..=213 {
+    for code in (201..=213).chain([503, 2554]) {
         assert!(matches!(data_error(code).await, Err(ProviderError::Api(_))), "status {code}");
     }
     assert_eq!(data_error(401).await, Err(ProviderError::AccessTokenRefused));
