@@ -43,9 +43,11 @@ const SLUG: &str = "withings";
 /// Withings separates scopes with commas.
 pub const SCOPES: &str = "user.info,user.metrics,user.activity,user.sleepevents";
 
-/// The notification categories (`appli`) Wearlab subscribes to: body measures, blood
-/// pressure/heart rate/SpO2, activity, sleep.
-pub const NOTIFY_APPLIS: [u32; 4] = [1, 4, 16, 44];
+/// The notification categories (`appli`) Wearlab subscribes to: every one [`resources_of_appli`]
+/// maps (body measures, temperature, blood pressure/heart rate/SpO2, activity, sleep). The codes
+/// are the notifications guide's (`../shared/PROVIDERS.md` section 4); WITH-SPEC's `notify`
+/// operations do not list them.
+pub const NOTIFY_APPLIS: [u32; 5] = [1, 2, 4, 16, 44];
 
 /// A provider that keeps answering `more` is cut off here (a loop, not data).
 const MAX_PAGES: usize = 10_000;

@@ -315,7 +315,10 @@ async fn subscribes_the_callback_to_every_mapped_category() {
             appli
         })
         .collect();
-    assert_eq!(applis, vec!["1", "4", "16", "44"]);
+    assert_eq!(applis, vec!["1", "2", "4", "16", "44"]);
+    for appli in withings::NOTIFY_APPLIS {
+        assert!(!withings::resources_of_appli(appli.into()).is_empty(), "appli {appli} is mapped");
+    }
 }
 
 #[tokio::test]
