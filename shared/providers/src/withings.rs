@@ -1,7 +1,9 @@
 //! Withings Public Health Data API (https://wbsapi.withings.net): OAuth 2 through
 //! `/v2/oauth2` (`action=requesttoken`), every call a form POST with `action`, errors as
 //! HTTP 200 with a non-zero `status` in the body, pages by `more`/`offset`, per-user
-//! notification subscriptions. Facts: `../shared/PROVIDERS.md` section 4.
+//! notification subscriptions. Facts: `../shared/PROVIDERS.md` section 4; paths, parameters,
+//! answer shapes, types, units and codes as in WITH-SPEC, the Withings developer documentation's
+//! OpenAPI source (api-evangelist/withings `openapi/_original/withings-data-api-openapi.yml`).
 //!
 //! What is mapped (value x 10^unit for measures; seconds, meters, kcal as Withings gives them):
 //! - `getmeas` (`/measure`, real measures only): `body` (weight kg, fat ratio %, the day's last
@@ -14,8 +16,11 @@
 //! - `getworkouts`: `workouts`, the sport from WITH-SPEC's workout category table; `sleep
 //!   getsummary`: `sleep` (the longest per day).
 //!
-//! Blood pressure (9/10) is not offered: a timeseries row holds one value, and a systolic and
-//! diastolic pair needs a shape the pipeline does not read yet.
+//! Blood pressure is not offered. WITH-SPEC reports it as one measure group holding a diastolic
+//! (type 9), a systolic (10) and a pulse (11) measure, in mmHg and bpm; Wearlab's timeseries
+//! sample carries one `value`, and its `blood_pressure` resource documents no systolic/diastolic
+//! pair (the simulator writes one mmHg value a sample), so either half alone would be
+//! mislabelled data.
 
 use std::collections::BTreeMap;
 
