@@ -364,6 +364,23 @@ fn in_range(range: DateRange, day: NaiveDate) -> bool {
     range.start <= day && day <= range.end
 }
 
+/// The longest span of one sleep call: WITH-SPEC's sleep `enddate` (in `sleep_summary_object`
+/// too) says "A single call can span up to 7 days maximum".
+const SLEEP_SPAN_DAYS: u64 = 7;
+
+/// `range` cut into consecutive spans of at most `days` days.
+fn spans(range: DateRange, days: u64) -> Vec<DateRange> {
+    let mut out = Vec::new();
+    let mut start = range.start;
+    while start <= range.end {
+        let end = (start + chrono::Days::new(days - 1)).min(range.end);
+        out.push(DateRange { start, end });
+        let Some(next) = end.succ_opt() else { break };
+        start = next;
+    }
+    out
+}
+
 /// Whether a Withings `YYYY-MM-DD` day is in the range.
 fn on_day_in(range: DateRange, ymd: &str) -> bool {
     ymd.parse().is_ok_and(|d| in_range(range, d))
@@ -858,7 +875,7 @@ impl Adapter for Withings {
         range: DateRange,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
-        let ymd = |action: &str, fields: &str| {
+        let ymd_in = |range: DateRange, action: &str, fields: &str| {
             vec![
                 ("action", action.to_owned()),
                 ("startdateymd", range.start.to_string()),
@@ -866,6 +883,7 @@ impl Adapter for Withings {
                 ("data_fields", fields.to_owned()),
             ]
         };
+        let ymd = |action: &str, fields: &str| ymd_in(range, action, fields);
         let records = match resource {
             "body" => body_records(&self.measures(c, &[1, 6], Some(range)).await?, range),
             "profile" => profile_records(&self.measures(c, &[4], None).await?),
@@ -883,7 +901,12 @@ impl Adapter for Withings {
             "sleep" => {
                 let fields = "total_timeinbed,lightsleepduration,remsleepduration,deepsleepduration,\
                               wakeupduration,sleep_efficiency,hr_average";
-                sleep_records(&self.paged(c, "v2/sleep", ymd("getsummary", fields), "series").await?, range)
+                let mut summaries = Vec::new();
+                for span in spans(range, SLEEP_SPAN_DAYS) {
+                    let form = ymd_in(span, "getsummary", fields);
+                    summaries.extend(self.paged::<SleepSummary>(c, "v2/sleep", form, "series").await?);
+                }
+                sleep_records(&summaries, range)
             }
             r => {
                 if let Some((types, unit)) = measure_types(r) {
@@ -955,6 +978,22 @@ mod tests {
         assert_eq!(m(72450, -3), 72.45);
         assert_eq!(m(97, 0), 97.0);
         assert_eq!(m(5, 2), 500.0);
+    }
+
+    #[test]
+    fn ranges_are_cut_into_spans_of_at_most_seven_days() {
+        let day = |s: &str| s.parse::<NaiveDate>().unwrap();
+        let range = |a, b| DateRange { start: day(a), end: day(b) };
+        assert_eq!(spans(range("2026-11-01", "2026-11-01"), 7), vec![range("2026-11-01", "2026-11-01")]);
+        assert_eq!(spans(range("2026-11-01", "2026-11-07"), 7), vec![range("2026-11-01", "2026-11-07")]);
+        assert_eq!(
+            spans(range("2026-11-01", "2026-11-20"), 7),
+            vec![
+                range("2026-11-01", "2026-11-07"),
+                range("2026-11-08", "2026-11-14"),
+                range("2026-11-15", "2026-11-20")
+            ]
+        );
     }
 
     #[test]

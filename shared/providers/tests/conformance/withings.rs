@@ -331,3 +331,26 @@ async fn an_offset_that_does_not_move_stops_the_paging() {
         assert_eq!(fake.calls(action), 2, "{resource}");
     }
 }
+
+#[tokio::test]
+async fn sleep_is_asked_seven_days_at_a_time() {
+    let (fake, withings) = setup().await;
+    let range = DateRange { start: day("2026-11-01"), end: day("2026-11-23") };
+    let fetched = withings.fetch(&fake.account(), "sleep", range).await.unwrap();
+    assert_eq!(fetched.records.len(), 2, "the same nights as over the fixture's days");
+    let spans: Vec<(String, String)> = fake
+        .forms("getsummary")
+        .into_iter()
+        .map(|f| (f["startdateymd"].clone(), f["enddateymd"].clone()))
+        .collect();
+    let span = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        spans,
+        vec![
+            span("2026-11-01", "2026-11-07"),
+            span("2026-11-08", "2026-11-14"),
+            span("2026-11-15", "2026-11-21"),
+            span("2026-11-22", "2026-11-23"),
+        ]
+    );
+}
