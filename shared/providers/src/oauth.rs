@@ -87,3 +87,34 @@ pub async fn token_request(
     }
     http::check(provider, answer)?.json(provider)
 }
+
+/// The consent page URL (RFC 6749 section 4.1.1): `authorize` with `response_type=code`, the
+/// client, the callback, `scope` written as the provider separates it, and the state.
+pub fn authorize_url(
+    provider: &str,
+    authorize: &str,
+    request: &wearlab_domain::ports::providers::AuthorizeRequest,
+    scope: &str,
+) -> Result<String, ProviderError> {
+    let mut url = url::Url::parse(authorize)
+        .map_err(|_| ProviderError::Api(format!("{provider}'s configured authorize URL is not a URL")))?;
+    url.query_pairs_mut()
+        .append_pair("response_type", "code")
+        .append_pair("client_id", &request.client_id)
+        .append_pair("redirect_uri", &request.redirect_uri)
+        .append_pair("scope", scope)
+        .append_pair("state", &request.state);
+    Ok(url.into())
+}
+
+/// The form of a code exchange (RFC 6749 section 4.1.3), without the client: the provider's
+/// style adds it ([`token_request`]) or its own envelope does.
+pub fn authorization_code_form(
+    exchange: &wearlab_domain::ports::providers::CodeExchange,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("grant_type", "authorization_code".to_owned()),
+        ("code", exchange.code.expose().to_owned()),
+        ("redirect_uri", exchange.redirect_uri.clone()),
+    ]
+}
