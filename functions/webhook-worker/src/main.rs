@@ -7,7 +7,7 @@ use wearlab_domain::ports::QueueName;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
-    let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
+    let deps = wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers())).await?;
     let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Webhook], deps.clock.clone()).await?;
     let sender = wearlab_http::HttpSender::new(wearlab_domain::webhook_url::UrlPolicy::Production);
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {

@@ -26,11 +26,21 @@ pub struct Route {
 pub struct RealProviders {
     sim: Arc<dyn Providers>,
     routes: HashMap<&'static str, Route>,
+    /// Providers with an adapter in this build, active or not.
+    available: Vec<&'static str>,
 }
 
 impl RealProviders {
     pub fn new(sim: Arc<dyn Providers>, routes: Vec<Route>) -> Self {
-        Self { sim, routes: routes.into_iter().map(|r| (r.adapter.slug(), r)).collect() }
+        let routes: HashMap<_, _> = routes.into_iter().map(|r| (r.adapter.slug(), r)).collect();
+        Self { sim, available: routes.keys().copied().collect(), routes }
+    }
+
+    /// Names the providers that have an adapter in this build, so those without an OAuth app
+    /// configured are listed as demo only.
+    pub fn with_available(mut self, slugs: Vec<&'static str>) -> Self {
+        self.available = slugs;
+        self
     }
 
     /// The active adapter of `provider`, if it is real.
@@ -47,9 +57,10 @@ impl RealProviders {
         self.route(provider)
     }
 
-    /// The OAuth app a real provider's credentials were issued to.
-    fn app(route: &Route) -> Result<&OauthClient, ProviderError> {
-        route.config.platform_client.as_ref().ok_or_else(|| {
+    /// The OAuth app a real provider's credentials were issued to: the team's own when the
+    /// caller names it, else the platform's.
+    fn app<'a>(route: &'a Route, client: Option<&'a OauthClient>) -> Result<&'a OauthClient, ProviderError> {
+        client.or(route.config.platform_client.as_ref()).ok_or_else(|| {
             ProviderError::Revoked("no OAuth application is configured for this provider".into())
         })
     }
@@ -116,11 +127,12 @@ impl Providers for RealProviders {
     async fn refresh_credentials(
         &self,
         provider: &str,
+        client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
         match self.real(provider, credentials) {
-            Some(route) => route.adapter.refresh(Self::app(route)?, credentials).await,
-            None => self.sim.refresh_credentials(provider, credentials).await,
+            Some(route) => route.adapter.refresh(Self::app(route, client)?, credentials).await,
+            None => self.sim.refresh_credentials(provider, client, credentials).await,
         }
     }
 
@@ -140,16 +152,21 @@ impl Providers for RealProviders {
     async fn deregister(
         &self,
         provider: &str,
+        client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<(), ProviderError> {
         match self.real(provider, credentials) {
             Some(route) => {
                 let account =
                     ProviderAccount { external_user_id: String::new(), credentials: credentials.clone() };
-                route.adapter.revoke(Self::app(route)?, &account).await
+                route.adapter.revoke(Self::app(route, client)?, &account).await
             }
-            None => self.sim.deregister(provider, credentials).await,
+            None => self.sim.deregister(provider, client, credentials).await,
         }
+    }
+
+    fn demo_only(&self, provider: &str) -> bool {
+        self.available.contains(&provider) && !self.routes.contains_key(provider)
     }
 
     async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {

@@ -19,7 +19,7 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::outbox::Staged;
-use crate::ports::providers::{ProviderAccount, ProviderCredentials};
+use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
 use crate::users::{self, ConnectionRef, UserRecord};
@@ -78,6 +78,17 @@ impl ConnectionRecord {
             external_user_id: self.external_user_id.clone(),
             credentials: self.credentials(deps)?,
         })
+    }
+
+    /// The OAuth application the credentials were issued to, for refreshing and revoking
+    /// them: the team's own app (its current secret) when the link went through it, `None` for
+    /// the platform's. A team app removed since is `None` too: the platform's app is all that
+    /// is left to try.
+    pub async fn issuing_client(&self, deps: &Deps) -> Result<Option<OauthClient>, DomainError> {
+        if self.team_app_client_id.is_none() {
+            return Ok(None);
+        }
+        team::team_client(deps, self.team_id, &self.provider).await
     }
 
     pub fn set_credentials(&mut self, deps: &Deps, credentials: &ProviderCredentials) {
@@ -393,7 +404,15 @@ pub(crate) async fn deregister_at_providers(deps: &Deps, user_id: UserId, conns:
                 Ok(creds) => creds,
                 Err(e) => return (c.provider, Err(e.to_string())),
             };
-            let r = deps.providers.deregister(&c.provider, &creds).await.map_err(|e| e.to_string());
+            let client = match c.issuing_client(&deps).await {
+                Ok(client) => client,
+                Err(e) => return (c.provider, Err(e.to_string())),
+            };
+            let r = deps
+                .providers
+                .deregister(&c.provider, client.as_ref(), &creds)
+                .await
+                .map_err(|e| e.to_string());
             (c.provider, r)
         });
     }

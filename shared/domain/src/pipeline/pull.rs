@@ -232,7 +232,9 @@ async fn stored_birth_year(deps: &Deps, user: UserId, provider: &str) -> Result<
 async fn account(deps: &Deps, conn: &ConnectionRecord) -> Result<ProviderAccount, ProviderError> {
     let mut account = conn.account(deps).map_err(|e| ProviderError::Api(e.to_string()))?;
     if account.credentials.expires_at.is_some_and(|t| t <= deps.now()) {
-        let fresh = deps.providers.refresh_credentials(&conn.provider, &account.credentials).await?;
+        let client = conn.issuing_client(deps).await.map_err(|e| ProviderError::Api(e.to_string()))?;
+        let fresh =
+            deps.providers.refresh_credentials(&conn.provider, client.as_ref(), &account.credentials).await?;
         account.credentials = fresh.clone();
         let key = conn.key();
         if let Ok(Some(item)) = deps.table.get(&key).await

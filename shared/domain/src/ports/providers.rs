@@ -238,10 +238,12 @@ pub trait Providers: Send + Sync + 'static {
         credentials: &ProviderCredentials,
     ) -> Result<(), ProviderError>;
 
-    /// New credentials from the refresh token.
+    /// New credentials from the refresh token. `client` is the OAuth application the
+    /// credentials were issued to: a team's own app, or `None` for the platform's.
     async fn refresh_credentials(
         &self,
         provider: &str,
+        client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError>;
 
@@ -255,11 +257,19 @@ pub trait Providers: Send + Sync + 'static {
     ) -> Result<FetchedResource, ProviderError>;
 
     /// Tells the provider Wearlab no longer acts for the user (revokes the credentials).
+    /// `client` as for [`Providers::refresh_credentials`].
     async fn deregister(
         &self,
         provider: &str,
+        client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<(), ProviderError>;
+
+    /// Whether Wearlab can link `provider` for real but this deployment configured no OAuth app
+    /// for it, so only its simulation (demo connections, simulated links) is offered.
+    fn demo_only(&self, _provider: &str) -> bool {
+        false
+    }
 
     /// A demo account whose data is synthetic; `seed` makes it differ per user.
     async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError>;
