@@ -23,6 +23,12 @@ pub fn connection(user: UserId, provider: &str) -> Key {
     Key::new(super::user_partition(user), format!("{CONNECTION_PREFIX}{provider}"))
 }
 
+/// The lease of whoever refreshes a connection's credentials now (single flight for providers
+/// whose refresh tokens are single use), in the user's partition (erasure covers it).
+pub fn refresh_lease(user: UserId, provider: &str) -> Key {
+    Key::new(super::user_partition(user), format!("LEASE#REFRESH#{provider}"))
+}
+
 /// Escapes `%` and `#` so that no value is a prefix-match of another inside a key.
 fn escape(s: &str) -> String {
     s.replace('%', "%25").replace('#', "%23")
