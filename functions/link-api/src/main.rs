@@ -2,11 +2,17 @@
 //! configured their OAuth app (`wearlab_providers::from_env`), the simulator otherwise; the
 //! simulator's consent page is served here when the template's `SimulatorPages` parameter says so.
 
+use std::sync::Arc;
+
+use wearlab_domain::ports::QueueName;
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
     let deps = wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers())).await?;
+    // A provider's push notification queues polls on the pull queue.
+    let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?;
     let routes = link_api::deployed_routes(wearlab_sim::pages_configured());
-    let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));
+    let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps).with_queue(Arc::new(queue)));
     lambda_http::run(app).await
 }

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest,
 };
 
 use crate::adapter::Adapter;
@@ -163,6 +163,19 @@ impl Providers for RealProviders {
             }
             None => self.sim.deregister(provider, client, credentials).await,
         }
+    }
+
+    fn push(&self, provider: &str, request: &PushRequest) -> PushOutcome {
+        let Some(route) = self.route(provider) else {
+            return self.sim.push(provider, request);
+        };
+        // Pushes are signed with the platform's app (teams' own apps register their own
+        // endpoints at the provider, which Wearlab does not serve yet).
+        let Some(client) = &route.config.platform_client else {
+            return PushOutcome::Refused("no OAuth application is configured for this provider".into());
+        };
+        let token = route.config.push_token.as_ref().map(Secret::expose);
+        route.adapter.push(client, token, request)
     }
 
     fn demo_only(&self, provider: &str) -> bool {

@@ -232,3 +232,70 @@ async fn a_refused_access_token_is_refreshed_once_and_a_dead_refresh_token_ends_
     poll(&r.t.deps, &job).await.unwrap();
     assert_eq!(r.fake.calls("sleep"), calls);
 }
+
+async fn push(r: &Real, body: &str, timestamp: i64, secret: &str) -> crate::helpers::Answer {
+    let signature = wearlab_providers::oura::sign(secret, &timestamp.to_string(), body.as_bytes());
+    let ts = timestamp.to_string();
+    let headers = [("x-oura-timestamp", ts.as_str()), ("x-oura-signature", signature.as_str())];
+    r.t.send_as(Method::POST, "/v2/provider_webhooks/oura", None, &headers, Some(body)).await
+}
+
+#[tokio::test]
+async fn a_signed_oura_push_polls_the_connection_and_announces_the_new_day() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-4").await;
+    drain(&r).await;
+
+    // Oura's handshake when subscribing: the verification token must match.
+    let a =
+        r.t.send(
+            Method::GET,
+            &format!("/v2/provider_webhooks/oura?verification_token={PUSH_TOKEN}&challenge=ch-1"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body, json!({"challenge": "ch-1"}));
+    let a = r
+        .t
+        .send(Method::GET, "/v2/provider_webhooks/oura?verification_token=wrong&challenge=ch-1", None, None)
+        .await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+
+    r.fake.add_document(
+        "daily_activity",
+        json!({"id": "act-2026-11-25", "day": "2026-11-25", "steps": 4321, "active_calories": 150,
+            "total_calories": 1900, "equivalent_walking_distance": 3100, "low_activity_time": 3600,
+            "high_activity_time": 0, "medium_activity_time": 600, "timestamp": "2026-11-25T04:00:00+01:00"}),
+    );
+    let body = json!({"event_type": "create", "data_type": "daily_activity", "object_id": "act-2026-11-25",
+        "event_time": "2026-11-25T08:00:00+00:00", "user_id": USER_ID})
+    .to_string();
+    let now = Utc::now().timestamp();
+
+    // Refused pushes change nothing: no poll is queued.
+    let a = push(&r, &body, now, "not-the-app-secret").await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    let a = r.t.send_as(Method::POST, "/v2/provider_webhooks/oura", None, &[], Some(&body)).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "unsigned");
+    let a = push(&r, &body, now - 3600, "oura-app-secret").await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "stale");
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
+    assert!(!r.stack.bus.published().iter().any(|e| e.event_type.starts_with("daily.")));
+
+    let a = push(&r, &body, now, "oura-app-secret").await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    let daily: Vec<_> = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "daily.data.activity.created")
+        .collect();
+    assert_eq!(daily.len(), 1, "the new day, and only it");
+    assert_eq!(daily[0].data["calendar_date"], "2026-11-25");
+    assert_eq!(daily[0].data["steps"], 4321.0);
+    assert_eq!(daily[0].user_id.to_string(), user);
+}

@@ -49,6 +49,17 @@ pub fn provider_account(team: TeamId, provider: &str, external_user_id: &str, us
     Key::new(format!("TEAM#{team}"), format!("{}{user}", provider_account_prefix(provider, external_user_id)))
 }
 
+/// GSI1 partition of the provider-account markers of one provider's user, across teams: a
+/// provider's push notification names only its user id.
+pub fn provider_user_index(provider: &str, external_user_id: &str) -> String {
+    format!("PROVUSER#{}#{}", escape(provider), escape(external_user_id))
+}
+
+/// GSI1 sort key of a provider-account marker.
+pub fn provider_user_index_sort(team: TeamId, user: UserId) -> String {
+    format!("{team}#{user}")
+}
+
 /// The team's own OAuth application for a provider.
 pub fn team_oauth_app(team: TeamId, provider: &str) -> Key {
     Key::new(format!("TEAM#{team}"), format!("OAUTHAPP#{provider}"))

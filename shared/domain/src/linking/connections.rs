@@ -191,8 +191,8 @@ async fn account_connected_elsewhere(
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct AccountMarker {
-    user_id: UserId,
+pub(crate) struct AccountMarker {
+    pub(crate) user_id: UserId,
 }
 
 /// Stores a new connection (replacing one to the same provider), consumes the token, updates
@@ -260,6 +260,10 @@ pub async fn commit(
                 item: Item::new(
                     keys::linking::provider_account(team, slug, external, user_id),
                     to_body(&AccountMarker { user_id }),
+                )
+                .with_gsi1(
+                    keys::linking::provider_user_index(slug, external),
+                    keys::linking::provider_user_index_sort(team, user_id),
                 ),
                 condition: Condition::None,
             },

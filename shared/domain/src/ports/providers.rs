@@ -265,6 +265,12 @@ pub trait Providers: Send + Sync + 'static {
         credentials: &ProviderCredentials,
     ) -> Result<(), ProviderError>;
 
+    /// Reads a request `provider` sent to Wearlab's push endpoint: its handshake, notices of
+    /// changed data (signature checked), or a refusal. Providers without push refuse.
+    fn push(&self, _provider: &str, _request: &PushRequest) -> PushOutcome {
+        PushOutcome::Refused("this provider sends no push notifications here".into())
+    }
+
     /// Whether Wearlab can link `provider` for real but this deployment configured no OAuth app
     /// for it, so only its simulation (demo connections, simulated links) is offered.
     fn demo_only(&self, _provider: &str) -> bool {

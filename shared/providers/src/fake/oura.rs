@@ -43,6 +43,8 @@ struct Inner {
     /// Data calls still to fail, and with which status.
     failures: Vec<u16>,
     page_size: usize,
+    /// Documents added after the fixtures (new data at Oura), by collection.
+    added: HashMap<String, Vec<Value>>,
 }
 
 impl Inner {
@@ -131,6 +133,11 @@ impl OuraFake {
     /// Documents per page (2 by default, so every fixture spans pages).
     pub fn set_page_size(&self, n: usize) {
         self.lock().page_size = n.max(1);
+    }
+
+    /// New data at Oura: `doc` joins the collection `kind` (e.g. a new day's `daily_activity`).
+    pub fn add_document(&self, kind: &str, doc: Value) {
+        self.lock().added.entry(kind.to_owned()).or_default().push(doc);
     }
 
     /// Credentials as a code exchange would have issued them: `(access, refresh)`.
@@ -287,8 +294,11 @@ async fn collection(
         return *r;
     }
     let all: Value = serde_json::from_str(fixture).unwrap_or_default();
-    let docs: Vec<&Value> =
-        all["data"].as_array().map(|a| a.iter().filter(|d| in_range(d, &q)).collect()).unwrap_or_default();
+    let added = inner.added.get(&kind).cloned().unwrap_or_default();
+    let docs: Vec<&Value> = all["data"]
+        .as_array()
+        .map(|a| a.iter().chain(added.iter()).filter(|d| in_range(d, &q)).collect())
+        .unwrap_or_default();
     let offset: usize = match q.get("next_token").map(|t| t.parse()) {
         None => 0,
         Some(Ok(n)) => n,
