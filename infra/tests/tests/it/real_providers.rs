@@ -299,3 +299,33 @@ async fn a_signed_oura_push_polls_the_connection_and_announces_the_new_day() {
     assert_eq!(daily[0].data["steps"], 4321.0);
     assert_eq!(daily[0].user_id.to_string(), user);
 }
+
+#[tokio::test]
+async fn a_rate_limited_pull_waits_for_the_providers_reset_while_others_go_on() {
+    let r = real_oura().await;
+    let first = linked_user(&r, "oura-5").await;
+    // Oura's next answer is a 429 with Retry-After: 7.
+    r.fake.fail_next(429, 1);
+    drain(&r).await;
+    assert!(summaries(&r, "sleep", &first).await.is_empty(), "waiting for Oura's reset");
+    assert_eq!(connection(&r, &first).await.status, wearlab_models::ConnectionStatus::Connected);
+
+    // Another user's pull is not held up by the waiting one.
+    let second = linked_user(&r, "oura-6").await;
+    drain(&r).await;
+    assert_eq!(summaries(&r, "sleep", &second).await.len(), 3);
+    assert!(summaries(&r, "sleep", &first).await.is_empty());
+
+    // After the reset the first pull resumes and completes (not failed, not dead-lettered).
+    r.t.clock.advance(chrono::Duration::seconds(8));
+    drain(&r).await;
+    assert_eq!(summaries(&r, "sleep", &first).await.len(), 3);
+    let completed = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "historical.data.sleep.created" && e.user_id.to_string() == first)
+        .count();
+    assert_eq!(completed, 1);
+}
