@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest, RateWindow,
 };
 
 use crate::adapter::Adapter;
@@ -163,6 +163,10 @@ impl Providers for RealProviders {
             }
             None => self.sim.deregister(provider, client, credentials).await,
         }
+    }
+
+    fn app_limits(&self, provider: &str, credentials: &ProviderCredentials) -> Vec<RateWindow> {
+        self.real(provider, credentials).map(|r| r.adapter.app_limits().to_vec()).unwrap_or_default()
     }
 
     fn push(&self, provider: &str, request: &PushRequest) -> PushOutcome {

@@ -235,8 +235,10 @@ async fn account(deps: &Deps, conn: &ConnectionRecord) -> Result<ProviderAccount
     refresh::usable_account(deps, conn, None).await
 }
 
-/// One fetch; an access token the provider refused (expired early, rotated elsewhere) is
-/// refreshed and the fetch tried once more.
+/// One fetch, within the provider's limits for the OAuth app (all its users, every instance;
+/// over them it is `RateLimited` until the window turns over, as a 429 would be); an access
+/// token the provider refused (expired early, rotated elsewhere) is refreshed and the fetch
+/// tried once more.
 async fn fetch(
     deps: &Deps,
     conn: &ConnectionRecord,
@@ -244,6 +246,15 @@ async fn fetch(
     resource: &str,
     range: DateRange,
 ) -> Result<FetchedResource, ProviderError> {
+    let limits = deps.providers.app_limits(&conn.provider, &account.credentials);
+    let app = conn.team_app_client_id.as_deref().unwrap_or("platform");
+    match throttle::take_app(deps, &conn.provider, app, &limits).await {
+        Ok(Decision::Granted) => {}
+        Ok(Decision::Wait(wait)) => {
+            return Err(ProviderError::RateLimited { retry_after_secs: wait.as_secs().max(1) });
+        }
+        Err(e) => return Err(ProviderError::Api(e.to_string())),
+    }
     match deps.providers.fetch(&conn.provider, account, resource, range).await {
         Err(ProviderError::AccessTokenRefused) => {
             *account = refresh::usable_account(deps, conn, Some(&account.credentials.access_token)).await?;

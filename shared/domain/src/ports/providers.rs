@@ -265,6 +265,12 @@ pub trait Providers: Send + Sync + 'static {
         credentials: &ProviderCredentials,
     ) -> Result<(), ProviderError>;
 
+    /// The provider's published limits for one OAuth app, when `credentials` reach the real
+    /// provider (none for the simulator).
+    fn app_limits(&self, _provider: &str, _credentials: &ProviderCredentials) -> Vec<RateWindow> {
+        vec![]
+    }
+
     /// Reads a request `provider` sent to Wearlab's push endpoint: its handshake, notices of
     /// changed data (signature checked), or a refusal. Providers without push refuse.
     fn push(&self, _provider: &str, _request: &PushRequest) -> PushOutcome {
