@@ -88,6 +88,18 @@ impl Oura {
         }
     }
 
+    /// A webhook-subscription call: authenticated by the app's credentials in headers.
+    async fn subscription_call(
+        &self,
+        client: &OauthClient,
+        request: reqwest::RequestBuilder,
+    ) -> Result<http::Answer, ProviderError> {
+        let request = request
+            .header("x-client-id", &client.client_id)
+            .header("x-client-secret", client.client_secret.expose());
+        http::check(SLUG, http::send(SLUG, request).await?)
+    }
+
     async fn get(&self, token: &str, path: &str, query: &[(&str, String)]) -> Result<Value, ProviderError> {
         let url = format!("{}{path}", self.config.endpoints.api);
         let answer = http::send(SLUG, self.http.get(url).bearer_auth(token).query(query)).await?;
@@ -313,6 +325,23 @@ fn profile_record(d: &Value, today: NaiveDate) -> Value {
     })
 }
 
+/// The Oura data types Wearlab subscribes to (those [`resources_of`] maps), and the events:
+/// deletions are not modelled.
+const PUSH_DATA_TYPES: [&str; 5] = ["sleep", "daily_activity", "workout", "daily_spo2", "daily_readiness"];
+const PUSH_EVENT_TYPES: [&str; 2] = ["create", "update"];
+/// A subscription expiring sooner is renewed (Oura's last about 90 days).
+const RENEW_BEFORE_DAYS: i64 = 30;
+
+#[derive(Debug, Deserialize)]
+struct Subscription {
+    id: String,
+    callback_url: String,
+    event_type: String,
+    data_type: String,
+    #[serde(default)]
+    expiration_time: Option<DateTime<chrono::FixedOffset>>,
+}
+
 /// The catalog resources a notice of `data_type` changes.
 fn resources_of(data_type: &str) -> &'static [&'static str] {
     match data_type {
@@ -480,6 +509,50 @@ impl Adapter for Oura {
             400 | 401 => Ok(()),
             _ => http::check(SLUG, answer).map(|_| ()),
         }
+    }
+
+    async fn ensure_subscriptions(
+        &self,
+        client: &OauthClient,
+        callback_url: &str,
+        verification_token: Option<&str>,
+    ) -> Result<usize, ProviderError> {
+        let Some(token) = verification_token else {
+            return Err(ProviderError::Unsupported(format!(
+                "{SLUG} needs a push verification token to subscribe"
+            )));
+        };
+        let base = format!("{}/v2/webhook/subscription", self.config.endpoints.api);
+        let existing: Vec<Subscription> =
+            self.subscription_call(client, self.http.get(&base)).await?.json(SLUG)?;
+        let renew_before = Utc::now() + Duration::days(RENEW_BEFORE_DAYS);
+        let mut changed = 0;
+        for data_type in PUSH_DATA_TYPES {
+            for event_type in PUSH_EVENT_TYPES {
+                let found = existing.iter().find(|s| {
+                    s.callback_url == callback_url && s.data_type == data_type && s.event_type == event_type
+                });
+                match found {
+                    Some(s) if s.expiration_time.is_some_and(|t| t > renew_before) => continue,
+                    Some(s) => {
+                        let url = format!("{base}/renew/{}", s.id);
+                        self.subscription_call(client, self.http.put(url)).await?;
+                    }
+                    None => {
+                        let body = json!({"callback_url": callback_url, "verification_token": token,
+                            "event_type": event_type, "data_type": data_type});
+                        let request = self
+                            .http
+                            .post(&base)
+                            .header("content-type", "application/json")
+                            .body(body.to_string());
+                        self.subscription_call(client, request).await?;
+                    }
+                }
+                changed += 1;
+            }
+        }
+        Ok(changed)
     }
 
     fn push(

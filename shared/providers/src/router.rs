@@ -182,6 +182,23 @@ impl Providers for RealProviders {
         route.adapter.push(client, token, request)
     }
 
+    async fn maintain_push_subscriptions(
+        &self,
+        public_url: &str,
+    ) -> Vec<(String, Result<usize, ProviderError>)> {
+        let mut out = Vec::new();
+        for (slug, route) in &self.routes {
+            let Some(client) = &route.config.platform_client else { continue };
+            let callback = format!("{}/v2/provider_webhooks/{slug}", public_url.trim_end_matches('/'));
+            let token = route.config.push_token.as_ref().map(Secret::expose);
+            out.push((
+                (*slug).to_owned(),
+                route.adapter.ensure_subscriptions(client, &callback, token).await,
+            ));
+        }
+        out
+    }
+
     fn demo_only(&self, provider: &str) -> bool {
         self.available.contains(&provider) && !self.routes.contains_key(provider)
     }

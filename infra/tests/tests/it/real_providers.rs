@@ -329,3 +329,22 @@ async fn a_rate_limited_pull_waits_for_the_providers_reset_while_others_go_on() 
         .count();
     assert_eq!(completed, 1);
 }
+
+#[tokio::test]
+async fn oura_push_subscriptions_are_kept_by_the_sweep_at_most_hourly() {
+    let r = real_oura().await;
+    let maintain = || wearlab_domain::linking::push::maintain_subscriptions(&r.t.deps, "https://api.example");
+    assert!(maintain().await.unwrap());
+    let subs = r.fake.subscriptions();
+    assert_eq!(subs.len(), 10);
+    assert!(subs.iter().all(|s| s["callback_url"] == "https://api.example/v2/provider_webhooks/oura"));
+    // Within the hour (any instance): not looked at again.
+    assert!(!maintain().await.unwrap());
+    assert_eq!(r.fake.calls("subscription:list"), 1);
+    // An hour on, expiring ones are renewed.
+    r.fake.expire_subscriptions(Utc::now() + chrono::Duration::days(2));
+    r.t.clock.advance(chrono::Duration::hours(1));
+    assert!(maintain().await.unwrap());
+    assert_eq!(r.fake.calls("subscription:renew"), 10);
+    assert_eq!(r.fake.subscriptions().len(), 10);
+}

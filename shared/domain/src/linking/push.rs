@@ -64,3 +64,24 @@ fn poll(team: TeamId, user: UserId, provider: &str, since: Option<chrono::NaiveD
     let job = PollJob { team_id: team, user_id: user, provider: provider.to_owned(), since };
     Outgoing::now(PullMessage::Job(Job::Poll(job)).body())
 }
+
+/// How often the providers' push subscriptions are looked at (and created or renewed).
+const SUBSCRIPTIONS_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Creates or renews the real providers' app-wide push subscriptions to this deployment's
+/// `public_url`, at most once an hour whichever instance runs it (the sweep worker, every
+/// minute). Failures are logged and tried again at the next hour. Returns whether it ran.
+pub async fn maintain_subscriptions(deps: &Deps, public_url: &str) -> Result<bool, DomainError> {
+    let key = crate::ports::Key::new("PUSHSUBS", "#");
+    let policy = crate::throttle::Policy::Rate { limit: 1, window: SUBSCRIPTIONS_EVERY };
+    if crate::throttle::take(deps, key, policy, "sweep").await? != crate::throttle::Decision::Granted {
+        return Ok(false);
+    }
+    for (provider, result) in deps.providers.maintain_push_subscriptions(public_url).await {
+        match result {
+            Ok(changed) => tracing::info!(provider, changed, "push subscriptions current"),
+            Err(e) => tracing::warn!(provider, error = %e, "push subscriptions not maintained"),
+        }
+    }
+    Ok(true)
+}

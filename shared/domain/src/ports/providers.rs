@@ -277,6 +277,16 @@ pub trait Providers: Send + Sync + 'static {
         PushOutcome::Refused("this provider sends no push notifications here".into())
     }
 
+    /// Creates or renews the app-wide push subscriptions of every real provider that has them,
+    /// pointing at `<public_url>/v2/provider_webhooks/<provider>`. Per provider: how many were
+    /// created or renewed, or why not.
+    async fn maintain_push_subscriptions(
+        &self,
+        _public_url: &str,
+    ) -> Vec<(String, Result<usize, ProviderError>)> {
+        vec![]
+    }
+
     /// Whether Wearlab can link `provider` for real but this deployment configured no OAuth app
     /// for it, so only its simulation (demo connections, simulated links) is offered.
     fn demo_only(&self, _provider: &str) -> bool {

@@ -45,6 +45,8 @@ struct Inner {
     page_size: usize,
     /// Documents added after the fixtures (new data at Oura), by collection.
     added: HashMap<String, Vec<Value>>,
+    /// Webhook subscriptions.
+    subscriptions: Vec<Value>,
 }
 
 impl Inner {
@@ -85,6 +87,8 @@ impl OuraFake {
             .route("/oauth/revoke", post(revoke))
             .route("/v2/usercollection/personal_info", get(personal_info))
             .route("/v2/usercollection/{kind}", get(collection))
+            .route("/v2/webhook/subscription", get(list_subscriptions).post(create_subscription))
+            .route("/v2/webhook/subscription/renew/{id}", axum::routing::put(renew_subscription))
             .with_state(inner.clone());
         Self { base: super::serve(app).await, inner }
     }
@@ -138,6 +142,18 @@ impl OuraFake {
     /// New data at Oura: `doc` joins the collection `kind` (e.g. a new day's `daily_activity`).
     pub fn add_document(&self, kind: &str, doc: Value) {
         self.lock().added.entry(kind.to_owned()).or_default().push(doc);
+    }
+
+    /// The webhook subscriptions held, as Oura lists them.
+    pub fn subscriptions(&self) -> Vec<Value> {
+        self.lock().subscriptions.clone()
+    }
+
+    /// Moves every subscription's expiry to `at` (e.g. close, so that it is renewed).
+    pub fn expire_subscriptions(&self, at: DateTime<Utc>) {
+        for s in &mut self.lock().subscriptions {
+            s["expiration_time"] = json!(at.to_rfc3339());
+        }
     }
 
     /// Credentials as a code exchange would have issued them: `(access, refresh)`.
@@ -311,4 +327,58 @@ async fn collection(
     let page: Vec<&Value> = docs.get(offset..end).map(|p| p.to_vec()).unwrap_or_default();
     let next = (end < docs.len()).then(|| end.to_string());
     axum::Json(json!({"data": page, "next_token": next})).into_response()
+}
+
+/// The app's credentials in `x-client-id` / `x-client-secret`, as Oura's subscription API takes them.
+fn app_admitted(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<Response>> {
+    inner.count(what);
+    let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    if header("x-client-id") != inner.client_id || header("x-client-secret") != inner.client_secret {
+        return Err(Box::new(
+            (StatusCode::UNAUTHORIZED, axum::Json(json!({"status": 401, "title": "Unauthorized"})))
+                .into_response(),
+        ));
+    }
+    Ok(())
+}
+
+async fn list_subscriptions(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    let mut inner = lock(&s);
+    if let Err(r) = app_admitted(&mut inner, &headers, "subscription:list") {
+        return *r;
+    }
+    axum::Json(inner.subscriptions.clone()).into_response()
+}
+
+async fn create_subscription(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let mut inner = lock(&s);
+    if let Err(r) = app_admitted(&mut inner, &headers, "subscription:create") {
+        return *r;
+    }
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let field = |k: &str| req.get(k).and_then(Value::as_str).map(str::to_owned);
+    let (Some(callback_url), Some(_), Some(event_type), Some(data_type)) =
+        (field("callback_url"), field("verification_token"), field("event_type"), field("data_type"))
+    else {
+        return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"status": 422}))).into_response();
+    };
+    inner.serial += 1;
+    let sub = json!({"id": format!("sub-{}", inner.serial), "callback_url": callback_url, "event_type": event_type,
+        "data_type": data_type, "expiration_time": (Utc::now() + chrono::Duration::days(90)).to_rfc3339()});
+    inner.subscriptions.push(sub.clone());
+    (StatusCode::CREATED, axum::Json(sub)).into_response()
+}
+
+async fn renew_subscription(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let mut inner = lock(&s);
+    if let Err(r) = app_admitted(&mut inner, &headers, "subscription:renew") {
+        return *r;
+    }
+    match inner.subscriptions.iter_mut().find(|s| s["id"] == id.as_str()) {
+        Some(sub) => {
+            sub["expiration_time"] = json!((Utc::now() + chrono::Duration::days(90)).to_rfc3339());
+            axum::Json(sub.clone()).into_response()
+        }
+        None => (StatusCode::NOT_FOUND, axum::Json(json!({"status": 404}))).into_response(),
+    }
 }

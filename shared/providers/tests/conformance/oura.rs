@@ -313,3 +313,28 @@ async fn revoke_ends_access() {
     // Revoking again (token already dead) is not an error.
     adapter.revoke(&client(), &acc).await.unwrap();
 }
+
+#[tokio::test]
+async fn push_subscriptions_are_created_once_and_renewed_before_they_expire() {
+    let (fake, adapter) = setup().await;
+    let callback = "https://api.example/v2/provider_webhooks/oura";
+    assert_eq!(adapter.ensure_subscriptions(&client(), callback, Some(PUSH_TOKEN)).await.unwrap(), 10);
+    let subs = fake.subscriptions();
+    assert_eq!(subs.len(), 10, "five data types, created and updated");
+    assert!(subs.iter().all(|s| s["callback_url"] == callback));
+    // All current: nothing to do.
+    assert_eq!(adapter.ensure_subscriptions(&client(), callback, Some(PUSH_TOKEN)).await.unwrap(), 0);
+    assert_eq!(fake.calls("subscription:create"), 10);
+    // About to expire: renewed, not created again.
+    fake.expire_subscriptions(Utc::now() + chrono::Duration::days(3));
+    assert_eq!(adapter.ensure_subscriptions(&client(), callback, Some(PUSH_TOKEN)).await.unwrap(), 10);
+    assert_eq!(fake.calls("subscription:renew"), 10);
+    assert_eq!(fake.subscriptions().len(), 10);
+    // The app's credentials are checked; without a verification token nothing is subscribed.
+    let wrong = OauthClient { client_id: "oura-app".into(), client_secret: Secret::new("nope") };
+    assert!(matches!(
+        adapter.ensure_subscriptions(&wrong, callback, Some(PUSH_TOKEN)).await,
+        Err(ProviderError::AccessTokenRefused)
+    ));
+    assert!(adapter.ensure_subscriptions(&client(), callback, None).await.is_err());
+}
