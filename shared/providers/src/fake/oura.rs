@@ -263,10 +263,7 @@ fn admit(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<R
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
     if !inner.access.contains_key(token) {
-        return Err(Box::new(
-            (StatusCode::UNAUTHORIZED, axum::Json(json!({"status": 401, "title": "Unauthorized"})))
-                .into_response(),
-        ));
+        return Err(unauthorized());
     }
     Ok(())
 }
@@ -329,15 +326,20 @@ async fn collection(
     axum::Json(json!({"data": page, "next_token": next})).into_response()
 }
 
+/// Oura's 401 (RFC 7807 body).
+fn unauthorized() -> Box<Response> {
+    Box::new(
+        (StatusCode::UNAUTHORIZED, axum::Json(json!({"status": 401, "title": "Unauthorized"})))
+            .into_response(),
+    )
+}
+
 /// The app's credentials in `x-client-id` / `x-client-secret`, as Oura's subscription API takes them.
 fn app_admitted(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<Response>> {
     inner.count(what);
     let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     if header("x-client-id") != inner.client_id || header("x-client-secret") != inner.client_secret {
-        return Err(Box::new(
-            (StatusCode::UNAUTHORIZED, axum::Json(json!({"status": 401, "title": "Unauthorized"})))
-                .into_response(),
-        ));
+        return Err(unauthorized());
     }
     Ok(())
 }
