@@ -72,6 +72,9 @@ async fn update(deps: &Deps, conn: &ConnectionRecord, change: impl Fn(&mut Conne
     }
 }
 
+/// Credentials this close to their expiry are refreshed first: a token that expires between
+/// the check and the provider's answer would cost a refused call.
+const REFRESH_MARGIN_SECS: i64 = 60;
 /// How long a refresh lease holds: past it, a crashed holder's lease is taken over.
 const LEASE_SECS: i64 = 30;
 /// How often a worker waiting for another's refresh looks at the connection again.
@@ -79,7 +82,7 @@ const WAIT_STEP: std::time::Duration = std::time::Duration::from_millis(50);
 /// Bounds the wait (about the lease's length); then the caller retries later.
 const MAX_WAITS: usize = 600;
 
-/// Credentials that work now. Expired ones, or the access token `refused` by the provider (its
+/// Credentials that work now. Expired (or expiring within a minute) ones, or the access token `refused` by the provider (its
 /// 401), are refreshed by exactly one worker at a time: providers such as Oura take each
 /// refresh token once, so two concurrent refreshes would kill the connection. The worker that
 /// takes the connection's refresh lease (a conditional write) refreshes and saves; the others
@@ -90,7 +93,9 @@ pub async fn usable_account(
     refused: Option<&crate::crypto::Secret>,
 ) -> Result<ProviderAccount, ProviderError> {
     let stale = |a: &ProviderAccount| {
-        a.credentials.expires_at.is_some_and(|t| t <= deps.now())
+        a.credentials
+            .expires_at
+            .is_some_and(|t| t <= deps.now() + chrono::Duration::seconds(REFRESH_MARGIN_SECS))
             || refused.is_some_and(|r| *r == a.credentials.access_token)
     };
     for _ in 0..MAX_WAITS {
