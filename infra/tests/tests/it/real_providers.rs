@@ -14,12 +14,15 @@ use wearlab_domain::linking::connections::ConnectionRecord;
 use wearlab_domain::linking::tokens::LINK_TOKEN_HEADER;
 use wearlab_domain::pipeline::pull::{PollJob, poll};
 use wearlab_domain::ports::ManualClock;
-use wearlab_domain::ports::providers::{OauthClient, ProviderCredentials};
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow,
+};
 use wearlab_domain::ports::{Condition, Item, to_body};
 use wearlab_local::LocalStack;
 use wearlab_providers::fake::oura::{OuraFake, USER_ID};
 use wearlab_providers::oura::Oura;
-use wearlab_providers::{RealProviders, Route};
+use wearlab_providers::{Adapter, RealProviders, Route};
 
 use crate::helpers::TestApp;
 use crate::linking::{link_token, path_of, query_param};
@@ -39,11 +42,16 @@ fn app() -> OauthClient {
 /// The embedded app with Oura real (pointed at a fresh fake), the clock a few days after the
 /// fixtures' days.
 async fn real_oura() -> Real {
+    real_oura_with(|oura| Arc::new(oura)).await
+}
+
+/// [`real_oura`] with the adapter wrapped by `adapter`.
+async fn real_oura_with(adapter: impl FnOnce(Oura) -> Arc<dyn Adapter>) -> Real {
     let fake = OuraFake::start(&app()).await;
     let config = fake.config(&app(), Some(PUSH_TOKEN));
     let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 25, 9, 0, 0).unwrap()));
     let stack = LocalStack::in_memory_with(clock.clone(), |sim| {
-        let route = Route { adapter: Arc::new(Oura::new(config.clone())), config };
+        let route = Route { adapter: adapter(Oura::new(config.clone())), config };
         Arc::new(RealProviders::new(sim, vec![route]))
     });
     let t = TestApp::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
@@ -219,7 +227,7 @@ async fn a_refused_access_token_is_refreshed_once_and_a_dead_refresh_token_ends_
     // Someone spent the refresh token elsewhere: Oura answers invalid_grant.
     let creds = connection(&r, &user).await.credentials(&r.t.deps).unwrap();
     let adapter = Oura::new(r.fake.config(&app(), None));
-    wearlab_providers::Adapter::refresh(&adapter, &app(), &creds).await.unwrap();
+    adapter.refresh(&app(), &creds).await.unwrap();
     r.fake.expire_access_tokens();
     poll(&r.t.deps, &job).await.unwrap();
     let conn = connection(&r, &user).await;
@@ -347,4 +355,81 @@ async fn oura_push_subscriptions_are_kept_by_the_sweep_at_most_hourly() {
     assert!(maintain().await.unwrap());
     assert_eq!(r.fake.calls("subscription:renew"), 10);
     assert_eq!(r.fake.subscriptions().len(), 10);
+}
+
+/// Oura with a published limit of three requests a minute for the app.
+struct Tight(Oura);
+
+const TIGHT: &[RateWindow] = &[RateWindow { requests: 3, window_secs: 60 }];
+
+#[async_trait::async_trait]
+impl Adapter for Tight {
+    fn slug(&self) -> &'static str {
+        self.0.slug()
+    }
+    fn resources(&self) -> &'static [&'static str] {
+        self.0.resources()
+    }
+    fn app_limits(&self) -> &'static [RateWindow] {
+        TIGHT
+    }
+    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
+        self.0.authorize_url(request)
+    }
+    async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
+        self.0.exchange_code(exchange).await
+    }
+    async fn refresh(
+        &self,
+        c: &OauthClient,
+        creds: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.0.refresh(c, creds).await
+    }
+    async fn fetch(
+        &self,
+        a: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        self.0.fetch(a, resource, range).await
+    }
+    async fn revoke(&self, c: &OauthClient, a: &ProviderAccount) -> Result<(), ProviderError> {
+        self.0.revoke(c, a).await
+    }
+    fn push(&self, c: &OauthClient, token: Option<&str>, request: &PushRequest) -> PushOutcome {
+        self.0.push(c, token, request)
+    }
+}
+
+/// Every data call the fake got.
+fn data_calls(fake: &OuraFake) -> usize {
+    ["personal_info", "daily_activity", "sleep", "workout", "heartrate", "daily_spo2", "daily_readiness"]
+        .iter()
+        .map(|k| fake.calls(k))
+        .sum()
+}
+
+#[tokio::test]
+async fn the_apps_published_limit_holds_across_its_users() {
+    let r = real_oura_with(|oura| Arc::new(Tight(oura))).await;
+    r.fake.set_page_size(1000);
+    let users = [linked_user(&r, "oura-7").await, linked_user(&r, "oura-8").await];
+    let linking_calls = data_calls(&r.fake);
+    let mut seen = linking_calls;
+    let mut minutes = 0;
+    // Each minute at most three fetches reach Oura, whichever user they are for.
+    while summaries(&r, "sleep", &users[0]).await.is_empty()
+        || summaries(&r, "sleep", &users[1]).await.is_empty()
+    {
+        drain(&r).await;
+        let now = data_calls(&r.fake);
+        assert!(now - seen <= 3, "{} calls in one minute", now - seen);
+        seen = now;
+        r.t.clock.advance(chrono::Duration::seconds(60));
+        minutes += 1;
+        assert!(minutes < 60, "the pulls did not finish");
+    }
+    assert!(minutes > 2, "the limit made the pulls wait ({minutes} minutes)");
+    assert_eq!(connection(&r, &users[0]).await.status, wearlab_models::ConnectionStatus::Connected);
 }
