@@ -433,3 +433,12 @@ async fn the_apps_published_limit_holds_across_its_users() {
     assert!(minutes > 2, "the limit made the pulls wait ({minutes} minutes)");
     assert_eq!(connection(&r, &users[0]).await.status, wearlab_models::ConnectionStatus::Connected);
 }
+
+#[tokio::test]
+async fn removing_an_oura_connection_revokes_the_token_at_oura() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-9").await;
+    let a = r.t.delete(&format!("/v2/user/{user}/oura")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(r.fake.calls("revoke"), 1);
+}
