@@ -3,15 +3,16 @@
 //!
 //! Browser-facing routes carry no API key and are therefore not in the OpenAPI document: the
 //! OAuth callback (`/v2/link/provider/oauth/{provider}/callback`, where the provider sends the
-//! end user back) and the hosted link page (`/v2/link/web/**`, the `link_web_url` of a token;
-//! see `docs/HOSTED_PAGES.md`).
+//! end user back), the hosted link page (`/v2/link/web/**`, the `link_web_url` of a token;
+//! see `docs/HOSTED_PAGES.md`), and the providers' push endpoint
+//! (`/v2/provider_webhooks/{provider}`, see `docs/PROVIDERS.md`).
 
 mod handlers;
 mod widget_html;
 
 use wearlab_web::{AppState, Routes, routes};
 
-use handlers::{catalog, link, preferences, team, web, webhooks};
+use handlers::{catalog, link, preferences, provider_push, team, web, webhooks};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
@@ -34,6 +35,7 @@ pub fn routes() -> Routes {
         .route(web::PAGE_OAUTH_PATH, axum::routing::get(web::page_oauth))
         .route(web::PASSWORD_PATH, axum::routing::post(web::post_password))
         .route(web::MFA_PATH, axum::routing::post(web::post_mfa))
+        .route(provider_push::PATH, axum::routing::get(provider_push::receive).post(provider_push::receive))
 }
 
 /// The function as served, `/openapi.json` included.

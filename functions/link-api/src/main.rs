@@ -1,11 +1,19 @@
-//! The link-api Lambda: its router on the AWS adapters. Providers are the simulator until real
-//! provider adapters exist; its consent page is served here when the template's
-//! `SimulatorPages` parameter says so.
+//! The link-api Lambda: its router on the AWS adapters. Providers are real where the operator
+//! configured their OAuth app (`wearlab_providers::from_env`), the simulator otherwise; the
+//! simulator's consent page is served here when the template's `SimulatorPages` parameter says so.
+
+use std::sync::Arc;
+
+use wearlab_domain::Deps;
+use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
-    let deps = wearlab_aws::deps_from_env(wearlab_sim::providers()).await?;
+    let deps = wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers())).await?;
+    // A provider's push notification queues polls on the pull queue.
+    let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
+    let deps = Deps { queue, ..deps };
     let routes = link_api::deployed_routes(wearlab_sim::pages_configured());
     let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));
     lambda_http::run(app).await

@@ -3,7 +3,9 @@
 //! - advances every open lab order whose next status change is due (reads of an order advance
 //!   it too; the sweep decides how late an unread order's `labtest.order.updated` can be), and
 //! - publishes events left staged in the outbox (a crash or a refused publish after the change
-//!   they announce was stored).
+//!   they announce was stored), and
+//! - once an hour, creates or renews the real providers' push subscriptions to
+//!   `WEARLAB_PUBLIC_URL` (only when it is set: providers need a public address).
 
 use serde::Serialize;
 use wearlab_domain::lab::{Links, advance_due};
@@ -28,6 +30,11 @@ pub async fn handle(deps: &Deps) -> Result<Outcome, DomainError> {
     let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
     let orders = advance_due(deps, &Links::for_host(configured.as_deref(), None, None)).await;
     let relayed = outbox::relay(deps).await;
+    if let Some(url) = configured.as_deref().filter(|u| !u.is_empty())
+        && let Err(e) = wearlab_domain::linking::push::maintain_subscriptions(deps, url).await
+    {
+        tracing::warn!(error = %e, "push subscriptions not looked at");
+    }
     let (orders, relayed) = (orders?, relayed?);
     if orders > 0 {
         tracing::info!(orders, "open-order sweep");

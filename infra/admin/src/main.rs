@@ -116,7 +116,9 @@ fn team_id(raw: &str) -> Result<TeamId, String> {
 
 async fn deps(cli: &Cli) -> Result<Deps, String> {
     if cli.aws {
-        return wearlab_aws::deps_from_env(wearlab_sim::providers()).await.map_err(|e| e.to_string());
+        return wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers()))
+            .await
+            .map_err(|e| e.to_string());
     }
     let table: Arc<dyn wearlab_domain::ports::Table> = Arc::new(
         wearlab_embedded::RedbTable::open(&cli.data_dir.join("wearlab.redb")).map_err(|e| e.to_string())?,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use wearlab_domain::crypto::DataKey;
 use wearlab_domain::ids::TeamId;
+use wearlab_domain::ports::providers::Providers;
 use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
 use wearlab_domain::webhook_url::UrlPolicy;
 use wearlab_domain::{Deps, DomainError, teams};
@@ -49,15 +50,30 @@ impl LocalStack {
     pub fn open(data_dir: &Path) -> Result<Self, DomainError> {
         let table = RedbTable::open(&data_dir.join("wearlab.redb"))?;
         let key = local_data_key(data_dir)?;
-        Ok(Self::with(table, Arc::new(SystemClock), key))
+        // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md).
+        Ok(Self::with(table, Arc::new(SystemClock), key, wearlab_providers::from_env))
     }
 
     /// A stack in memory on the given clock (tests, benchmarks), with a throwaway data key.
     pub fn in_memory(clock: Arc<dyn Clock>) -> Self {
-        Self::with(RedbTable::in_memory(), clock, DataKey::ephemeral())
+        Self::in_memory_with(clock, |sim| sim)
     }
 
-    fn with(table: RedbTable, inner: Arc<dyn Clock>, data_key: DataKey) -> Self {
+    /// [`LocalStack::in_memory`] with the simulator wrapped by `providers` (tests put real
+    /// adapters pointed at local fakes in front of it).
+    pub fn in_memory_with(
+        clock: Arc<dyn Clock>,
+        providers: impl FnOnce(Arc<dyn Providers>) -> Arc<dyn Providers>,
+    ) -> Self {
+        Self::with(RedbTable::in_memory(), clock, DataKey::ephemeral(), providers)
+    }
+
+    fn with(
+        table: RedbTable,
+        inner: Arc<dyn Clock>,
+        data_key: DataKey,
+        providers: impl FnOnce(Arc<dyn Providers>) -> Arc<dyn Providers>,
+    ) -> Self {
         let shifted = Arc::new(ShiftedClock::new(inner));
         let clock: Arc<dyn Clock> = shifted.clone();
         let shared: Arc<dyn Table> = Arc::new(table.clone());
@@ -69,7 +85,7 @@ impl LocalStack {
             scheduler: Arc::new(scheduler.clone()) as Arc<dyn Scheduler>,
             clock: clock.clone(),
             bus: Arc::new(PullRuleBus { bus: bus.clone(), queue: queue.clone() }),
-            providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
+            providers: providers(Arc::new(wearlab_sim::SimProviders::new(clock.clone()))),
             data_key: Arc::new(data_key),
             queue: Arc::new(queue.clone()),
             lab_network: Arc::new(wearlab_sim::SimulatedLab),

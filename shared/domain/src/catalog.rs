@@ -7,7 +7,12 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use wearlab_models::{AuthType, ConnectedSource, ProviderEntry, ProviderRef, Resource};
 
+use crate::ports::providers::Providers;
+
 const PROVIDERS_JSON: &str = include_str!("../../../infra/data/providers.json");
+
+/// Appended to the description of a provider that is only simulated on this deployment.
+pub const DEMO_ONLY_NOTE: &str = " Demo only on this deployment: no OAuth application is configured for it.";
 
 /// Providers that can be connected with a demo account (POST /v2/link/connect/demo).
 pub const DEMO_PROVIDERS: [&str; 4] = ["apple_health_kit", "fitbit", "freestyle_libre", "oura"];
@@ -91,6 +96,18 @@ impl Catalog {
             })
             .map(ProviderInfo::entry)
             .collect()
+    }
+
+    /// [`Catalog::list`] as this deployment offers it: a provider Wearlab could link for real
+    /// but whose OAuth app is not configured says it is demo only.
+    pub fn list_on(&self, providers: &dyn Providers, source_type: Option<&str>) -> Vec<ProviderEntry> {
+        let mut entries = self.list(source_type);
+        for e in &mut entries {
+            if providers.demo_only(&e.slug) {
+                e.description.push_str(DEMO_ONLY_NOTE);
+            }
+        }
+        entries
     }
 
     /// How a provider is named on users and events; a slug no longer in the catalog keeps its

@@ -2,7 +2,7 @@
 //! team's own OAuth credentials. The state is one table item per (team, provider), changed
 //! with optimistic concurrency, so any number of worker instances share it.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::TeamId;
+use crate::ports::providers::RateWindow;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
 
@@ -52,6 +53,10 @@ pub struct ThrottleState {
     /// Concurrency slots held: (holder, lease expiry).
     #[serde(default)]
     slots: Vec<(String, DateTime<Utc>)>,
+    /// Fixed-window request counts of an OAuth app: window length (s) -> (window number since
+    /// the epoch, requests counted in it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    counts: BTreeMap<u32, (i64, u32)>,
 }
 
 impl ThrottleState {
@@ -101,6 +106,49 @@ pub fn decide(policy: Policy, state: &mut ThrottleState, holder: &str, now: Date
             Decision::Granted
         }
     }
+}
+
+/// The pure rule of a provider's published limits for one OAuth app (all its users): one more
+/// request at `now` fits every window, or wait until the fullest window turns over. Windows are
+/// fixed (calendar-aligned to the epoch), like the providers' own resets.
+pub fn decide_app(windows: &[RateWindow], state: &mut ThrottleState, now: DateTime<Utc>) -> Decision {
+    let at = now.timestamp();
+    let mut wait = 0i64;
+    for w in windows.iter().filter(|w| w.window_secs > 0) {
+        let secs = i64::from(w.window_secs);
+        let number = at.div_euclid(secs);
+        let count = state.counts.get(&w.window_secs).filter(|(n, _)| *n == number).map_or(0, |(_, c)| *c);
+        if count >= w.requests {
+            wait = wait.max((number + 1) * secs - at);
+        }
+    }
+    if wait > 0 {
+        return Decision::Wait(Duration::from_secs(wait as u64));
+    }
+    for w in windows.iter().filter(|w| w.window_secs > 0) {
+        let number = at.div_euclid(i64::from(w.window_secs));
+        let entry = state.counts.entry(w.window_secs).or_insert((number, 0));
+        if entry.0 != number {
+            *entry = (number, 0);
+        }
+        entry.1 += 1;
+    }
+    Decision::Granted
+}
+
+/// Counts one request of the OAuth app `app` (a client id, or `platform`) of `provider` against
+/// the provider's published limits, shared by every worker instance.
+pub async fn take_app(
+    deps: &Deps,
+    provider: &str,
+    app: &str,
+    windows: &[RateWindow],
+) -> Result<Decision, DomainError> {
+    if windows.is_empty() {
+        return Ok(Decision::Granted);
+    }
+    let key = Key::new(format!("APPLIMIT#{provider}#{}", app.replace('%', "%25").replace('#', "%23")), "#");
+    update_at(deps, key, |state, now| decide_app(windows, state, now)).await
 }
 
 fn key(team: TeamId, provider: &str) -> Key {
@@ -189,6 +237,23 @@ mod tests {
         assert_eq!(decide(p, &mut s, "c", t(20)), Decision::Wait(Duration::from_secs(40)));
         assert_eq!(decide(p, &mut s, "c", t(60)), Decision::Granted);
         assert_eq!(decide(p, &mut s, "d", t(61)), Decision::Wait(Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn app_limits_count_every_window_and_wait_for_the_fullest_to_turn_over() {
+        let windows =
+            [RateWindow { requests: 2, window_secs: 60 }, RateWindow { requests: 3, window_secs: 3600 }];
+        let mut s = ThrottleState::default();
+        assert_eq!(decide_app(&windows, &mut s, t(0)), Decision::Granted);
+        assert_eq!(decide_app(&windows, &mut s, t(10)), Decision::Granted);
+        assert_eq!(decide_app(&windows, &mut s, t(20)), Decision::Wait(Duration::from_secs(40)));
+        assert_eq!(decide_app(&windows, &mut s, t(60)), Decision::Granted, "a new minute");
+        assert_eq!(
+            decide_app(&windows, &mut s, t(61)),
+            Decision::Wait(Duration::from_secs(3539)),
+            "the hour is full"
+        );
+        assert_eq!(decide_app(&windows, &mut s, t(3600)), Decision::Granted);
     }
 
     #[test]

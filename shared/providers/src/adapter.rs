@@ -57,6 +57,19 @@ pub trait Adapter: Send + Sync + 'static {
         verification_token: Option<&str>,
         request: &PushRequest,
     ) -> PushOutcome;
+
+    /// Makes sure the provider pushes to `callback_url` for `client`'s users, where the
+    /// provider has an API for app-wide subscriptions (Oura): creates the missing ones and
+    /// renews those about to expire. Returns how many it created or renewed. Providers
+    /// subscribed per user, or in a dashboard, do nothing here.
+    async fn ensure_subscriptions(
+        &self,
+        _client: &OauthClient,
+        _callback_url: &str,
+        _verification_token: Option<&str>,
+    ) -> Result<usize, ProviderError> {
+        Ok(0)
+    }
 }
 
 /// A provider's sport name as a Wearlab sport slug: lower case, Latin accents dropped, every run

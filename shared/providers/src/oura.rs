@@ -1,3 +1,646 @@
 //! Oura API v2 (https://api.ouraring.com): OAuth 2 with the client in the body and single-use
 //! refresh tokens, `/v2/usercollection/*` pages by `next_token`, webhook subscriptions with a
-//! GET handshake and HMAC-SHA256 signatures. Facts: `../shared/PROVIDERS.md` section 2.
+//! GET handshake and HMAC-SHA256 signatures. Facts: `../shared/PROVIDERS.md` section 2; what is
+//! mapped to what: `docs/PROVIDERS.md`.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wearlab_domain::lab::signing::{constant_time_eq, hmac_sha256};
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+};
+
+use crate::adapter::Adapter;
+use crate::config::{AppConfig, Endpoints};
+use crate::http;
+use crate::oauth::{self, ClientAuth};
+
+pub const SLUG: &str = "oura";
+
+/// What Wearlab asks for: the profile (`personal`, for the user id, age and height), daily
+/// summaries, heart rate, workouts and SpO2. Not `email`: Wearlab keeps no contact data.
+pub const SCOPES: &str = "personal daily heartrate workout spo2Daily";
+
+/// Oura's FAQ: 5000 requests per 5 minutes (the layer per application).
+const LIMITS: &[RateWindow] = &[RateWindow { requests: 5000, window_secs: 300 }];
+
+/// The catalog resources this adapter fills (the catalog's other Oura resources come back
+/// empty: Oura publishes no series for them).
+const RESOURCES: &[&str] = &[
+    "profile",
+    "activity",
+    "sleep",
+    "workouts",
+    "heartrate",
+    "hrv",
+    "respiratory_rate",
+    "blood_oxygen",
+    "body_temperature_delta",
+];
+
+/// Oura answers at most 30 days of heart rate per request.
+const HEARTRATE_WINDOW_DAYS: u64 = 30;
+/// A provider that keeps answering `next_token` is a bug, not data: stop there.
+const MAX_PAGES: usize = 1000;
+/// A signed push older (or newer) than this is refused: a replay, or a clock far off.
+pub const PUSH_TOLERANCE_SECS: i64 = 300;
+/// Each character of `sleep_phase_5_min` is five minutes.
+const PHASE_SECS: i64 = 300;
+
+pub struct Oura {
+    http: reqwest::Client,
+    config: AppConfig,
+}
+
+impl Oura {
+    /// The real hosts.
+    pub fn endpoints() -> Endpoints {
+        Endpoints {
+            authorize: "https://cloud.ouraring.com/oauth/authorize".into(),
+            token: "https://api.ouraring.com/oauth/token".into(),
+            api: "https://api.ouraring.com".into(),
+        }
+    }
+
+    pub fn new(config: AppConfig) -> Self {
+        Self { http: http::client(), config }
+    }
+
+    pub fn from_env() -> Self {
+        Self::new(AppConfig::from_env(SLUG, Self::endpoints()))
+    }
+
+    pub fn config(&self) -> &AppConfig {
+        &self.config
+    }
+
+    /// Oura's revoke endpoint sits beside its token endpoint (`/oauth/revoke`).
+    fn revoke_url(&self) -> String {
+        let token = &self.config.endpoints.token;
+        match token.strip_suffix("/token") {
+            Some(base) => format!("{base}/revoke"),
+            None => format!("{token}/revoke"),
+        }
+    }
+
+    /// A webhook-subscription call: authenticated by the app's credentials in headers.
+    async fn subscription_call(
+        &self,
+        client: &OauthClient,
+        request: reqwest::RequestBuilder,
+    ) -> Result<http::Answer, ProviderError> {
+        let request = request
+            .header("x-client-id", &client.client_id)
+            .header("x-client-secret", client.client_secret.expose());
+        http::check(SLUG, http::send(SLUG, request).await?)
+    }
+
+    async fn get(&self, token: &str, path: &str, query: &[(&str, String)]) -> Result<Value, ProviderError> {
+        let url = format!("{}{path}", self.config.endpoints.api);
+        let answer = http::send(SLUG, self.http.get(url).bearer_auth(token).query(query)).await?;
+        http::check(SLUG, answer)?.json(SLUG)
+    }
+
+    /// Every document of a collection, `next_token` followed to the end.
+    async fn collection(
+        &self,
+        token: &str,
+        kind: &str,
+        query: Vec<(&str, String)>,
+    ) -> Result<Vec<Value>, ProviderError> {
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            data: Vec<Value>,
+            #[serde(default)]
+            next_token: Option<String>,
+        }
+        let path = format!("/v2/usercollection/{kind}");
+        let mut out = Vec::new();
+        let mut next: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let mut q = query.clone();
+            if let Some(t) = &next {
+                q.push(("next_token", t.clone()));
+            }
+            let page: Page = serde_json::from_value(self.get(token, &path, &q).await?)
+                .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable page: {e}")))?;
+            out.extend(page.data);
+            match page.next_token.filter(|t| !t.is_empty()) {
+                Some(t) => next = Some(t),
+                None => return Ok(out),
+            }
+        }
+        Err(ProviderError::Api(format!("{SLUG} kept paging {kind} past {MAX_PAGES} pages")))
+    }
+
+    /// Day documents of `range`. Oura reads the dates in the user's zone and its end bound's
+    /// inclusiveness is not documented: ask one day more and keep the range's days.
+    async fn days(&self, token: &str, kind: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+        let end = range.end + Duration::days(1);
+        let docs = self
+            .collection(
+                token,
+                kind,
+                vec![("start_date", range.start.to_string()), ("end_date", end.to_string())],
+            )
+            .await?;
+        Ok(docs.into_iter().filter(|d| day(d).is_some_and(|d| d >= range.start && d <= range.end)).collect())
+    }
+
+    async fn personal_info(&self, token: &str) -> Result<Value, ProviderError> {
+        self.get(token, "/v2/usercollection/personal_info", &[]).await
+    }
+
+    async fn heartrate(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+        let mut out = Vec::new();
+        let mut start = range.start;
+        while start <= range.end {
+            let end =
+                (start + chrono::Days::new(HEARTRATE_WINDOW_DAYS)).min(range.end + chrono::Days::new(1));
+            let rows = self
+                .collection(
+                    token,
+                    "heartrate",
+                    vec![("start_datetime", midnight(start)), ("end_datetime", midnight(end))],
+                )
+                .await?;
+            out.extend(rows.iter().filter_map(|r| {
+                Some(json!({"timestamp": r.get("timestamp")?.as_str()?, "value": r.get("bpm")?.as_f64()?,
+                    "unit": "bpm"}))
+            }));
+            start = end;
+        }
+        Ok(out)
+    }
+}
+
+fn midnight(d: NaiveDate) -> String {
+    format!("{d}T00:00:00Z")
+}
+
+fn day(doc: &Value) -> Option<NaiveDate> {
+    doc.get("day")?.as_str()?.parse().ok()
+}
+
+fn num(doc: &Value, k: &str) -> Option<f64> {
+    doc.get(k).and_then(Value::as_f64)
+}
+
+/// A day document's value without a time of its own is placed at noon UTC, so it lands on its
+/// own day whatever the user's zone (within twelve hours of UTC).
+fn noon(d: NaiveDate) -> String {
+    format!("{d}T12:00:00Z")
+}
+
+/// Oura's sleep periods of a day: the main one (`long_sleep`, else the longest); naps and rest
+/// periods would overwrite it, as Wearlab keeps one sleep per day and provider.
+fn main_sleeps(docs: Vec<Value>) -> Vec<Value> {
+    let mut by_day: BTreeMap<NaiveDate, Value> = BTreeMap::new();
+    let rank = |d: &Value| {
+        let kind = d.get("type").and_then(Value::as_str).unwrap_or("");
+        (kind == "long_sleep", num(d, "total_sleep_duration").unwrap_or(0.0) as i64)
+    };
+    for d in docs {
+        let kind = d.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind == "deleted" || kind == "rest" {
+            continue;
+        }
+        let Some(day) = day(&d) else { continue };
+        match by_day.get(&day) {
+            Some(kept) if rank(kept) >= rank(&d) => {}
+            _ => {
+                by_day.insert(day, d);
+            }
+        }
+    }
+    by_day.into_values().collect()
+}
+
+/// `sleep_phase_5_min` ('1' deep, '2' light, '3' REM, '4' awake) as stages of runs.
+fn stages(phases: &str) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut run: Option<(char, i64, i64)> = None;
+    for (i, c) in phases.chars().enumerate() {
+        let (a, b) = (i as i64 * PHASE_SECS, (i as i64 + 1) * PHASE_SECS);
+        match &mut run {
+            Some((rc, _, end)) if *rc == c => *end = b,
+            _ => {
+                if let Some(r) = run.take() {
+                    out.push(stage(r));
+                }
+                run = Some((c, a, b));
+            }
+        }
+    }
+    out.extend(run.map(stage));
+    out
+}
+
+fn stage((c, a, b): (char, i64, i64)) -> Value {
+    let name = match c {
+        '1' => "deep",
+        '2' => "light",
+        '3' => "rem",
+        '4' => "awake",
+        _ => "unknown",
+    };
+    json!({"stage": name, "start_offset_s": a, "end_offset_s": b})
+}
+
+fn sleep_record(d: &Value) -> Option<Value> {
+    let mut r = json!({
+        "date": day(d)?.to_string(),
+        "bedtime_start": d.get("bedtime_start")?.as_str()?,
+        "bedtime_stop": d.get("bedtime_end")?.as_str()?,
+        "deep_s": num(d, "deep_sleep_duration"),
+        "rem_s": num(d, "rem_sleep_duration"),
+        "light_s": num(d, "light_sleep_duration"),
+        "awake_s": num(d, "awake_time"),
+        "duration_s": num(d, "time_in_bed"),
+        "efficiency": num(d, "efficiency"),
+        "hr_average": num(d, "average_heart_rate"),
+    });
+    if let Some(p) = d.get("sleep_phase_5_min").and_then(Value::as_str) {
+        r["stages"] = Value::Array(stages(p));
+    }
+    Some(r)
+}
+
+/// A sampled series of a sleep period (`{interval (s), items[], timestamp}`) as rows; gaps
+/// (`null` items) are skipped.
+fn samples(series: &Value, unit: &str) -> Vec<Value> {
+    let (Some(start), Some(interval), Some(items)) = (
+        series.get("timestamp").and_then(Value::as_str).and_then(|s| DateTime::parse_from_rfc3339(s).ok()),
+        num(series, "interval"),
+        series.get("items").and_then(Value::as_array),
+    ) else {
+        return vec![];
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let t = start + Duration::milliseconds((interval * 1000.0) as i64 * i as i64);
+            Some(json!({"timestamp": t.with_timezone(&Utc).to_rfc3339(), "value": v.as_f64()?, "unit": unit}))
+        })
+        .collect()
+}
+
+fn activity_record(d: &Value) -> Option<Value> {
+    Some(json!({
+        "date": day(d)?.to_string(),
+        "steps": num(d, "steps"),
+        "calories_active": num(d, "active_calories"),
+        "calories_total": num(d, "total_calories"),
+        "distance_m": num(d, "equivalent_walking_distance"),
+        "low_minutes": num(d, "low_activity_time").map(|s| s / 60.0),
+        "high_minutes": num(d, "high_activity_time").map(|s| s / 60.0),
+    }))
+}
+
+fn workout_record(d: &Value) -> Option<Value> {
+    Some(json!({
+        "date": day(d)?.to_string(),
+        "time_start": d.get("start_datetime")?.as_str()?,
+        "time_end": d.get("end_datetime")?.as_str()?,
+        "sport": d.get("activity").and_then(Value::as_str).unwrap_or("other"),
+        "calories": num(d, "calories"),
+        "distance_m": num(d, "distance"),
+    }))
+}
+
+/// `personal_info` as the profile. Oura states no units: a height under 3 is read as metres
+/// (Oura's examples), else centimetres; the birth year is the current year less `age`.
+fn profile_record(d: &Value, today: NaiveDate) -> Value {
+    let height = num(d, "height").filter(|h| *h > 0.0);
+    json!({
+        "height_m": height.map(|h| if h < 3.0 { h } else { h / 100.0 }),
+        "birth_year": d.get("age").and_then(Value::as_i64).map(|a| i64::from(today.year()) - a),
+    })
+}
+
+/// The Oura data types Wearlab subscribes to (those [`resources_of`] maps), and the events:
+/// deletions are not modelled.
+const PUSH_DATA_TYPES: [&str; 5] = ["sleep", "daily_activity", "workout", "daily_spo2", "daily_readiness"];
+const PUSH_EVENT_TYPES: [&str; 2] = ["create", "update"];
+/// A subscription expiring sooner is renewed (Oura's last about 90 days).
+const RENEW_BEFORE_DAYS: i64 = 30;
+
+#[derive(Debug, Deserialize)]
+struct Subscription {
+    id: String,
+    callback_url: String,
+    event_type: String,
+    data_type: String,
+    #[serde(default)]
+    expiration_time: Option<DateTime<chrono::FixedOffset>>,
+}
+
+/// The catalog resources a notice of `data_type` changes.
+fn resources_of(data_type: &str) -> &'static [&'static str] {
+    match data_type {
+        "sleep" => &["sleep", "hrv", "respiratory_rate"],
+        "daily_activity" => &["activity"],
+        "workout" => &["workouts"],
+        "daily_spo2" => &["blood_oxygen"],
+        "daily_readiness" => &["body_temperature_delta"],
+        _ => &[],
+    }
+}
+
+/// Checks Oura's signature: upper-case hex HMAC-SHA256 with the client secret over the
+/// timestamp header followed by the raw body; compared case-insensitively in constant time.
+pub fn signature_ok(secret: &str, timestamp: &str, body: &[u8], signature: &str) -> bool {
+    let mut message = timestamp.as_bytes().to_vec();
+    message.extend_from_slice(body);
+    let expected = hex::encode(hmac_sha256(secret.as_bytes(), &message));
+    constant_time_eq(expected.as_bytes(), signature.trim().to_ascii_lowercase().as_bytes())
+}
+
+/// The signature Oura would send (for the fake and tests).
+pub fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
+    let mut message = timestamp.as_bytes().to_vec();
+    message.extend_from_slice(body);
+    hex::encode_upper(hmac_sha256(secret.as_bytes(), &message))
+}
+
+#[async_trait]
+impl Adapter for Oura {
+    fn slug(&self) -> &'static str {
+        SLUG
+    }
+
+    fn resources(&self) -> &'static [&'static str] {
+        RESOURCES
+    }
+
+    fn app_limits(&self) -> &'static [RateWindow] {
+        LIMITS
+    }
+
+    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
+        let mut url = url::Url::parse(&self.config.endpoints.authorize)
+            .map_err(|e| ProviderError::Api(format!("{SLUG} authorize URL is not a URL: {e}")))?;
+        url.query_pairs_mut()
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &request.client_id)
+            .append_pair("redirect_uri", &request.redirect_uri)
+            .append_pair("state", &request.state)
+            .append_pair("scope", SCOPES);
+        Ok(url.into())
+    }
+
+    async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
+        let answer = oauth::token_request(
+            SLUG,
+            &self.http,
+            &self.config.endpoints.token,
+            &exchange.client,
+            ClientAuth::Body,
+            vec![
+                ("grant_type", "authorization_code".into()),
+                ("code", exchange.code.expose().to_owned()),
+                ("redirect_uri", exchange.redirect_uri.clone()),
+            ],
+            ProviderError::CredentialError,
+        )
+        .await?;
+        let credentials = answer.into_credentials(Utc::now(), None);
+        let info = self.personal_info(credentials.access_token.expose()).await?;
+        let id = info
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| ProviderError::Api(format!("{SLUG} personal_info has no id")))?;
+        Ok(ProviderAccount { external_user_id: id.to_owned(), credentials })
+    }
+
+    async fn refresh(
+        &self,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        let refresh = credentials
+            .refresh_token
+            .as_ref()
+            .ok_or_else(|| ProviderError::Revoked(format!("{SLUG} credentials hold no refresh token")))?;
+        let answer = oauth::token_request(
+            SLUG,
+            &self.http,
+            &self.config.endpoints.token,
+            client,
+            ClientAuth::Body,
+            vec![("grant_type", "refresh_token".into()), ("refresh_token", refresh.expose().to_owned())],
+            ProviderError::Revoked,
+        )
+        .await?;
+        Ok(answer.into_credentials(Utc::now(), Some(refresh)))
+    }
+
+    async fn fetch(
+        &self,
+        account: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        let token = account.credentials.access_token.expose();
+        let records = match resource {
+            "profile" => vec![profile_record(&self.personal_info(token).await?, Utc::now().date_naive())],
+            "activity" => {
+                self.days(token, "daily_activity", range).await?.iter().filter_map(activity_record).collect()
+            }
+            "sleep" => {
+                main_sleeps(self.days(token, "sleep", range).await?).iter().filter_map(sleep_record).collect()
+            }
+            "hrv" => main_sleeps(self.days(token, "sleep", range).await?)
+                .iter()
+                .flat_map(|d| d.get("hrv").map(|s| samples(s, "ms")).unwrap_or_default())
+                .collect(),
+            "respiratory_rate" => main_sleeps(self.days(token, "sleep", range).await?)
+                .iter()
+                .filter_map(|d| {
+                    Some(json!({"timestamp": d.get("bedtime_start")?.as_str()?,
+                        "value": num(d, "average_breath")?, "unit": "bpm"}))
+                })
+                .collect(),
+            "workouts" => {
+                self.days(token, "workout", range).await?.iter().filter_map(workout_record).collect()
+            }
+            "heartrate" => self.heartrate(token, range).await?,
+            "blood_oxygen" => self
+                .days(token, "daily_spo2", range)
+                .await?
+                .iter()
+                .filter_map(|d| {
+                    let avg = d.get("spo2_percentage")?.get("average")?.as_f64()?;
+                    Some(json!({"timestamp": noon(day(d)?), "value": avg, "unit": "%"}))
+                })
+                .collect(),
+            "body_temperature_delta" => self
+                .days(token, "daily_readiness", range)
+                .await?
+                .iter()
+                .filter_map(|d| {
+                    let v = num(d, "temperature_deviation")?;
+                    Some(json!({"timestamp": noon(day(d)?), "value": v, "unit": "°C"}))
+                })
+                .collect(),
+            // The catalog's other Oura resources (sleep_stream, stress_level, steps,
+            // calories_active, connection) have no Oura series: nothing, not an error.
+            _ => vec![],
+        };
+        Ok(FetchedResource { resource: resource.to_owned(), records })
+    }
+
+    async fn revoke(&self, _client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
+        let request = self
+            .http
+            .post(self.revoke_url())
+            .query(&[("access_token", account.credentials.access_token.expose())]);
+        let answer = http::send(SLUG, request).await?;
+        match answer.status.as_u16() {
+            // Refused: the token is already dead, which is what revoking wants.
+            400 | 401 => Ok(()),
+            _ => http::check(SLUG, answer).map(|_| ()),
+        }
+    }
+
+    async fn ensure_subscriptions(
+        &self,
+        client: &OauthClient,
+        callback_url: &str,
+        verification_token: Option<&str>,
+    ) -> Result<usize, ProviderError> {
+        let Some(token) = verification_token else {
+            return Err(ProviderError::Unsupported(format!(
+                "{SLUG} needs a push verification token to subscribe"
+            )));
+        };
+        let base = format!("{}/v2/webhook/subscription", self.config.endpoints.api);
+        let existing: Vec<Subscription> =
+            self.subscription_call(client, self.http.get(&base)).await?.json(SLUG)?;
+        let renew_before = Utc::now() + Duration::days(RENEW_BEFORE_DAYS);
+        let mut changed = 0;
+        for data_type in PUSH_DATA_TYPES {
+            for event_type in PUSH_EVENT_TYPES {
+                let found = existing.iter().find(|s| {
+                    s.callback_url == callback_url && s.data_type == data_type && s.event_type == event_type
+                });
+                match found {
+                    Some(s) if s.expiration_time.is_some_and(|t| t > renew_before) => continue,
+                    Some(s) => {
+                        let url = format!("{base}/renew/{}", s.id);
+                        self.subscription_call(client, self.http.put(url)).await?;
+                    }
+                    None => {
+                        let body = json!({"callback_url": callback_url, "verification_token": token,
+                            "event_type": event_type, "data_type": data_type});
+                        let request = self
+                            .http
+                            .post(&base)
+                            .header("content-type", "application/json")
+                            .body(body.to_string());
+                        self.subscription_call(client, request).await?;
+                    }
+                }
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
+    fn push(
+        &self,
+        client: &OauthClient,
+        verification_token: Option<&str>,
+        request: &PushRequest,
+    ) -> PushOutcome {
+        if request.method.eq_ignore_ascii_case("GET") {
+            let (Some(expected), Some(given), Some(challenge)) =
+                (verification_token, request.query("verification_token"), request.query("challenge"))
+            else {
+                return PushOutcome::Refused("handshake without verification token or challenge".into());
+            };
+            if !constant_time_eq(expected.as_bytes(), given.as_bytes()) {
+                return PushOutcome::Refused("handshake with a wrong verification token".into());
+            }
+            return PushOutcome::Handshake { status: 200, body: Some(json!({"challenge": challenge})) };
+        }
+        let (Some(signature), Some(timestamp)) =
+            (request.header("x-oura-signature"), request.header("x-oura-timestamp"))
+        else {
+            return PushOutcome::Refused("unsigned push".into());
+        };
+        let Ok(at) = timestamp.trim().parse::<i64>() else {
+            return PushOutcome::Refused("unreadable push timestamp".into());
+        };
+        if (Utc::now().timestamp() - at).abs() > PUSH_TOLERANCE_SECS {
+            return PushOutcome::Refused("stale push timestamp".into());
+        }
+        if !signature_ok(client.client_secret.expose(), timestamp.trim(), &request.body, signature) {
+            return PushOutcome::Refused("bad push signature".into());
+        }
+        #[derive(Deserialize)]
+        struct Notice {
+            data_type: String,
+            user_id: String,
+            #[serde(default)]
+            event_time: Option<DateTime<chrono::FixedOffset>>,
+        }
+        let Ok(n) = serde_json::from_slice::<Notice>(&request.body) else {
+            return PushOutcome::Refused("unreadable push body".into());
+        };
+        let resources: Vec<String> = resources_of(&n.data_type).iter().map(|r| (*r).to_owned()).collect();
+        if resources.is_empty() {
+            return PushOutcome::Notices(vec![]);
+        }
+        // The notice names the document, not its day: the day of the event and the one before
+        // (a night's sleep belongs to the day it ends).
+        let range = n.event_time.map(|t| {
+            let end = t.date_naive();
+            DateRange { start: end - Duration::days(1), end }
+        });
+        PushOutcome::Notices(vec![PushNotice { external_user_id: n.user_id, resources, range }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_become_runs_of_stages() {
+        let s = stages("11224");
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0], json!({"stage": "deep", "start_offset_s": 0, "end_offset_s": 600}));
+        assert_eq!(s[1], json!({"stage": "light", "start_offset_s": 600, "end_offset_s": 1200}));
+        assert_eq!(s[2], json!({"stage": "awake", "start_offset_s": 1200, "end_offset_s": 1500}));
+    }
+
+    #[test]
+    fn signatures_compare_case_insensitively() {
+        let sig = sign("secret", "1700000000", b"{}");
+        assert!(signature_ok("secret", "1700000000", b"{}", &sig));
+        assert!(signature_ok("secret", "1700000000", b"{}", &sig.to_ascii_lowercase()));
+        assert!(!signature_ok("secret", "1700000001", b"{}", &sig));
+        assert!(!signature_ok("other", "1700000000", b"{}", &sig));
+    }
+
+    #[test]
+    fn the_main_sleep_of_a_day_wins_over_naps() {
+        let docs = vec![
+            json!({"day": "2026-11-20", "type": "late_nap", "total_sleep_duration": 1800}),
+            json!({"day": "2026-11-20", "type": "long_sleep", "total_sleep_duration": 25000}),
+            json!({"day": "2026-11-21", "type": "deleted", "total_sleep_duration": 25000}),
+        ];
+        let kept = main_sleeps(docs);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0]["type"], "long_sleep");
+    }
+}

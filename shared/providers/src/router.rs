@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest, RateWindow,
 };
 
 use crate::adapter::Adapter;
@@ -26,11 +26,21 @@ pub struct Route {
 pub struct RealProviders {
     sim: Arc<dyn Providers>,
     routes: HashMap<&'static str, Route>,
+    /// Providers with an adapter in this build, active or not.
+    available: Vec<&'static str>,
 }
 
 impl RealProviders {
     pub fn new(sim: Arc<dyn Providers>, routes: Vec<Route>) -> Self {
-        Self { sim, routes: routes.into_iter().map(|r| (r.adapter.slug(), r)).collect() }
+        let routes: HashMap<_, _> = routes.into_iter().map(|r| (r.adapter.slug(), r)).collect();
+        Self { sim, available: routes.keys().copied().collect(), routes }
+    }
+
+    /// Names the providers that have an adapter in this build, so those without an OAuth app
+    /// configured are listed as demo only.
+    pub fn with_available(mut self, slugs: Vec<&'static str>) -> Self {
+        self.available = slugs;
+        self
     }
 
     /// The active adapter of `provider`, if it is real.
@@ -47,9 +57,10 @@ impl RealProviders {
         self.route(provider)
     }
 
-    /// The OAuth app a real provider's credentials were issued to.
-    fn app(route: &Route) -> Result<&OauthClient, ProviderError> {
-        route.config.platform_client.as_ref().ok_or_else(|| {
+    /// The OAuth app a real provider's credentials were issued to: the team's own when the
+    /// caller names it, else the platform's.
+    fn app<'a>(route: &'a Route, client: Option<&'a OauthClient>) -> Result<&'a OauthClient, ProviderError> {
+        client.or(route.config.platform_client.as_ref()).ok_or_else(|| {
             ProviderError::Revoked("no OAuth application is configured for this provider".into())
         })
     }
@@ -116,11 +127,12 @@ impl Providers for RealProviders {
     async fn refresh_credentials(
         &self,
         provider: &str,
+        client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
         match self.real(provider, credentials) {
-            Some(route) => route.adapter.refresh(Self::app(route)?, credentials).await,
-            None => self.sim.refresh_credentials(provider, credentials).await,
+            Some(route) => route.adapter.refresh(Self::app(route, client)?, credentials).await,
+            None => self.sim.refresh_credentials(provider, client, credentials).await,
         }
     }
 
@@ -140,16 +152,51 @@ impl Providers for RealProviders {
     async fn deregister(
         &self,
         provider: &str,
-        credentials: &ProviderCredentials,
+        client: Option<&OauthClient>,
+        account: &ProviderAccount,
     ) -> Result<(), ProviderError> {
-        match self.real(provider, credentials) {
-            Some(route) => {
-                let account =
-                    ProviderAccount { external_user_id: String::new(), credentials: credentials.clone() };
-                route.adapter.revoke(Self::app(route)?, &account).await
-            }
-            None => self.sim.deregister(provider, credentials).await,
+        match self.real(provider, &account.credentials) {
+            Some(route) => route.adapter.revoke(Self::app(route, client)?, account).await,
+            None => self.sim.deregister(provider, client, account).await,
         }
+    }
+
+    fn app_limits(&self, provider: &str, credentials: &ProviderCredentials) -> Vec<RateWindow> {
+        self.real(provider, credentials).map(|r| r.adapter.app_limits().to_vec()).unwrap_or_default()
+    }
+
+    fn push(&self, provider: &str, request: &PushRequest) -> PushOutcome {
+        let Some(route) = self.route(provider) else {
+            return self.sim.push(provider, request);
+        };
+        // Pushes are signed with the platform's app (teams' own apps register their own
+        // endpoints at the provider, which Wearlab does not serve yet).
+        let Some(client) = &route.config.platform_client else {
+            return PushOutcome::Refused("no OAuth application is configured for this provider".into());
+        };
+        let token = route.config.push_token.as_ref().map(Secret::expose);
+        route.adapter.push(client, token, request)
+    }
+
+    async fn maintain_push_subscriptions(
+        &self,
+        public_url: &str,
+    ) -> Vec<(String, Result<usize, ProviderError>)> {
+        let mut out = Vec::new();
+        for (slug, route) in &self.routes {
+            let Some(client) = &route.config.platform_client else { continue };
+            let callback = format!("{}/v2/provider_webhooks/{slug}", public_url.trim_end_matches('/'));
+            let token = route.config.push_token.as_ref().map(Secret::expose);
+            out.push((
+                (*slug).to_owned(),
+                route.adapter.ensure_subscriptions(client, &callback, token).await,
+            ));
+        }
+        out
+    }
+
+    fn demo_only(&self, provider: &str) -> bool {
+        self.available.contains(&provider) && !self.routes.contains_key(provider)
     }
 
     async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {

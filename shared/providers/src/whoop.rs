@@ -38,7 +38,7 @@ use crate::config::{AppConfig, Endpoints};
 use crate::http;
 use crate::oauth::{self, ClientAuth};
 
-const SLUG: &str = "whoop_v2";
+pub const SLUG: &str = "whoop_v2";
 
 /// Every read scope Wearlab maps, and `offline`, without which WHOOP issues no refresh token.
 pub const SCOPES: &str =

@@ -43,7 +43,7 @@ use crate::oauth::{self, TokenAnswer};
 
 mod categories;
 
-const SLUG: &str = "withings";
+pub const SLUG: &str = "withings";
 
 /// Withings separates scopes with commas.
 pub const SCOPES: &str = "user.info,user.metrics,user.activity,user.sleepevents";

@@ -325,6 +325,7 @@ impl Providers for SimProviders {
     async fn refresh_credentials(
         &self,
         provider: &str,
+        _client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
         let info = parse_token(credentials.access_token.expose())
@@ -391,9 +392,10 @@ impl Providers for SimProviders {
     async fn deregister(
         &self,
         provider: &str,
-        credentials: &ProviderCredentials,
+        _client: Option<&OauthClient>,
+        account: &ProviderAccount,
     ) -> Result<(), ProviderError> {
-        let info = parse_token(credentials.access_token.expose())
+        let info = parse_token(account.credentials.access_token.expose())
             .filter(|t| t.provider == provider)
             .ok_or_else(|| ProviderError::Api("unknown token".into()))?;
         if info.flags.iter().any(|f| f == FLAG_DEREGISTER_ERROR) {
@@ -508,10 +510,10 @@ mod tests {
             panic!()
         };
         assert!(matches!(
-            s.refresh_credentials("renpho", &rev.credentials).await,
+            s.refresh_credentials("renpho", None, &rev.credentials).await,
             Err(ProviderError::Revoked(_))
         ));
-        let fresh = s.refresh_credentials("renpho", &a.credentials).await.unwrap();
+        let fresh = s.refresh_credentials("renpho", None, &a.credentials).await.unwrap();
         assert_ne!(fresh.access_token, a.credentials.access_token);
     }
 

@@ -1,9 +1,10 @@
 use axum::Json;
+use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::catalog::catalog;
 use wearlab_models::ProviderEntry;
-use wearlab_web::{ApiError, AuthTeam, QueryParams};
+use wearlab_web::{ApiError, AppState, AuthTeam, QueryParams};
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -17,8 +18,9 @@ pub struct ListParams {
 #[utoipa::path(operation_id = "list_providers", get, path = "/v2/providers", tag = "providers", params(ListParams),
     responses((status = 200, description = "The provider catalog.", body = Vec<ProviderEntry>)))]
 pub async fn list(
+    State(s): State<AppState>,
     AuthTeam(_team): AuthTeam,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<Vec<ProviderEntry>>, ApiError> {
-    Ok(Json(catalog().list(p.source_type.as_deref())))
+    Ok(Json(catalog().list_on(s.deps.providers.as_ref(), p.source_type.as_deref())))
 }

@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod link;
 pub mod preferences;
+pub mod provider_push;
 pub mod team;
 pub mod web;
 pub mod webhooks;

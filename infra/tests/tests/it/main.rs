@@ -18,6 +18,7 @@ mod linking;
 mod outbox;
 mod pipeline;
 mod queues;
+mod real_providers;
 mod retryable;
 mod simulator_pages;
 mod storage_conformance;

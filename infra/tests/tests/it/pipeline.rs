@@ -545,9 +545,10 @@ impl Providers for FlakyProviders {
     async fn refresh_credentials(
         &self,
         p: &str,
+        app: Option<&OauthClient>,
         c: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
-        self.inner.refresh_credentials(p, c).await
+        self.inner.refresh_credentials(p, app, c).await
     }
     async fn fetch(
         &self,
@@ -575,8 +576,13 @@ impl Providers for FlakyProviders {
         }
         Ok(fetched)
     }
-    async fn deregister(&self, p: &str, c: &ProviderCredentials) -> Result<(), ProviderError> {
-        self.inner.deregister(p, c).await
+    async fn deregister(
+        &self,
+        p: &str,
+        app: Option<&OauthClient>,
+        a: &ProviderAccount,
+    ) -> Result<(), ProviderError> {
+        self.inner.deregister(p, app, a).await
     }
     async fn connect_demo(&self, p: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
         self.inner.connect_demo(p, seed).await

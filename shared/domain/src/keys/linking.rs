@@ -23,6 +23,12 @@ pub fn connection(user: UserId, provider: &str) -> Key {
     Key::new(super::user_partition(user), format!("{CONNECTION_PREFIX}{provider}"))
 }
 
+/// The lease of whoever refreshes a connection's credentials now (single flight for providers
+/// whose refresh tokens are single use), in the user's partition (erasure covers it).
+pub fn refresh_lease(user: UserId, provider: &str) -> Key {
+    Key::new(super::user_partition(user), format!("LEASE#REFRESH#{provider}"))
+}
+
 /// Escapes `%` and `#` so that no value is a prefix-match of another inside a key.
 fn escape(s: &str) -> String {
     s.replace('%', "%25").replace('#', "%23")
@@ -41,6 +47,17 @@ pub fn provider_accounts_prefix(provider: &str) -> String {
 
 pub fn provider_account(team: TeamId, provider: &str, external_user_id: &str, user: UserId) -> Key {
     Key::new(format!("TEAM#{team}"), format!("{}{user}", provider_account_prefix(provider, external_user_id)))
+}
+
+/// GSI1 partition of the provider-account markers of one provider's user, across teams: a
+/// provider's push notification names only its user id.
+pub fn provider_user_index(provider: &str, external_user_id: &str) -> String {
+    format!("PROVUSER#{}#{}", escape(provider), escape(external_user_id))
+}
+
+/// GSI1 sort key of a provider-account marker.
+pub fn provider_user_index_sort(team: TeamId, user: UserId) -> String {
+    format!("{team}#{user}")
 }
 
 /// The team's own OAuth application for a provider.

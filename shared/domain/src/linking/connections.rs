@@ -19,7 +19,7 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::outbox::Staged;
-use crate::ports::providers::{ProviderAccount, ProviderCredentials};
+use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
 use crate::users::{self, ConnectionRef, UserRecord};
@@ -78,6 +78,17 @@ impl ConnectionRecord {
             external_user_id: self.external_user_id.clone(),
             credentials: self.credentials(deps)?,
         })
+    }
+
+    /// The OAuth application the credentials were issued to, for refreshing and revoking
+    /// them: the team's own app (its current secret) when the link went through it, `None` for
+    /// the platform's. A team app removed since is `None` too: the platform's app is all that
+    /// is left to try.
+    pub async fn issuing_client(&self, deps: &Deps) -> Result<Option<OauthClient>, DomainError> {
+        if self.team_app_client_id.is_none() {
+            return Ok(None);
+        }
+        team::team_client(deps, self.team_id, &self.provider).await
     }
 
     pub fn set_credentials(&mut self, deps: &Deps, credentials: &ProviderCredentials) {
@@ -180,8 +191,8 @@ async fn account_connected_elsewhere(
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct AccountMarker {
-    user_id: UserId,
+pub(crate) struct AccountMarker {
+    pub(crate) user_id: UserId,
 }
 
 /// Stores a new connection (replacing one to the same provider), consumes the token, updates
@@ -249,6 +260,10 @@ pub async fn commit(
                 item: Item::new(
                     keys::linking::provider_account(team, slug, external, user_id),
                     to_body(&AccountMarker { user_id }),
+                )
+                .with_gsi1(
+                    keys::linking::provider_user_index(slug, external),
+                    keys::linking::provider_user_index_sort(team, user_id),
                 ),
                 condition: Condition::None,
             },
@@ -380,11 +395,19 @@ pub(crate) async fn deregister_at_providers(deps: &Deps, user_id: UserId, conns:
     for c in conns {
         let deps = deps.clone();
         tasks.spawn(async move {
-            let creds = match c.credentials(&deps) {
-                Ok(creds) => creds,
+            let account = match c.account(&deps) {
+                Ok(account) => account,
                 Err(e) => return (c.provider, Err(e.to_string())),
             };
-            let r = deps.providers.deregister(&c.provider, &creds).await.map_err(|e| e.to_string());
+            let client = match c.issuing_client(&deps).await {
+                Ok(client) => client,
+                Err(e) => return (c.provider, Err(e.to_string())),
+            };
+            let r = deps
+                .providers
+                .deregister(&c.provider, client.as_ref(), &account)
+                .await
+                .map_err(|e| e.to_string());
             (c.provider, r)
         });
     }

@@ -7,6 +7,7 @@ pub mod connections;
 pub mod demo;
 pub mod oauth;
 pub mod password;
+pub mod push;
 pub mod refresh;
 pub mod team;
 pub mod tokens;

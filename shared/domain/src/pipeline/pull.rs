@@ -26,7 +26,8 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
-use crate::ports::providers::{DateRange, ProviderAccount, ProviderError};
+use crate::linking::refresh;
+use crate::ports::providers::{DateRange, FetchedResource, ProviderAccount, ProviderError};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreError};
 use crate::throttle::{self, Decision};
@@ -227,26 +228,39 @@ async fn stored_birth_year(deps: &Deps, user: UserId, provider: &str) -> Result<
     })
 }
 
-/// Credentials that work now: refreshed (and saved on the connection) when expired.
+/// Credentials that work now: refreshed (once, whoever else needs them too, and saved on the
+/// connection) when expired.
 async fn account(deps: &Deps, conn: &ConnectionRecord) -> Result<ProviderAccount, ProviderError> {
-    let mut account = conn.account(deps).map_err(|e| ProviderError::Api(e.to_string()))?;
-    if account.credentials.expires_at.is_some_and(|t| t <= deps.now()) {
-        let fresh = deps.providers.refresh_credentials(&conn.provider, &account.credentials).await?;
-        account.credentials = fresh.clone();
-        let key = conn.key();
-        if let Ok(Some(item)) = deps.table.get(&key).await
-            && let Ok(mut current) = item.decode::<ConnectionRecord>()
-            && current.created_on == conn.created_on
-        {
-            current.set_credentials(deps, &fresh);
-            let mut next = Item::new(key, to_body(&current));
-            next.version = item.version + 1;
-            if let Err(e) = deps.table.put(next, Condition::VersionIs(item.version)).await {
-                tracing::warn!(user_id = %conn.user_id, provider = conn.provider, error = %e, "refreshed credentials not saved");
-            }
+    refresh::usable_account(deps, conn, None).await
+}
+
+/// One fetch, within the provider's limits for the OAuth app (all its users, every instance;
+/// over them it is `RateLimited` until the window turns over, as a 429 would be); an access
+/// token the provider refused (expired early, rotated elsewhere) is refreshed and the fetch
+/// tried once more.
+async fn fetch(
+    deps: &Deps,
+    conn: &ConnectionRecord,
+    account: &mut ProviderAccount,
+    resource: &str,
+    range: DateRange,
+) -> Result<FetchedResource, ProviderError> {
+    let limits = deps.providers.app_limits(&conn.provider, &account.credentials);
+    let app = conn.team_app_client_id.as_deref().unwrap_or("platform");
+    match throttle::take_app(deps, &conn.provider, app, &limits).await {
+        Ok(Decision::Granted) => {}
+        Ok(Decision::Wait(wait)) => {
+            return Err(ProviderError::RateLimited { retry_after_secs: wait.as_secs().max(1) });
         }
+        Err(e) => return Err(ProviderError::Api(e.to_string())),
     }
-    Ok(account)
+    match deps.providers.fetch(&conn.provider, account, resource, range).await {
+        Err(ProviderError::AccessTokenRefused) => {
+            *account = refresh::usable_account(deps, conn, Some(&account.credentials.access_token)).await?;
+            deps.providers.fetch(&conn.provider, account, resource, range).await
+        }
+        other => other,
+    }
 }
 
 async fn save(
@@ -345,11 +359,16 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
     }
     // Also on a resumed pull: the report may not have been written before a crash.
     report(deps, job, true).await?;
-    let account = match account(deps, &conn).await {
+    let mut account = match account(deps, &conn).await {
         Ok(a) => a,
-        Err(ProviderError::Revoked(_) | ProviderError::CredentialError(_)) => {
+        Err(e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_))) => {
             tracing::warn!(user_id = %user_id, provider, "pull stopped: access revoked");
+            refresh::record_refusal(deps, &conn, &e).await;
             return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
+        }
+        Err(ProviderError::RateLimited { retry_after_secs }) => {
+            return wait_for_provider(deps, team, &holder, &key, &mut p, &mut version, retry_after_secs)
+                .await;
         }
         Err(e) => return Ok(Outcome::Fail(format!("credentials: {}", e.link_error_type()))),
     };
@@ -372,13 +391,35 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 } else {
                     (next, next.checked_add_days(Days::new(CHUNK_DAYS - 1)).unwrap_or(p.end).min(p.end))
                 };
-                let fetched = match deps
-                    .providers
-                    .fetch(provider, &account, &resource, DateRange { start: from, end: to })
-                    .await
+                let fetched = match fetch(
+                    deps,
+                    &conn,
+                    &mut account,
+                    &resource,
+                    DateRange { start: from, end: to },
+                )
+                .await
                 {
                     Ok(f) => f,
                     Err(ProviderError::Unsupported(_)) => break,
+                    Err(e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_))) => {
+                        tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
+                        refresh::record_refusal(deps, &conn, &e).await;
+                        return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
+                    }
+                    Err(ProviderError::RateLimited { retry_after_secs }) => {
+                        tracing::info!(user_id = %user_id, provider, resource, retry_after_secs, "provider rate limit; pull waits");
+                        return wait_for_provider(
+                            deps,
+                            team,
+                            &holder,
+                            &key,
+                            &mut p,
+                            &mut version,
+                            retry_after_secs,
+                        )
+                        .await;
+                    }
                     Err(e) => {
                         tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "chunk failed; will retry");
                         return Ok(Outcome::Fail(format!("{provider}/{resource}: fetch failed")));
@@ -417,6 +458,23 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
         save(deps, &key, &p, &mut version).await?;
     }
     finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await
+}
+
+/// The provider's rate limit: the pull gives its concurrency slot back (others of the team go
+/// on meanwhile), keeps its progress, and runs again after the provider's reset.
+async fn wait_for_provider(
+    deps: &Deps,
+    team: TeamId,
+    holder: &str,
+    key: &crate::ports::Key,
+    p: &mut Progress,
+    version: &mut u64,
+    retry_after_secs: u64,
+) -> Result<Outcome, DomainError> {
+    p.started = false;
+    save(deps, key, p, version).await?;
+    throttle::release(deps, team, &p.provider, holder).await?;
+    Ok(Outcome::RetryAfter(Duration::from_secs(retry_after_secs.max(1))))
 }
 
 async fn finish(
@@ -482,7 +540,13 @@ pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
 /// timeseries day `{source, data: [samples]}`, split when over the event size limit). A repeated
 /// poll with nothing new emits nothing.
 pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
-    poll_until(deps, job, None).await.map(|_| ())
+    if let Polled::NoAccess { error: Some(e), .. } = poll_until(deps, job, None).await?
+        && let Some(conn) = load_connection(deps, job.user_id, &job.provider).await?
+    {
+        // A dead refresh token or revoked access: the connection is marked and not polled again.
+        refresh::record_refusal(deps, &conn, &e).await;
+    }
+    Ok(())
 }
 
 /// [`poll`] that stops fetching at `deadline`: the resources fetched by then are stored and
@@ -515,7 +579,7 @@ pub async fn poll_until(
         return Ok(Polled::Nothing);
     }
     let resources = data_resources(provider);
-    let account = match until(deadline, account(deps, &conn)).await {
+    let mut account = match until(deadline, account(deps, &conn)).await {
         Some(Ok(a)) => a,
         Some(Err(e)) => {
             tracing::warn!(user_id = %user_id, provider, error_type = %e.link_error_type(), "poll skipped");
@@ -534,16 +598,29 @@ pub async fn poll_until(
     let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
     let mut events = Vec::new();
     let (mut done, mut failed, mut pending) = (Vec::new(), Vec::new(), Vec::new());
+    // Access refused (refresh token dead, credentials revoked): the rest is not asked for.
+    let mut refused = None;
     for resource in resources {
+        if refused.is_some() {
+            failed.push(resource);
+            continue;
+        }
         if !pending.is_empty() {
             pending.push(resource);
             continue;
         }
-        let fetch = deps.providers.fetch(provider, &account, &resource, DateRange { start, end });
-        let fetched = match until(deadline, fetch).await {
+        let fetched = match until(
+            deadline,
+            fetch(deps, &conn, &mut account, &resource, DateRange { start, end }),
+        )
+        .await
+        {
             Some(Ok(f)) => f,
             Some(Err(e)) => {
                 tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "poll fetch failed");
+                if matches!(e, ProviderError::Revoked(_) | ProviderError::CredentialError(_)) {
+                    refused = Some(e);
+                }
                 failed.push(resource);
                 continue;
             }
@@ -577,6 +654,9 @@ pub async fn poll_until(
         done.push(resource);
     }
     deps.bus.publish(events).await?;
+    if let Some(e) = refused {
+        return Ok(Polled::NoAccess { error: Some(e), resources: failed });
+    }
     if pending.is_empty() {
         let sync = SyncRecord { through: end, ..sync };
         let item = Item::new(sync_key, to_body(&sync))

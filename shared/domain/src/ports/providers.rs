@@ -238,10 +238,12 @@ pub trait Providers: Send + Sync + 'static {
         credentials: &ProviderCredentials,
     ) -> Result<(), ProviderError>;
 
-    /// New credentials from the refresh token.
+    /// New credentials from the refresh token. `client` is the OAuth application the
+    /// credentials were issued to: a team's own app, or `None` for the platform's.
     async fn refresh_credentials(
         &self,
         provider: &str,
+        client: Option<&OauthClient>,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError>;
 
@@ -255,11 +257,42 @@ pub trait Providers: Send + Sync + 'static {
     ) -> Result<FetchedResource, ProviderError>;
 
     /// Tells the provider Wearlab no longer acts for the user (revokes the credentials).
+    /// `client` as for [`Providers::refresh_credentials`].
+    /// `account` carries the provider's user id (Withings revokes by it).
     async fn deregister(
         &self,
         provider: &str,
-        credentials: &ProviderCredentials,
+        client: Option<&OauthClient>,
+        account: &ProviderAccount,
     ) -> Result<(), ProviderError>;
+
+    /// The provider's published limits for one OAuth app, when `credentials` reach the real
+    /// provider (none for the simulator).
+    fn app_limits(&self, _provider: &str, _credentials: &ProviderCredentials) -> Vec<RateWindow> {
+        vec![]
+    }
+
+    /// Reads a request `provider` sent to Wearlab's push endpoint: its handshake, notices of
+    /// changed data (signature checked), or a refusal. Providers without push refuse.
+    fn push(&self, _provider: &str, _request: &PushRequest) -> PushOutcome {
+        PushOutcome::Refused("this provider sends no push notifications here".into())
+    }
+
+    /// Creates or renews the app-wide push subscriptions of every real provider that has them,
+    /// pointing at `<public_url>/v2/provider_webhooks/<provider>`. Per provider: how many were
+    /// created or renewed, or why not.
+    async fn maintain_push_subscriptions(
+        &self,
+        _public_url: &str,
+    ) -> Vec<(String, Result<usize, ProviderError>)> {
+        vec![]
+    }
+
+    /// Whether Wearlab can link `provider` for real but this deployment configured no OAuth app
+    /// for it, so only its simulation (demo connections, simulated links) is offered.
+    fn demo_only(&self, _provider: &str) -> bool {
+        false
+    }
 
     /// A demo account whose data is synthetic; `seed` makes it differ per user.
     async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError>;

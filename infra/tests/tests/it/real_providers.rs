@@ -1,0 +1,444 @@
+//! Real providers end to end on the embedded app: the Oura adapter pointed at the local Oura
+//! fake (`wearlab_providers::fake::oura`), linked through the HTTP API with a link token and the
+//! fake's consent, its history pulled and read back, its tokens refreshed once for many workers.
+
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use wearlab_domain::crypto::Secret;
+use wearlab_domain::ids::UserId;
+use wearlab_domain::keys;
+use wearlab_domain::linking::connections::ConnectionRecord;
+use wearlab_domain::linking::tokens::LINK_TOKEN_HEADER;
+use wearlab_domain::pipeline::pull::{PollJob, poll};
+use wearlab_domain::ports::ManualClock;
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow,
+};
+use wearlab_domain::ports::{Condition, Item, to_body};
+use wearlab_local::LocalStack;
+use wearlab_providers::fake::oura::{OuraFake, USER_ID};
+use wearlab_providers::oura::Oura;
+use wearlab_providers::{Adapter, RealProviders, Route};
+
+use crate::helpers::TestApp;
+use crate::linking::{link_token, path_of, query_param};
+
+const PUSH_TOKEN: &str = "oura-push-token";
+
+struct Real {
+    t: TestApp,
+    stack: LocalStack,
+    fake: OuraFake,
+}
+
+fn app() -> OauthClient {
+    OauthClient { client_id: "wearlab-oura".into(), client_secret: Secret::new("oura-app-secret") }
+}
+
+/// The embedded app with Oura real (pointed at a fresh fake), the clock a few days after the
+/// fixtures' days.
+async fn real_oura() -> Real {
+    real_oura_with(|oura| Arc::new(oura)).await
+}
+
+/// [`real_oura`] with the adapter wrapped by `adapter`.
+async fn real_oura_with(adapter: impl FnOnce(Oura) -> Arc<dyn Adapter>) -> Real {
+    let fake = OuraFake::start(&app()).await;
+    let config = fake.config(&app(), Some(PUSH_TOKEN));
+    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 25, 9, 0, 0).unwrap()));
+    let stack = LocalStack::in_memory_with(clock.clone(), |sim| {
+        let route = Route { adapter: adapter(Oura::new(config.clone())), config };
+        Arc::new(RealProviders::new(sim, vec![route]))
+    });
+    let t = TestApp::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
+    Real { t: TestApp { stack: Some(stack.clone()), ..t }, stack, fake }
+}
+
+async fn drain(r: &Real) {
+    for _ in 0..50 {
+        if r.stack.run_pulls_once().await.unwrap() == 0 {
+            return;
+        }
+    }
+}
+
+/// A user linked to Oura: link token, `oauth_url`, the fake's consent (it redirects straight
+/// back with a code), Wearlab's callback.
+async fn linked_user(r: &Real, client_user_id: &str) -> String {
+    let a = r
+        .t
+        .post("/v2/user", json!({"client_user_id": client_user_id, "fallback_time_zone": "Europe/Berlin"}))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let user = a.body["user_id"].as_str().unwrap().to_owned();
+    let tk = link_token(&r.t, &user, json!({"redirect_url": "https://app.example/done"})).await;
+    let a =
+        r.t.send_with(Method::GET, "/v2/link/provider/oauth/oura", &[(LINK_TOKEN_HEADER, &tk)], None).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let oauth_url = a.body["oauth_url"].as_str().unwrap().to_owned();
+    assert!(oauth_url.starts_with(&format!("{}/oauth/authorize?", r.fake.base_url())), "{oauth_url}");
+    assert_eq!(query_param(&oauth_url, "client_id").unwrap(), "wearlab-oura");
+    assert_eq!(query_param(&oauth_url, "scope").unwrap(), "personal daily heartrate workout spo2Daily");
+
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let consent = browser.get(&oauth_url).send().await.unwrap();
+    assert_eq!(consent.status().as_u16(), 302);
+    let back = consent.headers()["location"].to_str().unwrap().to_owned();
+    assert!(back.contains("/v2/link/provider/oauth/oura/callback?"), "{back}");
+    let landed = r.t.send(Method::GET, &path_of(&back), None, None).await;
+    let done = landed.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert_eq!(query_param(&done, "state").as_deref(), Some("success"), "{done}: {}", landed.body);
+    assert_eq!(query_param(&done, "provider").as_deref(), Some("oura"));
+    user
+}
+
+async fn connection(r: &Real, user: &str) -> ConnectionRecord {
+    let key = keys::linking::connection(UserId::parse(user).unwrap(), "oura");
+    r.t.deps.table.get(&key).await.unwrap().unwrap().decode().unwrap()
+}
+
+/// Marks the stored access token expired (the adapter dates expiries by the real clock, the
+/// stack by its manual one), returning the credentials.
+async fn expire_credentials(r: &Real, user: &str) -> ProviderCredentials {
+    let conn = connection(r, user).await;
+    let mut creds = conn.credentials(&r.t.deps).unwrap();
+    creds.expires_at = Some(r.t.deps.now() - chrono::Duration::hours(1));
+    let key = conn.key();
+    let item = r.t.deps.table.get(&key).await.unwrap().unwrap();
+    let mut next = conn.clone();
+    next.set_credentials(&r.t.deps, &creds);
+    let mut put = Item::new(key, to_body(&next));
+    put.version = item.version + 1;
+    r.t.deps.table.put(put, Condition::VersionIs(item.version)).await.unwrap();
+    creds
+}
+
+async fn summaries(r: &Real, kind: &str, user: &str) -> Vec<Value> {
+    let a = r.t.get(&format!("/v2/summary/{kind}/{user}?start_date=2026-11-18&end_date=2026-11-24")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    a.body[kind].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn real_oura_links_pulls_history_and_reads_it_back() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-1").await;
+    assert_eq!(r.fake.calls("token:authorization_code"), 1);
+    let conn = connection(&r, &user).await;
+    assert_eq!(conn.external_user_id, USER_ID, "the user id from personal_info");
+    let created: Vec<_> = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "provider.connection.created")
+        .collect();
+    assert_eq!(created.len(), 1);
+
+    drain(&r).await;
+    let sleep = summaries(&r, "sleep", &user).await;
+    assert_eq!(sleep.len(), 3, "one sleep a day");
+    let s = sleep.iter().find(|s| s["calendar_date"] == "2026-11-20").unwrap();
+    assert_eq!(
+        (s["deep"].as_i64(), s["rem"].as_i64(), s["light"].as_i64()),
+        (Some(5400), Some(7200), Some(14400))
+    );
+    assert_eq!(s["awake"], 1800);
+    assert_eq!(s["duration"], 28800);
+    assert_eq!(s["source"]["provider"], "oura");
+    let activity = summaries(&r, "activity", &user).await;
+    let a = activity.iter().find(|a| a["calendar_date"] == "2026-11-20").unwrap();
+    assert_eq!(a["steps"], 9120.0);
+    assert_eq!(a["distance"], 7320.0);
+    assert_eq!(a["low"], 14400.0, "seconds, as Oura gave them");
+    let workouts = summaries(&r, "workouts", &user).await;
+    assert_eq!(workouts.len(), 2);
+    let hr = r
+        .t
+        .get(&format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-11-20&end_date=2026-11-20"))
+        .await;
+    assert_eq!(hr.status, StatusCode::OK, "{}", hr.body);
+    assert!(hr.body.to_string().contains("122"), "{}", hr.body);
+
+    let historical: Vec<String> = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .map(|e| e.event_type)
+        .filter(|t| t.starts_with("historical.data."))
+        .collect();
+    for r in ["sleep", "activity", "workouts", "heartrate"] {
+        assert!(historical.contains(&format!("historical.data.{r}.created")), "{r}: {historical:?}");
+    }
+}
+
+#[tokio::test]
+async fn ten_workers_on_an_expired_rotating_token_refresh_it_once() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-2").await;
+    drain(&r).await;
+    let before = expire_credentials(&r, &user).await;
+    let job = PollJob {
+        team_id: r.t.team,
+        user_id: UserId::parse(&user).unwrap(),
+        provider: "oura".into(),
+        since: None,
+    };
+    let polls = (0..10).map(|_| {
+        let (deps, job) = (r.t.deps.clone(), job.clone());
+        tokio::spawn(async move { poll(&deps, &job).await })
+    });
+    for done in futures::future::join_all(polls).await {
+        done.unwrap().unwrap();
+    }
+    assert_eq!(r.fake.calls("token:refresh_token"), 1, "exactly one refresh reached Oura");
+    let after = connection(&r, &user).await;
+    assert_eq!(after.status, wearlab_models::ConnectionStatus::Connected);
+    let creds = after.credentials(&r.t.deps).unwrap();
+    assert_ne!(creds.refresh_token, before.refresh_token, "the rotated refresh token is kept");
+    assert!(
+        !r.stack.bus.published().iter().any(|e| e.event_type == "provider.connection.error"),
+        "no worker used the spent refresh token"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_access_token_is_refreshed_once_and_a_dead_refresh_token_ends_the_connection() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-3").await;
+    drain(&r).await;
+    let job = PollJob {
+        team_id: r.t.team,
+        user_id: UserId::parse(&user).unwrap(),
+        provider: "oura".into(),
+        since: None,
+    };
+    // Oura refuses the access token before its expiry: refreshed, and the poll goes on.
+    r.fake.expire_access_tokens();
+    poll(&r.t.deps, &job).await.unwrap();
+    assert_eq!(r.fake.calls("token:refresh_token"), 1);
+    assert_eq!(connection(&r, &user).await.status, wearlab_models::ConnectionStatus::Connected);
+
+    // Someone spent the refresh token elsewhere: Oura answers invalid_grant.
+    let creds = connection(&r, &user).await.credentials(&r.t.deps).unwrap();
+    let adapter = Oura::new(r.fake.config(&app(), None));
+    adapter.refresh(&app(), &creds).await.unwrap();
+    r.fake.expire_access_tokens();
+    poll(&r.t.deps, &job).await.unwrap();
+    let conn = connection(&r, &user).await;
+    assert_eq!(conn.status, wearlab_models::ConnectionStatus::Error);
+    let errors: Vec<_> =
+        r.stack.bus.published().into_iter().filter(|e| e.event_type == "provider.connection.error").collect();
+    assert_eq!(errors.len(), 1);
+    // No more pulls for it.
+    let calls = r.fake.calls("sleep");
+    poll(&r.t.deps, &job).await.unwrap();
+    assert_eq!(r.fake.calls("sleep"), calls);
+}
+
+async fn push(r: &Real, body: &str, timestamp: i64, secret: &str) -> crate::helpers::Answer {
+    let signature = wearlab_providers::oura::sign(secret, &timestamp.to_string(), body.as_bytes());
+    let ts = timestamp.to_string();
+    let headers = [("x-oura-timestamp", ts.as_str()), ("x-oura-signature", signature.as_str())];
+    r.t.send_as(Method::POST, "/v2/provider_webhooks/oura", None, &headers, Some(body)).await
+}
+
+#[tokio::test]
+async fn a_signed_oura_push_polls_the_connection_and_announces_the_new_day() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-4").await;
+    drain(&r).await;
+
+    // Oura's handshake when subscribing: the verification token must match.
+    let a =
+        r.t.send(
+            Method::GET,
+            &format!("/v2/provider_webhooks/oura?verification_token={PUSH_TOKEN}&challenge=ch-1"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body, json!({"challenge": "ch-1"}));
+    let a = r
+        .t
+        .send(Method::GET, "/v2/provider_webhooks/oura?verification_token=wrong&challenge=ch-1", None, None)
+        .await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+
+    r.fake.add_document(
+        "daily_activity",
+        json!({"id": "act-2026-11-25", "day": "2026-11-25", "steps": 4321, "active_calories": 150,
+            "total_calories": 1900, "equivalent_walking_distance": 3100, "low_activity_time": 3600,
+            "high_activity_time": 0, "medium_activity_time": 600, "timestamp": "2026-11-25T04:00:00+01:00"}),
+    );
+    let body = json!({"event_type": "create", "data_type": "daily_activity", "object_id": "act-2026-11-25",
+        "event_time": "2026-11-25T08:00:00+00:00", "user_id": USER_ID})
+    .to_string();
+    let now = Utc::now().timestamp();
+
+    // Refused pushes change nothing: no poll is queued.
+    let a = push(&r, &body, now, "not-the-app-secret").await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    let a = r.t.send_as(Method::POST, "/v2/provider_webhooks/oura", None, &[], Some(&body)).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "unsigned");
+    let a = push(&r, &body, now - 3600, "oura-app-secret").await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "stale");
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
+    assert!(!r.stack.bus.published().iter().any(|e| e.event_type.starts_with("daily.")));
+
+    let a = push(&r, &body, now, "oura-app-secret").await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    let daily: Vec<_> = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "daily.data.activity.created")
+        .collect();
+    assert_eq!(daily.len(), 1, "the new day, and only it");
+    assert_eq!(daily[0].data["calendar_date"], "2026-11-25");
+    assert_eq!(daily[0].data["steps"], 4321.0);
+    assert_eq!(daily[0].user_id.to_string(), user);
+}
+
+#[tokio::test]
+async fn a_rate_limited_pull_waits_for_the_providers_reset_while_others_go_on() {
+    let r = real_oura().await;
+    let first = linked_user(&r, "oura-5").await;
+    // Oura's next answer is a 429 with Retry-After: 7.
+    r.fake.fail_next(429, 1);
+    drain(&r).await;
+    assert!(summaries(&r, "sleep", &first).await.is_empty(), "waiting for Oura's reset");
+    assert_eq!(connection(&r, &first).await.status, wearlab_models::ConnectionStatus::Connected);
+
+    // Another user's pull is not held up by the waiting one.
+    let second = linked_user(&r, "oura-6").await;
+    drain(&r).await;
+    assert_eq!(summaries(&r, "sleep", &second).await.len(), 3);
+    assert!(summaries(&r, "sleep", &first).await.is_empty());
+
+    // After the reset the first pull resumes and completes (not failed, not dead-lettered).
+    r.t.clock.advance(chrono::Duration::seconds(8));
+    drain(&r).await;
+    assert_eq!(summaries(&r, "sleep", &first).await.len(), 3);
+    let completed = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "historical.data.sleep.created" && e.user_id.to_string() == first)
+        .count();
+    assert_eq!(completed, 1);
+}
+
+#[tokio::test]
+async fn oura_push_subscriptions_are_kept_by_the_sweep_at_most_hourly() {
+    let r = real_oura().await;
+    let maintain = || wearlab_domain::linking::push::maintain_subscriptions(&r.t.deps, "https://api.example");
+    assert!(maintain().await.unwrap());
+    let subs = r.fake.subscriptions();
+    assert_eq!(subs.len(), 10);
+    assert!(subs.iter().all(|s| s["callback_url"] == "https://api.example/v2/provider_webhooks/oura"));
+    // Within the hour (any instance): not looked at again.
+    assert!(!maintain().await.unwrap());
+    assert_eq!(r.fake.calls("subscription:list"), 1);
+    // An hour on, expiring ones are renewed.
+    r.fake.expire_subscriptions(Utc::now() + chrono::Duration::days(2));
+    r.t.clock.advance(chrono::Duration::hours(1));
+    assert!(maintain().await.unwrap());
+    assert_eq!(r.fake.calls("subscription:renew"), 10);
+    assert_eq!(r.fake.subscriptions().len(), 10);
+}
+
+/// Oura with a published limit of three requests a minute for the app.
+struct Tight(Oura);
+
+const TIGHT: &[RateWindow] = &[RateWindow { requests: 3, window_secs: 60 }];
+
+#[async_trait::async_trait]
+impl Adapter for Tight {
+    fn slug(&self) -> &'static str {
+        self.0.slug()
+    }
+    fn resources(&self) -> &'static [&'static str] {
+        self.0.resources()
+    }
+    fn app_limits(&self) -> &'static [RateWindow] {
+        TIGHT
+    }
+    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
+        self.0.authorize_url(request)
+    }
+    async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
+        self.0.exchange_code(exchange).await
+    }
+    async fn refresh(
+        &self,
+        c: &OauthClient,
+        creds: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.0.refresh(c, creds).await
+    }
+    async fn fetch(
+        &self,
+        a: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        self.0.fetch(a, resource, range).await
+    }
+    async fn revoke(&self, c: &OauthClient, a: &ProviderAccount) -> Result<(), ProviderError> {
+        self.0.revoke(c, a).await
+    }
+    fn push(&self, c: &OauthClient, token: Option<&str>, request: &PushRequest) -> PushOutcome {
+        self.0.push(c, token, request)
+    }
+}
+
+/// Every data call the fake got.
+fn data_calls(fake: &OuraFake) -> usize {
+    ["personal_info", "daily_activity", "sleep", "workout", "heartrate", "daily_spo2", "daily_readiness"]
+        .iter()
+        .map(|k| fake.calls(k))
+        .sum()
+}
+
+#[tokio::test]
+async fn the_apps_published_limit_holds_across_its_users() {
+    let r = real_oura_with(|oura| Arc::new(Tight(oura))).await;
+    r.fake.set_page_size(1000);
+    let users = [linked_user(&r, "oura-7").await, linked_user(&r, "oura-8").await];
+    let linking_calls = data_calls(&r.fake);
+    let mut seen = linking_calls;
+    let mut minutes = 0;
+    // Each minute at most three fetches reach Oura, whichever user they are for.
+    while summaries(&r, "sleep", &users[0]).await.is_empty()
+        || summaries(&r, "sleep", &users[1]).await.is_empty()
+    {
+        drain(&r).await;
+        let now = data_calls(&r.fake);
+        assert!(now - seen <= 3, "{} calls in one minute", now - seen);
+        seen = now;
+        r.t.clock.advance(chrono::Duration::seconds(60));
+        minutes += 1;
+        assert!(minutes < 60, "the pulls did not finish");
+    }
+    assert!(minutes > 2, "the limit made the pulls wait ({minutes} minutes)");
+    assert_eq!(connection(&r, &users[0]).await.status, wearlab_models::ConnectionStatus::Connected);
+}
+
+#[tokio::test]
+async fn removing_an_oura_connection_revokes_the_token_at_oura() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-9").await;
+    let a = r.t.delete(&format!("/v2/user/{user}/oura")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(r.fake.calls("revoke"), 1);
+}
