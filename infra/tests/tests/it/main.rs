@@ -4,6 +4,7 @@
 //! `WEARLAB_TEST_AWS_ENDPOINT`.
 
 mod architecture;
+mod audit;
 mod bulk;
 mod contract;
 mod hardening;
