@@ -19,6 +19,7 @@ pub mod lab;
 pub mod lifecycle;
 pub mod lifecycle_events;
 pub mod linking;
+pub mod metrics;
 pub mod outbox;
 pub mod pipeline;
 pub mod ports;

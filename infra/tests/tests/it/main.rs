@@ -16,6 +16,7 @@ mod lambda_env;
 mod lifecycle;
 mod lifecycle_events;
 mod linking;
+mod metrics;
 mod outbox;
 mod pipeline;
 mod queues;
