@@ -9,9 +9,11 @@ use wearlab_models::audit::{AuditLogEntry, AuditLogPage};
 use wearlab_web::{ApiError, AppState, AuthTeam, Json, QueryParams};
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditParams {
     /// Only entries about this user.
     #[serde(default)]
+    #[param(format = Uuid)]
     user_id: Option<String>,
     /// Entries at or after this time (RFC 3339).
     #[serde(default)]
