@@ -3,9 +3,11 @@
 
 mod handlers;
 
+use wearlab_web::audit::AuditLayer;
 use wearlab_web::{AppState, Routes, routes};
 
-/// The routes of this function with their documentation.
+/// The routes of this function with their documentation. All of them read health data, so
+/// every request is recorded in the audit log.
 pub fn routes() -> Routes {
     Routes::new()
         .routes(routes!(handlers::activity))
@@ -16,6 +18,7 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::meal))
         .routes(routes!(handlers::profile))
         .routes(routes!(handlers::timeseries))
+        .layer(AuditLayer)
 }
 
 /// The function as served, `/openapi.json` included.

@@ -8,6 +8,7 @@ mod html;
 mod query;
 pub mod requisition;
 
+use wearlab_web::audit::AuditLayer;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{lab_tests, markers, orders, payors, portal_page, psc};
@@ -21,12 +22,7 @@ pub fn routes() -> Routes {
         .routes(routes!(markers::of_order_set))
         .routes(routes!(lab_tests::list))
         .routes(routes!(lab_tests::list_deprecated))
-        .routes(routes!(orders::create))
-        .routes(routes!(orders::list))
-        .routes(routes!(orders::get))
-        .routes(routes!(orders::cancel))
-        .routes(routes!(orders::result))
-        .routes(routes!(orders::requisition_pdf))
+        .merge(order_routes())
         .routes(routes!(psc::info))
         .routes(routes!(payors::search))
         .routes(routes!(portal_page::by_token))
@@ -37,6 +33,19 @@ pub fn routes() -> Routes {
         .route(portal_page::ORDER_BY_CODE_PATH, axum::routing::get(portal_page::order_by_code))
         .route(portal_page::SEND_CODE_PATH, axum::routing::post(portal_page::send_code))
         .route(portal_page::VERIFY_PATH, axum::routing::post(portal_page::verify))
+}
+
+/// Orders, their results and requisitions (patient details): every request through them is
+/// recorded in the audit log.
+fn order_routes() -> Routes {
+    Routes::new()
+        .routes(routes!(orders::create))
+        .routes(routes!(orders::list))
+        .routes(routes!(orders::get))
+        .routes(routes!(orders::cancel))
+        .routes(routes!(orders::result))
+        .routes(routes!(orders::requisition_pdf))
+        .layer(AuditLayer)
 }
 
 /// The function as served, `/openapi.json` included.

@@ -12,7 +12,7 @@ mod widget_html;
 
 use wearlab_web::{AppState, Routes, routes};
 
-use handlers::{catalog, link, preferences, provider_push, team, web, webhooks};
+use handlers::{audit, catalog, link, preferences, provider_push, team, web, webhooks};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
@@ -29,6 +29,7 @@ pub fn routes() -> Routes {
         .routes(routes!(webhooks::delete))
         .routes(routes!(webhooks::attempts))
         .routes(routes!(preferences::get, preferences::put))
+        .routes(routes!(audit::list))
         .route(web::CALLBACK_PATH, axum::routing::get(web::oauth_callback))
         .route(web::PAGE_PATH, axum::routing::get(web::page))
         .route(web::PROVIDER_PATH, axum::routing::get(web::provider))

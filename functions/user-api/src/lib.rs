@@ -3,6 +3,7 @@
 
 mod handlers;
 
+use wearlab_web::audit::AuditLayer;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{connections, users};
@@ -19,11 +20,18 @@ pub fn routes() -> Routes {
         .routes(routes!(connections::list))
         .routes(routes!(connections::deregister))
         .routes(routes!(connections::historical_pull))
+        .merge(phi_routes())
+        .routes(routes!(portal::create))
+}
+
+/// Demographics and insurance: every request through them is recorded in the audit log.
+fn phi_routes() -> Routes {
+    Routes::new()
         .routes(routes!(demographics::set))
         .routes(routes!(demographics::latest))
         .routes(routes!(insurance::create))
         .routes(routes!(insurance::latest))
-        .routes(routes!(portal::create))
+        .layer(AuditLayer)
 }
 
 /// The function as served, `/openapi.json` included.

@@ -31,8 +31,55 @@ pub struct AwsEnv {
     pub erasure_target_arn: String,
     pub scheduler_role_arn: String,
     pub event_bus_name: String,
-    /// `WEARLAB_DATA_KEY`: base64 of the 32-byte key that seals secrets at rest.
-    pub data_key: String,
+    /// Where the 32-byte key that seals secrets at rest comes from.
+    pub data_key: DataKeySource,
+}
+
+/// The data key as the deployment gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataKeySource {
+    /// `WEARLAB_DATA_KEY`: the key itself, base64 (local runs against an emulator, benches).
+    Plain(String),
+    /// `WEARLAB_DATA_KEY_PARAMETER`: the name of an SSM SecureString holding the base64 key,
+    /// read once at init. What the template deploys: the key is never an environment variable
+    /// of a function, where `lambda:GetFunctionConfiguration` would show it.
+    Ssm(String),
+}
+
+/// The variable naming the SSM parameter that holds the data key.
+pub const DATA_KEY_PARAMETER_VAR: &str = "WEARLAB_DATA_KEY_PARAMETER";
+
+impl DataKeySource {
+    /// `WEARLAB_DATA_KEY` when set, else the (then required) `WEARLAB_DATA_KEY_PARAMETER`.
+    pub fn from_env() -> Result<Self, String> {
+        match required_var("WEARLAB_DATA_KEY") {
+            Ok(key) => Ok(Self::Plain(key)),
+            Err(_) => Ok(Self::Ssm(required_var(DATA_KEY_PARAMETER_VAR)?)),
+        }
+    }
+
+    /// The key; for an SSM parameter, one `GetParameter` with decryption on `config`. The error
+    /// names the source, never the value.
+    pub async fn load(&self, config: &LazySdkConfig) -> Result<wearlab_domain::crypto::DataKey, String> {
+        let (encoded, source) = match self {
+            Self::Plain(key) => (key.clone(), "WEARLAB_DATA_KEY".to_owned()),
+            Self::Ssm(name) => (read_secure_parameter(config, name).await?, format!("SSM parameter {name}")),
+        };
+        wearlab_domain::crypto::DataKey::from_base64(encoded.trim()).map_err(|e| format!("{source}: {e}"))
+    }
+}
+
+/// The decrypted value of an SSM SecureString.
+async fn read_secure_parameter(config: &LazySdkConfig, name: &str) -> Result<String, String> {
+    let client = aws_sdk_ssm::Client::new(config.get().await);
+    let out = client
+        .get_parameter()
+        .name(name)
+        .with_decryption(true)
+        .send()
+        .await
+        .map_err(|e| format!("SSM parameter {name}: {}", aws_sdk_ssm::error::DisplayErrorContext(&e)))?;
+    out.parameter.and_then(|p| p.value).ok_or_else(|| format!("SSM parameter {name} has no value"))
 }
 
 impl AwsEnv {
@@ -45,26 +92,27 @@ impl AwsEnv {
             erasure_target_arn: var("WEARLAB_ERASURE_TARGET_ARN")?,
             scheduler_role_arn: var("WEARLAB_SCHEDULER_ROLE_ARN")?,
             event_bus_name: var("WEARLAB_EVENT_BUS_NAME")?,
-            data_key: var("WEARLAB_DATA_KEY")?,
+            data_key: DataKeySource::from_env()?,
         })
     }
 
     /// The adapters for these resources on `config`, with the `providers` the caller chose.
-    /// Fails only on an unusable `WEARLAB_DATA_KEY`.
-    pub fn deps(&self, config: &SdkConfig, providers: Arc<dyn Providers>) -> Result<Deps, String> {
-        self.deps_on_first_use(LazySdkConfig::given(config.clone()), providers)
+    /// Fails only on a data key that cannot be read or used.
+    pub async fn deps(&self, config: &SdkConfig, providers: Arc<dyn Providers>) -> Result<Deps, String> {
+        self.deps_on_first_use(LazySdkConfig::given(config.clone()), providers).await
     }
 
     /// The adapters for these resources, whose SDK clients are built from `config` when each
-    /// is first used: making them does no AWS work (no configuration loading, no HTTPS
-    /// connector, no root certificates). Fails only on an unusable `WEARLAB_DATA_KEY`.
-    pub fn deps_on_first_use(
+    /// is first used (no HTTPS connector, no root certificates for a client never used). The
+    /// data key is the exception: read from SSM here, once, so a function that cannot open
+    /// its secrets stops at init rather than failing requests. Fails only on a data key that
+    /// cannot be read or used.
+    pub async fn deps_on_first_use(
         &self,
         config: LazySdkConfig,
         providers: Arc<dyn Providers>,
     ) -> Result<Deps, String> {
-        let data_key = wearlab_domain::crypto::DataKey::from_base64(&self.data_key)
-            .map_err(|e| format!("WEARLAB_DATA_KEY: {e}"))?;
+        let data_key = self.data_key.load(&config).await?;
         let table = DynamoDbTable::on_first_use(config.clone(), &self.table_name);
         let scheduler = EventBridgeScheduler::on_first_use(
             config.clone(),
@@ -145,5 +193,5 @@ pub async fn sqs_dead_letters_from_env(
 /// network and the webhook sender, which a `main.rs` sets on the result when its function uses
 /// them (`Deps { queue, ..deps }`).
 pub async fn deps_from_env(providers: Arc<dyn Providers>) -> Result<Deps, String> {
-    AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env(), providers)
+    AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env(), providers).await
 }

@@ -14,8 +14,9 @@ mod scheduler;
 mod sqs;
 
 pub use config::{
-    AwsEnv, aws_config_from_env, clients_for_endpoint, config_for_endpoint, deps_from_env, queue_url_var,
-    required_var, sqs_dead_letters_from_env, sqs_queue_from_env,
+    AwsEnv, DATA_KEY_PARAMETER_VAR, DataKeySource, aws_config_from_env, clients_for_endpoint,
+    config_for_endpoint, deps_from_env, queue_url_var, required_var, sqs_dead_letters_from_env,
+    sqs_queue_from_env,
 };
 pub use dead_letters::{DeadLetterError, SqsDeadLetters};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};

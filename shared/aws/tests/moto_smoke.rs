@@ -332,3 +332,36 @@ async fn lazily_built_tables_work_from_the_first_request() {
     assert!(t.get_raw(&Key::new("P", "missing")).await.unwrap().is_none());
     assert_eq!(t.round_trips(), 4, "one request per call, the first included");
 }
+
+/// The deployed functions' data key: an SSM SecureString read with decryption, once. A missing
+/// or unusable parameter is an error naming the parameter and never showing a value.
+#[tokio::test]
+async fn the_data_key_is_read_from_an_ssm_secure_string() {
+    let Some(endpoint) = endpoint() else { return };
+    let config = wearlab_aws::config_for_endpoint(&endpoint).await;
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let name = format!("/wearlab-test/{nanos}/data-key");
+    let (expected, encoded) = wearlab_domain::crypto::DataKey::generate();
+    let put = |name: String, value: String| {
+        ssm.put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+            .send()
+    };
+    put(name.clone(), encoded.clone()).await.unwrap();
+
+    let lazy = wearlab_aws::LazySdkConfig::given(config.clone());
+    let key = wearlab_aws::DataKeySource::Ssm(name.clone()).load(&lazy).await.unwrap();
+    let sealed = expected.seal(b"provider token", "ctx");
+    assert_eq!(key.open(&sealed, "ctx").unwrap(), b"provider token", "the same key");
+
+    let missing = format!("{name}-missing");
+    let err = wearlab_aws::DataKeySource::Ssm(missing.clone()).load(&lazy).await.err().unwrap();
+    assert!(err.contains(&missing), "{err}");
+    let short = format!("{name}-short");
+    put(short.clone(), "c2hvcnQ=".into()).await.unwrap();
+    let err = wearlab_aws::DataKeySource::Ssm(short.clone()).load(&lazy).await.err().unwrap();
+    assert!(err.contains(&short) && !err.contains("c2hvcnQ"), "{err}");
+}

@@ -169,11 +169,15 @@ pub(crate) async fn record(
             return Ok(0);
         };
         let mut header: OpRecord = item.decode()?;
+        let (mut processed, mut failed) = (0, 0);
         for (_, r) in &results {
-            let failed = r.failed.len() as u64 + r.failed_unnamed;
-            header.processed += r.ok.len() as u64 + failed;
-            header.failed += failed;
+            let failed_here = r.failed.len() as u64 + r.failed_unnamed;
+            processed += r.ok.len() as u64 + failed_here;
+            failed += failed_here;
         }
+        header.processed += processed;
+        header.failed += failed;
+        let was_open = header.ended_at.is_none();
         header.aborted |= abort;
         if header.ended_at.is_none() && header.processed >= header.total {
             header.ended_at = Some(deps.now());
@@ -189,6 +193,8 @@ pub(crate) async fn record(
         }
         match deps.table.transact(ops).await {
             Ok(()) => {
+                let ended_now = was_open && header.ended_at.is_some();
+                crate::metrics::bulk_progress(&header.op_type, processed, failed, ended_now);
                 if let Some(ended) = header.ended_at.filter(|_| header.processed >= header.total) {
                     tracing::info!(op_id = %op.op_id, processed = header.processed, failed = header.failed,
                         status = %header.status(), %ended, "bulk operation progressed to its end");

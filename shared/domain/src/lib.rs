@@ -3,6 +3,7 @@
 //! Handlers parse input into the types here, call one use case, and map its result to JSON.
 //! Nothing in this crate knows about HTTP, Lambda or AWS.
 
+pub mod audit;
 pub mod bulk;
 pub mod bulk_ledger;
 pub mod catalog;
@@ -19,6 +20,7 @@ pub mod lab;
 pub mod lifecycle;
 pub mod lifecycle_events;
 pub mod linking;
+pub mod metrics;
 pub mod outbox;
 pub mod pipeline;
 pub mod ports;

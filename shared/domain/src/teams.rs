@@ -170,13 +170,51 @@ pub async fn revoke_key(deps: &Deps, team_id: TeamId, key_id: &str) -> Result<()
 
 /// The team a key belongs to; one read.
 pub async fn authenticate(deps: &Deps, secret: &str) -> Result<TeamId, DomainError> {
+    Ok(identify(deps, secret).await?.team_id)
+}
+
+/// The team and key id of an API key: who is calling, for the audit log.
+pub async fn identify(deps: &Deps, secret: &str) -> Result<Caller, DomainError> {
     let unknown = || DomainError::Unauthenticated("Invalid API key.".into());
     if !is_well_formed_key(secret) {
         return Err(unknown());
     }
     let item = deps.table.get(&keys::api_key(&hash_key(secret))).await?.ok_or_else(unknown)?;
     let rec: ApiKeyRecord = item.decode()?;
-    Ok(rec.team_id)
+    // Keys are issued with 12 hex-digit ids; one stored otherwise is a corrupt record.
+    let key_id = KeyId::parse(&rec.key_id).ok_or_else(|| StoreError::Corrupt("API key id".into()))?;
+    Ok(Caller { team_id: rec.team_id, key_id })
+}
+
+/// Who a request's API key is: its team and which of the team's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub team_id: TeamId,
+    pub key_id: KeyId,
+}
+
+/// An API key's id (12 lowercase hex digits, as issued): names a key in listings and audit
+/// entries without revealing it. `Copy`, so the per-process key cache hands it out for free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyId([u8; KEY_ID_LEN]);
+
+const KEY_ID_LEN: usize = 12;
+
+impl KeyId {
+    pub fn parse(s: &str) -> Option<Self> {
+        let ok = s.len() == KEY_ID_LEN && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        ok.then(|| Self(s.as_bytes().try_into().expect("length checked")))
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("ASCII by construction")
+    }
+}
+
+impl std::fmt::Display for KeyId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Features an operator switches on per team (off until then).

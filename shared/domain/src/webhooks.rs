@@ -16,6 +16,7 @@ use crate::error::{DomainError, issue};
 use crate::event_secrets;
 use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
+use crate::metrics::Delivery;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, query_all};
 use crate::webhook_url::{self, UrlPolicy};
@@ -279,6 +280,7 @@ async fn deliver(
             deps.table
                 .put(Item::new(delivered_key, serde_json::json!({})).with_expiry(expiry), Condition::None)
                 .await?;
+            crate::metrics::webhook_attempt(Delivery::Delivered, attempt);
             save_attempt(deps, team, endpoint_id, record("delivered", Some(status), None)).await
         }
         failed => {
@@ -288,8 +290,10 @@ async fn deliver(
             };
             if attempt >= MAX_ATTEMPTS {
                 tracing::warn!(team_id = %team, endpoint_id, message_id, "webhook dead-lettered");
+                crate::metrics::webhook_attempt(Delivery::DeadLettered, attempt);
                 return save_attempt(deps, team, endpoint_id, record("dead_lettered", status, error)).await;
             }
+            crate::metrics::webhook_attempt(Delivery::Failed, attempt);
             save_attempt(deps, team, endpoint_id, record("failed", status, error)).await?;
             let wait = RETRY_SCHEDULE[(attempt - 1) as usize];
             let next = WebhookJob::Deliver {

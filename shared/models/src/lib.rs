@@ -2,6 +2,7 @@
 //!
 //! Nothing here validates beyond the JSON shape; rules live in `wearlab-domain`.
 
+pub mod audit;
 pub mod bulk;
 pub mod data;
 mod enums;

@@ -3,6 +3,7 @@ use http::request::Parts;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::teams;
 
+use crate::audit::CallerSlot;
 use crate::{ApiError, AppState};
 
 pub const API_KEY_HEADER: &str = "x-service-api-key";
@@ -21,11 +22,18 @@ impl FromRequestParts<AppState> for AuthTeam {
             .ok_or_else(|| ApiError::Unauthorized("Missing API key header x-service-api-key.".into()))?
             .to_str()
             .map_err(|_| ApiError::Unauthorized("Invalid API key.".into()))?;
-        if let Some(team) = state.cached_team(key) {
-            return Ok(AuthTeam(team));
+        let caller = match state.cached_team(key) {
+            Some(caller) => caller,
+            None => {
+                let caller = teams::identify(&state.deps, key).await?;
+                state.remember_team(key, caller);
+                caller
+            }
+        };
+        // On an audited route, the audit layer learns who called.
+        if let Some(slot) = parts.extensions.get::<CallerSlot>() {
+            slot.fill(caller, state);
         }
-        let team = teams::authenticate(&state.deps, key).await?;
-        state.remember_team(key, team);
-        Ok(AuthTeam(team))
+        Ok(AuthTeam(caller.team_id))
     }
 }

@@ -1,6 +1,7 @@
 //! What every API function shares: application state, the API-key extractor, input extractors
 //! that answer 422 in one shape, and the single mapping from domain errors to HTTP.
 
+pub mod audit;
 mod auth;
 mod error;
 mod extract;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use wearlab_domain::Deps;
-use wearlab_domain::ids::TeamId;
+use wearlab_domain::teams::Caller;
 use wearlab_domain::webhook_url::UrlPolicy;
 
 /// How long a verified API key is trusted without a storage read, on the deployment's clock
@@ -60,13 +60,13 @@ impl AppState {
         Self(Arc::new(SharedState { auth_ttl: Duration::ZERO, ..Arc::unwrap_or_clone(Self::new(deps).0) }))
     }
 
-    /// The team of an API key verified less than the TTL ago.
-    pub(crate) fn cached_team(&self, key: &str) -> Option<TeamId> {
+    /// The team and key id of an API key verified less than the TTL ago.
+    pub(crate) fn cached_team(&self, key: &str) -> Option<Caller> {
         self.0.auth_cache.get(key, self.0.auth_ttl, self.0.deps.now())
     }
 
     /// Remembers that `key` opens `team` (after a storage read verified it).
-    pub(crate) fn remember_team(&self, key: &str, team: TeamId) {
+    pub(crate) fn remember_team(&self, key: &str, team: Caller) {
         if !self.0.auth_ttl.is_zero() {
             self.0.auth_cache.insert(key, team, self.0.deps.now());
         }
@@ -79,7 +79,7 @@ impl AppState {
 /// hash that storage would accept is held. A key that is not cached cannot be made to match one
 /// that is without the secret (a 128-bit keyed tag), so a hit means the same key was verified.
 /// Verified keys by tag: the team and when it was verified.
-type TagMap = HashMap<(u64, u64), (TeamId, DateTime<Utc>), BuildHasherDefault<TagHasher>>;
+type TagMap = HashMap<(u64, u64), (Caller, DateTime<Utc>), BuildHasherDefault<TagHasher>>;
 
 #[derive(Default)]
 pub(crate) struct AuthCache {
@@ -88,7 +88,7 @@ pub(crate) struct AuthCache {
 }
 
 impl AuthCache {
-    fn get(&self, key: &str, ttl: Duration, now: DateTime<Utc>) -> Option<TeamId> {
+    fn get(&self, key: &str, ttl: Duration, now: DateTime<Utc>) -> Option<Caller> {
         if ttl.is_zero() {
             return None;
         }
@@ -99,7 +99,7 @@ impl AuthCache {
         entries.get(&tag).filter(|(_, at)| fresh(at)).map(|(t, _)| *t)
     }
 
-    fn insert(&self, key: &str, team: TeamId, now: DateTime<Utc>) {
+    fn insert(&self, key: &str, team: Caller, now: DateTime<Utc>) {
         let tag = self.tag(key);
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= AUTH_CACHE_MAX {
@@ -147,7 +147,10 @@ mod tests {
     #[test]
     fn the_auth_cache_answers_only_for_the_key_it_verified() {
         let cache = AuthCache::default();
-        let team = TeamId::from_uuid(uuid::Uuid::from_u128(7));
+        let team = Caller {
+            team_id: wearlab_domain::ids::TeamId::from_uuid(uuid::Uuid::from_u128(7)),
+            key_id: wearlab_domain::teams::KeyId::parse("0123456789ab").unwrap(),
+        };
         let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
         let now = Utc::now();
         assert_eq!(cache.get(key, AUTH_CACHE_TTL, now), None);

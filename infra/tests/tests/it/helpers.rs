@@ -241,6 +241,8 @@ pub struct Faults {
     pub unavailable: bool,
     /// Queries of this partition (either index) fail as unavailable storage.
     pub failing_query_pk: Option<String>,
+    /// Single puts of items whose partition starts with this fail as unavailable storage.
+    pub failing_put_pk_prefix: Option<String>,
 }
 
 /// A table adapter around a real one, with faults a test turns on and off.
@@ -309,6 +311,9 @@ impl Table for FaultyTable {
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
         self.lost(condition, None)?;
+        if self.faults()?.failing_put_pk_prefix.is_some_and(|p| item.key.pk.starts_with(&p)) {
+            return Err(StoreError::Unavailable(format!("puts to {} fail (test fault)", item.key.pk)));
+        }
         self.inner.put(item, condition).await
     }
 

@@ -4,6 +4,7 @@
 //! `WEARLAB_TEST_AWS_ENDPOINT`.
 
 mod architecture;
+mod audit;
 mod bulk;
 mod contract;
 mod hardening;
@@ -15,6 +16,7 @@ mod lambda_env;
 mod lifecycle;
 mod lifecycle_events;
 mod linking;
+mod metrics;
 mod outbox;
 mod pipeline;
 mod queues;

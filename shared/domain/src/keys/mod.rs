@@ -2,6 +2,7 @@
 //! access patterns. Everything that belongs to a user lives in the partition
 //! `user_partition(user_id)`, which erasure removes whole.
 
+pub mod audit;
 pub mod bulk;
 pub mod lab;
 pub mod linking;

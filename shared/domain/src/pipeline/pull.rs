@@ -27,6 +27,7 @@ use crate::ids::{TeamId, UserId};
 use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
 use crate::linking::refresh;
+use crate::metrics;
 use crate::ports::providers::{DateRange, FetchedResource, ProviderAccount, ProviderError};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreError};
@@ -146,11 +147,20 @@ async fn send(deps: &Deps, job: Job) -> Result<(), DomainError> {
 pub async fn handle(deps: &Deps, message: PullMessage) -> Outcome {
     let result = match message {
         PullMessage::Event(e) => on_event(deps, e).await,
-        PullMessage::Job(Job::Pull(job)) => pull(deps, &job).await,
+        PullMessage::Job(Job::Pull(job)) => metered_pull(deps, &job).await,
         PullMessage::Job(Job::Poll(job)) => poll(deps, &job).await.map(|()| Outcome::Ack),
         PullMessage::Job(Job::PollAll {}) => poll_all(deps).await.map(|_| Outcome::Ack),
     };
     result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))
+}
+
+/// [`pull`], reported as a metric: how long this message took, and whether it failed.
+async fn metered_pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
+    let started = deps.now();
+    let result = pull(deps, job).await;
+    let took = (deps.now() - started).num_milliseconds().max(0) as u64;
+    metrics::pull_handled(&job.provider, took, matches!(result, Err(_) | Ok(Outcome::Fail(_))));
+    result
 }
 
 /// `provider.connection.created` starts the connection's historical pull; other events are
@@ -175,7 +185,7 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
         pull_id,
         bulk_op: None,
     };
-    pull(deps, &job).await
+    metered_pull(deps, &job).await
 }
 
 async fn load_connection(
@@ -426,12 +436,15 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                     }
                 };
                 let ctx = context(&user, provider, birth_year);
-                for entry in ctx.entries(&resource, &fetched.records) {
+                let entries = ctx.entries(&resource, &fetched.records);
+                let stored = entries.len();
+                for entry in entries {
                     if let Entry::Profile { value } = &entry {
                         birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
                     }
                     store::overwrite(deps, user_id, provider, &entry).await?;
                 }
+                metrics::pull_records_stored(provider, stored);
                 if let Some(r) = p.resources.get_mut(&resource) {
                     r.next = to.checked_add_days(Days::new(1)).unwrap_or(to);
                 }
