@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use wearlab_domain::ports::{
-    Condition, Cursor, Index, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
+    Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
     validate_batch,
 };
 
@@ -231,8 +231,9 @@ fn remove(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> 
     Ok(())
 }
 
-/// Checks every condition, then applies every write, inside one write transaction.
-fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
+/// Checks every condition, then applies every write, inside one write transaction. Answers the
+/// value of each [`Add`]'s field after it, in order.
+fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
     for op in ops {
         check_part(&op.key().pk)?;
         check_part(&op.key().sk)?;
@@ -244,20 +245,26 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
         }
     }
     let txn = db.begin_write().map_err(unavailable)?;
+    let mut added = Vec::new();
     {
         let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut gsi = txn.open_table(GSI1).map_err(unavailable)?;
         let mut current = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            let (WriteOp::Put { condition, .. }
-            | WriteOp::Delete { condition, .. }
-            | WriteOp::Check { condition, .. }) = op;
             let existing = read(&items, op.key())?;
-            if !holds(*condition, existing.as_ref()) {
+            if !holds(op.condition(), existing.as_ref()) {
                 // Dropping the transaction without commit discards nothing written yet.
                 return Err(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) });
             }
             current.push(existing);
+        }
+        // Additions are worked out before anything is written, so a refused one writes nothing.
+        for (op, existing) in ops.iter().zip(current.iter_mut()) {
+            if let WriteOp::Add(add) = op {
+                let (item, value) = with_addition(existing.take(), add)?;
+                *existing = Some(item);
+                added.push(value);
+            }
         }
         for (op, existing) in ops.iter().zip(current) {
             match op {
@@ -265,11 +272,13 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
                     if let Some(old) = &existing {
                         remove(&mut items, &mut gsi, old)?;
                     }
-                    let bytes = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                    insert(&mut items, &mut gsi, item)?;
+                }
+                // The item as it will be (`with_addition`); its index entry, if any, stays.
+                WriteOp::Add(_) => {
+                    let item = existing.expect("an addition has its item");
+                    let bytes = serde_json::to_vec(&item).map_err(|e| StoreError::Invalid(e.to_string()))?;
                     items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
-                    if let Some(g) = gsi_entry(item) {
-                        gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
-                    }
                 }
                 WriteOp::Delete { .. } => {
                     if let Some(old) = &existing {
@@ -280,7 +289,33 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
             }
         }
     }
-    txn.commit().map_err(unavailable)
+    txn.commit().map_err(unavailable)?;
+    Ok(added)
+}
+
+fn insert(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
+    if let Some(g) = gsi_entry(item) {
+        gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+/// The item after `add` (created when missing) and the field's new value.
+fn with_addition(existing: Option<Item>, add: &Add) -> Result<(Item, i64), StoreError> {
+    let mut item = match existing {
+        Some(mut item) => {
+            item.version += 1;
+            item
+        }
+        None => Item::new(add.key.clone(), serde_json::json!({})),
+    };
+    let value = add.apply_to(&mut item.body)?;
+    if add.expires_at.is_some() {
+        item.expires_at = add.expires_at;
+    }
+    Ok((item, value))
 }
 
 /// The byte range of a query's sort keys, before the cursor is applied.
@@ -415,7 +450,15 @@ impl Table for RedbTable {
         }
         validate_batch(&ops)?;
         let db = self.db.clone();
-        blocking(move || apply(&db, &ops)).await
+        blocking(move || apply(&db, &ops)).await.map(drop)
+    }
+
+    async fn add(&self, add: Add) -> Result<i64, StoreError> {
+        let ops = vec![WriteOp::Add(add)];
+        validate_batch(&ops)?;
+        let db = self.db.clone();
+        let added = blocking(move || apply(&db, &ops)).await?;
+        added.first().copied().ok_or_else(|| StoreError::Invalid("an add answered no value".into()))
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::ports::{
-    Condition, Item, Key, ManualClock, Page, Query, RawItem, StoreError, Table, WriteOp,
+    Add, Condition, Item, Key, ManualClock, Page, Query, RawItem, StoreError, Table, WriteOp,
 };
 use wearlab_domain::{Deps, teams};
 use wearlab_local::LocalStack;
@@ -318,14 +318,14 @@ impl Table for FaultyTable {
 
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         for (i, op) in ops.iter().enumerate() {
-            let condition = match op {
-                WriteOp::Put { condition, .. }
-                | WriteOp::Delete { condition, .. }
-                | WriteOp::Check { condition, .. } => *condition,
-            };
-            self.lost(condition, Some(i))?;
+            self.lost(op.condition(), Some(i))?;
         }
         self.inner.transact(ops).await
+    }
+
+    async fn add(&self, add: Add) -> Result<i64, StoreError> {
+        self.lost(add.condition, None)?;
+        self.inner.add(add).await
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
