@@ -23,8 +23,8 @@ use aws_sdk_dynamodb::types::{
     TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, Update,
 };
 use wearlab_domain::ports::{
-    Add, Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table,
-    WriteOp, add_to_field, validate_batch,
+    Add, Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError,
+    Table, WriteOp, add_to_field, validate_batch,
 };
 
 use crate::error::{describe, is_code};
@@ -107,6 +107,77 @@ impl DynamoDbTable {
             .send()
             .await
             .map_err(|e| store_error("GetItem", &e))
+    }
+
+    /// One Query, each item read by `read`; the cursor after the page when more may follow.
+    async fn query_page<T>(
+        &self,
+        q: Query,
+        read: fn(&Attrs) -> Result<T, StoreError>,
+    ) -> Result<(Vec<T>, Option<Cursor>), StoreError> {
+        let (pk_attr, sk_attr, index_name) = match q.index {
+            Index::Primary => (PK, SK, None),
+            Index::Gsi1 => (GSI1PK, GSI1SK, Some(GSI1_INDEX.to_owned())),
+        };
+        let mut expr = format!("{pk_attr} = :pk");
+        let mut values = HashMap::from([(":pk".to_owned(), s(&q.pk))]);
+        match &q.range {
+            // DynamoDB rejects empty strings in key conditions; an empty prefix is everything.
+            SkRange::All => {}
+            SkRange::Prefix(p) if p.is_empty() => {}
+            SkRange::Prefix(p) => {
+                expr.push_str(&format!(" AND begins_with({sk_attr}, :from)"));
+                values.insert(":from".to_owned(), s(p));
+            }
+            // DynamoDB rejects an inverted BETWEEN; the range is simply empty.
+            SkRange::Between(a, b) if a > b => {
+                return Ok((Vec::new(), None));
+            }
+            SkRange::Between(a, b) if a.is_empty() => {
+                expr.push_str(&format!(" AND {sk_attr} <= :to"));
+                values.insert(":to".to_owned(), s(b));
+            }
+            SkRange::Between(a, b) => {
+                expr.push_str(&format!(" AND {sk_attr} BETWEEN :from AND :to"));
+                values.insert(":from".to_owned(), s(a));
+                values.insert(":to".to_owned(), s(b));
+            }
+        }
+        let exclusive_start = q.cursor.clone().map(|c| start_key(c, &q)).transpose()?;
+        let limit = q.limit.map(|l| l.max(1) as usize);
+        let out = self
+            .client()
+            .await
+            .query()
+            .table_name(&self.table)
+            .set_index_name(index_name)
+            .key_condition_expression(expr)
+            .set_expression_attribute_values(Some(values))
+            .scan_index_forward(!q.descending)
+            // One extra item tells whether another page exists, so the last page has no cursor.
+            .set_limit(limit.map(|l| i32::try_from(l + 1).unwrap_or(i32::MAX)))
+            .set_exclusive_start_key(exclusive_start)
+            // Reads its own writes like `get` (GSIs are eventually consistent only).
+            .consistent_read(q.index == Index::Primary)
+            .send()
+            .await
+            .map_err(|e| store_error("Query", &e))?;
+        let mut found = out.items();
+        let more = match limit {
+            Some(l) if found.len() > l => {
+                found = &found[..l];
+                true
+            }
+            // Fewer items than asked with a `LastEvaluatedKey`: the page hit DynamoDB's 1 MB cap.
+            _ => out.last_evaluated_key().is_some(),
+        };
+        let items = found.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = match (more, found.last()) {
+            (false, _) => None,
+            (true, Some(last)) => Some(Cursor::after_item(&decode(last)?, q.index)),
+            (true, None) => out.last_evaluated_key().and_then(|k| cursor_from_key(k, q.index)),
+        };
+        Ok((items, next_cursor))
     }
 }
 
@@ -545,68 +616,13 @@ impl Table for DynamoDbTable {
     }
 
     async fn query(&self, q: Query) -> Result<Page, StoreError> {
-        let (pk_attr, sk_attr, index_name) = match q.index {
-            Index::Primary => (PK, SK, None),
-            Index::Gsi1 => (GSI1PK, GSI1SK, Some(GSI1_INDEX.to_owned())),
-        };
-        let mut expr = format!("{pk_attr} = :pk");
-        let mut values = HashMap::from([(":pk".to_owned(), s(&q.pk))]);
-        match &q.range {
-            // DynamoDB rejects empty strings in key conditions; an empty prefix is everything.
-            SkRange::All => {}
-            SkRange::Prefix(p) if p.is_empty() => {}
-            SkRange::Prefix(p) => {
-                expr.push_str(&format!(" AND begins_with({sk_attr}, :from)"));
-                values.insert(":from".to_owned(), s(p));
-            }
-            // DynamoDB rejects an inverted BETWEEN; the range is simply empty.
-            SkRange::Between(a, b) if a > b => {
-                return Ok(Page { items: Vec::new(), next_cursor: None });
-            }
-            SkRange::Between(a, b) if a.is_empty() => {
-                expr.push_str(&format!(" AND {sk_attr} <= :to"));
-                values.insert(":to".to_owned(), s(b));
-            }
-            SkRange::Between(a, b) => {
-                expr.push_str(&format!(" AND {sk_attr} BETWEEN :from AND :to"));
-                values.insert(":from".to_owned(), s(a));
-                values.insert(":to".to_owned(), s(b));
-            }
-        }
-        let exclusive_start = q.cursor.clone().map(|c| start_key(c, &q)).transpose()?;
-        let limit = q.limit.map(|l| l.max(1) as usize);
-        let out = self
-            .client()
-            .await
-            .query()
-            .table_name(&self.table)
-            .set_index_name(index_name)
-            .key_condition_expression(expr)
-            .set_expression_attribute_values(Some(values))
-            .scan_index_forward(!q.descending)
-            // One extra item tells whether another page exists, so the last page has no cursor.
-            .set_limit(limit.map(|l| i32::try_from(l + 1).unwrap_or(i32::MAX)))
-            .set_exclusive_start_key(exclusive_start)
-            // Reads its own writes like `get` (GSIs are eventually consistent only).
-            .consistent_read(q.index == Index::Primary)
-            .send()
-            .await
-            .map_err(|e| store_error("Query", &e))?;
-        let mut items = out.items().iter().map(decode).collect::<Result<Vec<_>, _>>()?;
-        let more = match limit {
-            Some(l) if items.len() > l => {
-                items.truncate(l);
-                true
-            }
-            // Fewer items than asked with a `LastEvaluatedKey`: the page hit DynamoDB's 1 MB cap.
-            _ => out.last_evaluated_key().is_some(),
-        };
-        let next_cursor = match (more, items.last()) {
-            (false, _) => None,
-            (true, Some(last)) => Some(Cursor::after_item(last, q.index)),
-            (true, None) => out.last_evaluated_key().and_then(|k| cursor_from_key(k, q.index)),
-        };
+        let (items, next_cursor) = self.query_page(q, decode).await?;
         Ok(Page { items, next_cursor })
+    }
+
+    async fn query_raw(&self, q: Query) -> Result<RawPage, StoreError> {
+        let (items, next_cursor) = self.query_page(q, decode_raw).await?;
+        Ok(RawPage { items, next_cursor })
     }
 }
 

@@ -455,30 +455,39 @@ impl PageRequest {
 
 /// Active users, oldest first (by `created_on`, then `user_id`), with the total. Reads the
 /// counter item and the team's index partition only as far as `offset + limit`, so a page costs
-/// the same in a team of ten users and in one of a million.
+/// the same in a team of ten users and in one of a million. Page 1 (offset 0, the common case)
+/// reads the counter and its users at once: its two reads take the time of one. The items are
+/// decoded straight from their stored text into records (`query_raw`).
 pub async fn list(deps: &Deps, team: TeamId, page: PageRequest) -> Result<UserPage, DomainError> {
     let PageRequest { offset, limit } = page;
-    let total = active_total(deps, team).await?;
     let wanted = offset + limit;
-    let mut items = Vec::new();
     let mut q = Query::gsi1(keys::team_users_index(team));
-    if offset < total {
-        loop {
-            let ask = (wanted - items.len() as u64).min(LIST_QUERY_LIMIT);
-            q.limit = Some(ask as u32);
-            let page = deps.table.query(q.clone()).await?;
-            items.extend(page.items);
-            match page.next_cursor {
-                Some(c) if (items.len() as u64) < wanted => q.cursor = Some(c),
-                _ => break,
-            }
+    q.limit = Some(wanted.min(LIST_QUERY_LIMIT) as u32);
+    let (total, first) = if offset == 0 {
+        let (total, first) = tokio::join!(active_total(deps, team), deps.table.query_raw(q.clone()));
+        (total?, Some(first?))
+    } else {
+        let total = active_total(deps, team).await?;
+        // Past the end nothing is read but the counter.
+        (total, if offset < total { Some(deps.table.query_raw(q.clone()).await?) } else { None })
+    };
+    let mut items = Vec::new();
+    let mut next = first;
+    while let Some(page) = next.take() {
+        items.extend(page.items);
+        if let Some(c) = page.next_cursor
+            && (items.len() as u64) < wanted
+        {
+            q.cursor = Some(c);
+            q.limit = Some((wanted - items.len() as u64).min(LIST_QUERY_LIMIT) as u32);
+            next = Some(deps.table.query_raw(q.clone()).await?);
         }
     }
     let users = items
         .iter()
         .skip(offset as usize)
         .take(limit as usize)
-        .map(|i| i.decode::<UserRecord>().map(|r| r.to_wire()))
+        .map(|i| i.decode::<UserRecord>().map(|(r, _)| r.to_wire()))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(UserPage { users, total, offset, limit })
 }

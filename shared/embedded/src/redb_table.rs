@@ -8,8 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use wearlab_domain::ports::{
-    Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
-    validate_batch,
+    Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError, Table,
+    WriteOp, validate_batch,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -341,7 +341,9 @@ fn bounds(q: &Query) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     }
 }
 
-fn run_query(db: &Database, q: &Query) -> Result<Page, StoreError> {
+/// One page of a query: each item's stored text, and the cursor after the last one when more
+/// may follow. The caller decides how far to parse the texts.
+fn run_query(db: &Database, q: &Query) -> Result<(Vec<Vec<u8>>, Option<Cursor>), StoreError> {
     check_part(&q.pk)?;
     let txn = db.begin_read().map_err(unavailable)?;
     let items = txn.open_table(ITEMS).map_err(unavailable)?;
@@ -382,18 +384,43 @@ fn run_query(db: &Database, q: &Query) -> Result<Page, StoreError> {
             break;
         }
         let (_, v) = entry.map_err(unavailable)?;
-        let item = match &gsi {
-            None => decode(v.value())?,
+        let text = match &gsi {
+            None => v.value().to_vec(),
             Some(_) => items
                 .get(v.value())
                 .map_err(unavailable)?
-                .map(|i| decode(i.value()))
-                .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))??,
+                .map(|i| i.value().to_vec())
+                .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))?,
         };
-        out.push(item);
+        out.push(text);
     }
-    let next_cursor = if more { out.last().map(|i| Cursor::after_item(i, q.index)) } else { None };
-    Ok(Page { items: out, next_cursor })
+    let next_cursor = match out.last() {
+        Some(last) if more => Some(Cursor::after_item(&decode(last)?, q.index)),
+        _ => None,
+    };
+    Ok((out, next_cursor))
+}
+
+/// An item's stored text read only to be decoded: body and version found without parsing the
+/// envelope when the layout is this table's own (see [`split_stored`]).
+fn raw_item(key: Key, bytes: Vec<u8>) -> Result<RawItem, StoreError> {
+    let json = String::from_utf8(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(match split_stored(&json) {
+        Some((version, body)) => RawItem::from_body_json(key, version, body.to_owned()),
+        None => RawItem::from_item_json(key, json),
+    })
+}
+
+/// The primary key at the start of an item's stored text, `{"key":{"pk":S,"sk":S},...`: only
+/// that part is parsed (any other layout is parsed whole).
+fn key_of(json: &[u8]) -> Result<Key, StoreError> {
+    let text = std::str::from_utf8(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let key_text =
+        text.strip_prefix(r#"{"key":"#).and_then(|rest| Some(&rest[..rest.len() - skip_key(rest)?.len()]));
+    match key_text.and_then(|k| serde_json::from_str(k).ok()) {
+        Some(key) => Ok(key),
+        None => Ok(decode(json)?.key),
+    }
 }
 
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -462,7 +489,15 @@ impl Table for RedbTable {
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
-        run_query(&self.db, &query)
+        let (texts, next_cursor) = run_query(&self.db, &query)?;
+        let items = texts.iter().map(|t| decode(t)).collect::<Result<_, _>>()?;
+        Ok(Page { items, next_cursor })
+    }
+
+    async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        let (texts, next_cursor) = run_query(&self.db, &query)?;
+        let items = texts.into_iter().map(|t| raw_item(key_of(&t)?, t)).collect::<Result<_, _>>()?;
+        Ok(RawPage { items, next_cursor })
     }
 }
 

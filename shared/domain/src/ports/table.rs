@@ -381,6 +381,14 @@ pub struct Page {
     pub next_cursor: Option<Cursor>,
 }
 
+/// A page of items read only to be decoded (see [`RawItem`]): what [`Table::query_raw`] answers.
+#[derive(Debug, Clone)]
+pub struct RawPage {
+    pub items: Vec<RawItem>,
+    /// Present when more items may follow.
+    pub next_cursor: Option<Cursor>,
+}
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StoreError {
     /// A write's condition did not hold. For a batch, `op` is the index of a failing write.
@@ -445,6 +453,17 @@ pub trait Table: Send + Sync + 'static {
 
     /// Items of one partition in sort-key order, one page.
     async fn query(&self, query: Query) -> Result<Page, StoreError>;
+
+    /// [`Table::query`] for a caller that only decodes the bodies, as [`Table::get_raw`] is to
+    /// `get`: the same read, without a `serde_json::Value` per item in adapters that keep bodies
+    /// as text. This default goes through `query`.
+    async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        let page = self.query(query).await?;
+        Ok(RawPage {
+            items: page.items.iter().map(RawItem::from_item).collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
 }
 
 /// Reads every page of a query (bounded by `max_items` so no caller loops forever).
