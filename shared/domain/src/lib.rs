@@ -10,6 +10,7 @@ pub mod crypto;
 pub mod dead_letters;
 pub mod error;
 pub mod event_secrets;
+pub mod fair_use;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;

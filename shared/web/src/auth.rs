@@ -3,6 +3,7 @@ use http::request::Parts;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::teams;
 
+use crate::fair_use::AdmissionSlot;
 use crate::{ApiError, AppState};
 
 pub const API_KEY_HEADER: &str = "x-service-api-key";
@@ -21,11 +22,39 @@ impl FromRequestParts<AppState> for AuthTeam {
             .ok_or_else(|| ApiError::Unauthorized("Missing API key header x-service-api-key.".into()))?
             .to_str()
             .map_err(|_| ApiError::Unauthorized("Invalid API key.".into()))?;
-        if let Some(team) = state.cached_team(key) {
-            return Ok(AuthTeam(team));
-        }
-        let team = teams::authenticate(&state.deps, key).await?;
-        state.remember_team(key, team);
+        let team = match state.cached_team(key) {
+            Some(team) => team,
+            None => {
+                let team = teams::authenticate(&state.deps, key).await?;
+                state.remember_team(key, team);
+                team
+            }
+        };
+        admit(parts, state, team).await?;
         Ok(AuthTeam(team))
     }
+}
+
+/// The team's fair use: 429 over its limit; the figures go to the answer's `RateLimit-*` headers.
+async fn admit(parts: &Parts, state: &AppState, team: TeamId) -> Result<(), ApiError> {
+    let slot = parts.extensions.get::<AdmissionSlot>();
+    // A request is admitted once, even when the key is checked twice (the idempotency layer
+    // checks it before the handler does).
+    if slot.is_some_and(|s| s.get().is_some_and(|a| a.allowed)) {
+        return Ok(());
+    }
+    let admission = state.fair_use().admit(&state.deps, team).await?;
+    if let Some(slot) = slot {
+        slot.set(admission);
+    }
+    if admission.allowed {
+        return Ok(());
+    }
+    Err(ApiError::TooManyRequests {
+        message: format!(
+            "Rate limit exceeded: this team may send {} requests per minute. Retry after {} s.",
+            admission.limit, admission.reset_secs
+        ),
+        retry_after_secs: admission.reset_secs,
+    })
 }

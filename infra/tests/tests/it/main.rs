@@ -6,6 +6,7 @@
 mod architecture;
 mod bulk;
 mod contract;
+mod fair_use;
 mod hardening;
 mod helpers;
 mod hosted;
