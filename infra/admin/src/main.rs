@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::ports::{Clock, SystemClock};
-use wearlab_domain::{Deps, dead_letters, teams};
+use wearlab_domain::{Deps, dead_letters, fair_use, teams};
 
 #[derive(Parser)]
 #[command(name = "wearlab-admin", about = "Teams, their API keys and features, of a Wearlab installation")]
@@ -75,6 +75,13 @@ enum TeamCommand {
     EnableBulk { team_id: String },
     /// Switches them off again (the endpoints answer 403; operations in flight finish).
     DisableBulk { team_id: String },
+    /// Sets the team's API request limit per minute (fair use), or `default` to go back to the
+    /// deployment's (WEARLAB_TEAM_RATE_LIMIT). Every instance applies it within a minute.
+    RateLimit {
+        team_id: String,
+        /// Requests per minute (1 to 1000000000), or `default`.
+        requests_per_minute: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -185,8 +192,10 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| e.to_string())?
                 .ok_or("team not found")?;
             let features = teams::features(&deps, t.team_id).await.map_err(|e| e.to_string())?;
+            let limit = fair_use::team_limit(&deps, t.team_id).await.map_err(|e| e.to_string())?;
             serde_json::json!({ "team_id": t.team_id, "name": t.name, "created_on": t.created_on,
-                                "features": features })
+                                "features": features,
+                                "requests_per_minute": limit.map_or("default".into(), |n| n.to_string()) })
         }
         Command::Team { command: TeamCommand::EnableBulk { team_id: id } } => {
             let f = teams::set_bulk_operations(&deps, team_id(id)?, true).await.map_err(|e| e.to_string())?;
@@ -196,6 +205,15 @@ async fn run(cli: Cli) -> Result<(), String> {
             let f =
                 teams::set_bulk_operations(&deps, team_id(id)?, false).await.map_err(|e| e.to_string())?;
             serde_json::json!({ "team_id": id, "features": f })
+        }
+        Command::Team { command: TeamCommand::RateLimit { team_id: id, requests_per_minute } } => {
+            let limit = match requests_per_minute.as_str() {
+                "default" => None,
+                n => Some(n.parse::<u32>().map_err(|_| "requests_per_minute: a whole number or `default`")?),
+            };
+            let team = team_id(id)?;
+            fair_use::set_team_limit(&deps, team, limit).await.map_err(|e| e.to_string())?;
+            serde_json::json!({ "team_id": id, "requests_per_minute": limit.map_or("default".into(), |n| n.to_string()) })
         }
         Command::Key { command: KeyCommand::Issue { team, environment } } => {
             let k = teams::issue_key(&deps, team_id(team)?, environment).await.map_err(|e| e.to_string())?;

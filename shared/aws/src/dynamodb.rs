@@ -19,12 +19,12 @@ use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType, TimeToLiveSpecification,
-    TimeToLiveStatus, TransactWriteItem,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ReturnValue, ScalarAttributeType,
+    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, Update,
 };
 use wearlab_domain::ports::{
-    Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
-    validate_batch,
+    Add, Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError,
+    Table, WriteOp, add_to_field, validate_batch,
 };
 
 use crate::error::{describe, is_code};
@@ -36,6 +36,10 @@ const GSI1PK: &str = "GSI1PK";
 const GSI1SK: &str = "GSI1SK";
 const VER: &str = "ver";
 const DATA: &str = "data";
+/// Prefix of the number attributes that `WriteOp::Add` adds to (`add:<field>`): DynamoDB's `ADD`
+/// works on a top-level number, not inside `data`, so the field's value is the number in
+/// `data` (0 if none) plus this attribute, put back together on every read.
+const ADDED: &str = "add:";
 
 /// Name of the secondary index (keys `GSI1PK`, `GSI1SK`, projection ALL).
 pub const GSI1_INDEX: &str = "GSI1";
@@ -103,6 +107,77 @@ impl DynamoDbTable {
             .send()
             .await
             .map_err(|e| store_error("GetItem", &e))
+    }
+
+    /// One Query, each item read by `read`; the cursor after the page when more may follow.
+    async fn query_page<T>(
+        &self,
+        q: Query,
+        read: fn(&Attrs) -> Result<T, StoreError>,
+    ) -> Result<(Vec<T>, Option<Cursor>), StoreError> {
+        let (pk_attr, sk_attr, index_name) = match q.index {
+            Index::Primary => (PK, SK, None),
+            Index::Gsi1 => (GSI1PK, GSI1SK, Some(GSI1_INDEX.to_owned())),
+        };
+        let mut expr = format!("{pk_attr} = :pk");
+        let mut values = HashMap::from([(":pk".to_owned(), s(&q.pk))]);
+        match &q.range {
+            // DynamoDB rejects empty strings in key conditions; an empty prefix is everything.
+            SkRange::All => {}
+            SkRange::Prefix(p) if p.is_empty() => {}
+            SkRange::Prefix(p) => {
+                expr.push_str(&format!(" AND begins_with({sk_attr}, :from)"));
+                values.insert(":from".to_owned(), s(p));
+            }
+            // DynamoDB rejects an inverted BETWEEN; the range is simply empty.
+            SkRange::Between(a, b) if a > b => {
+                return Ok((Vec::new(), None));
+            }
+            SkRange::Between(a, b) if a.is_empty() => {
+                expr.push_str(&format!(" AND {sk_attr} <= :to"));
+                values.insert(":to".to_owned(), s(b));
+            }
+            SkRange::Between(a, b) => {
+                expr.push_str(&format!(" AND {sk_attr} BETWEEN :from AND :to"));
+                values.insert(":from".to_owned(), s(a));
+                values.insert(":to".to_owned(), s(b));
+            }
+        }
+        let exclusive_start = q.cursor.clone().map(|c| start_key(c, &q)).transpose()?;
+        let limit = q.limit.map(|l| l.max(1) as usize);
+        let out = self
+            .client()
+            .await
+            .query()
+            .table_name(&self.table)
+            .set_index_name(index_name)
+            .key_condition_expression(expr)
+            .set_expression_attribute_values(Some(values))
+            .scan_index_forward(!q.descending)
+            // One extra item tells whether another page exists, so the last page has no cursor.
+            .set_limit(limit.map(|l| i32::try_from(l + 1).unwrap_or(i32::MAX)))
+            .set_exclusive_start_key(exclusive_start)
+            // Reads its own writes like `get` (GSIs are eventually consistent only).
+            .consistent_read(q.index == Index::Primary)
+            .send()
+            .await
+            .map_err(|e| store_error("Query", &e))?;
+        let mut found = out.items();
+        let more = match limit {
+            Some(l) if found.len() > l => {
+                found = &found[..l];
+                true
+            }
+            // Fewer items than asked with a `LastEvaluatedKey`: the page hit DynamoDB's 1 MB cap.
+            _ => out.last_evaluated_key().is_some(),
+        };
+        let items = found.iter().map(read).collect::<Result<Vec<_>, _>>()?;
+        let next_cursor = match (more, found.last()) {
+            (false, _) => None,
+            (true, Some(last)) => Some(Cursor::after_item(&decode(last)?, q.index)),
+            (true, None) => out.last_evaluated_key().and_then(|k| cursor_from_key(k, q.index)),
+        };
+        Ok((items, next_cursor))
     }
 }
 
@@ -244,15 +319,37 @@ fn decode(attrs: &Attrs) -> Result<Item, StoreError> {
         Some(v) => Some(v.parse::<i64>().map_err(|_| corrupt(TTL_ATTRIBUTE))?),
         None => None,
     };
-    let body = string(DATA)
-        .map_err(|a| corrupt(&a))?
-        .and_then(|d| serde_json::from_str(&d).ok())
-        .ok_or_else(|| corrupt(DATA))?;
+    let added = added_fields(attrs).map_err(|a| corrupt(&a))?;
+    let mut body = match string(DATA).map_err(|a| corrupt(&a))? {
+        Some(d) => serde_json::from_str(&d).map_err(|_| corrupt(DATA))?,
+        // An item made by an add has no `data` (only its added fields).
+        None if !added.is_empty() => serde_json::json!({}),
+        None => return Err(corrupt(DATA)),
+    };
+    for (field, value) in added {
+        add_to_field(&mut body, field, value).map_err(|_| corrupt(&format!("{ADDED}{field}")))?;
+    }
     Ok(Item { key: Key { pk, sk }, gsi1, version, expires_at, body })
 }
 
-/// The key, version and body text of an item, for `get_raw`: the body is not parsed here.
+/// The `add:<field>` attributes of an item, as (field, number).
+fn added_fields(attrs: &Attrs) -> Result<Vec<(&str, i64)>, String> {
+    attrs
+        .iter()
+        .filter_map(|(name, v)| name.strip_prefix(ADDED).map(|field| (name, field, v)))
+        .map(|(name, field, v)| match v {
+            AttributeValue::N(n) => n.parse().map(|n| (field, n)).map_err(|_| name.clone()),
+            _ => Err(name.clone()),
+        })
+        .collect()
+}
+
+/// The key, version and body text of an item, for `get_raw`: the body is not parsed here
+/// (unless the item has added fields, which must be put back into it).
 fn decode_raw(attrs: &Attrs) -> Result<RawItem, StoreError> {
+    if attrs.keys().any(|name| name.starts_with(ADDED)) {
+        return decode(attrs).map(|item| RawItem::from_item(&item));
+    }
     let string = |name: &str| match attrs.get(name) {
         Some(AttributeValue::S(v)) => Some(v),
         _ => None,
@@ -280,6 +377,33 @@ fn condition(c: Condition) -> (Option<String>, Option<Attrs>) {
             (Some(format!("{VER} = :v")), Some(HashMap::from([(":v".to_owned(), n(v))])))
         }
     }
+}
+
+/// An add as an update expression: `ADD` to the field's attribute and to the version (both
+/// start from 0 when missing, so a new item gets version 1), and the expiry if given.
+struct AddExpression {
+    update: String,
+    condition: Option<String>,
+    names: HashMap<String, String>,
+    values: Attrs,
+}
+
+fn add_expression(add: &Add) -> AddExpression {
+    let mut update = "ADD #field :delta, #ver :one".to_owned();
+    let mut names = HashMap::from([
+        ("#field".to_owned(), format!("{ADDED}{}", add.field)),
+        ("#ver".to_owned(), VER.to_owned()),
+    ]);
+    let (condition_expr, condition_values) = condition(add.condition);
+    let mut values = condition_values.unwrap_or_default();
+    values.insert(":delta".to_owned(), n(add.delta));
+    values.insert(":one".to_owned(), n(1));
+    if let Some(at) = add.expires_at {
+        update.push_str(" SET #expires = :expires");
+        names.insert("#expires".to_owned(), TTL_ATTRIBUTE.to_owned());
+        values.insert(":expires".to_owned(), n(at));
+    }
+    AddExpression { update, condition: condition_expr, names, values }
 }
 
 fn transact_item(table: &str, op: &WriteOp) -> Result<TransactWriteItem, StoreError> {
@@ -321,6 +445,19 @@ fn transact_item(table: &str, op: &WriteOp) -> Result<TransactWriteItem, StoreEr
                 .build()
                 .map_err(build)?;
             TransactWriteItem::builder().condition_check(check).build()
+        }
+        WriteOp::Add(add) => {
+            let e = add_expression(add);
+            let update = Update::builder()
+                .table_name(table)
+                .set_key(Some(key_attrs(&add.key)))
+                .update_expression(e.update)
+                .set_condition_expression(e.condition)
+                .set_expression_attribute_names(Some(e.names))
+                .set_expression_attribute_values(Some(e.values))
+                .build()
+                .map_err(build)?;
+            TransactWriteItem::builder().update(update).build()
         }
     })
 }
@@ -450,69 +587,42 @@ impl Table for DynamoDbTable {
         .await
     }
 
+    async fn add(&self, add: Add) -> Result<i64, StoreError> {
+        add.validate()?;
+        let e = add_expression(&add);
+        let client = self.client().await;
+        let out = retry_conflicts("UpdateItem", || async {
+            client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_attrs(&add.key)))
+                .update_expression(e.update.clone())
+                .set_condition_expression(e.condition.clone())
+                .set_expression_attribute_names(Some(e.names.clone()))
+                .set_expression_attribute_values(Some(e.values.clone()))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await
+                .map_err(|err| single_write_failure("UpdateItem", &err))
+        })
+        .await?;
+        let item = decode(
+            out.attributes().ok_or_else(|| StoreError::Corrupt("UpdateItem answered no item".into()))?,
+        )?;
+        item.body
+            .get(&add.field)
+            .and_then(serde_json::Value::as_i64)
+            .ok_or_else(|| StoreError::Corrupt(format!("{}/{}: bad {}", add.key.pk, add.key.sk, add.field)))
+    }
+
     async fn query(&self, q: Query) -> Result<Page, StoreError> {
-        let (pk_attr, sk_attr, index_name) = match q.index {
-            Index::Primary => (PK, SK, None),
-            Index::Gsi1 => (GSI1PK, GSI1SK, Some(GSI1_INDEX.to_owned())),
-        };
-        let mut expr = format!("{pk_attr} = :pk");
-        let mut values = HashMap::from([(":pk".to_owned(), s(&q.pk))]);
-        match &q.range {
-            // DynamoDB rejects empty strings in key conditions; an empty prefix is everything.
-            SkRange::All => {}
-            SkRange::Prefix(p) if p.is_empty() => {}
-            SkRange::Prefix(p) => {
-                expr.push_str(&format!(" AND begins_with({sk_attr}, :from)"));
-                values.insert(":from".to_owned(), s(p));
-            }
-            // DynamoDB rejects an inverted BETWEEN; the range is simply empty.
-            SkRange::Between(a, b) if a > b => {
-                return Ok(Page { items: Vec::new(), next_cursor: None });
-            }
-            SkRange::Between(a, b) if a.is_empty() => {
-                expr.push_str(&format!(" AND {sk_attr} <= :to"));
-                values.insert(":to".to_owned(), s(b));
-            }
-            SkRange::Between(a, b) => {
-                expr.push_str(&format!(" AND {sk_attr} BETWEEN :from AND :to"));
-                values.insert(":from".to_owned(), s(a));
-                values.insert(":to".to_owned(), s(b));
-            }
-        }
-        let exclusive_start = q.cursor.clone().map(|c| start_key(c, &q)).transpose()?;
-        let limit = q.limit.map(|l| l.max(1) as usize);
-        let out = self
-            .client()
-            .await
-            .query()
-            .table_name(&self.table)
-            .set_index_name(index_name)
-            .key_condition_expression(expr)
-            .set_expression_attribute_values(Some(values))
-            .scan_index_forward(!q.descending)
-            // One extra item tells whether another page exists, so the last page has no cursor.
-            .set_limit(limit.map(|l| i32::try_from(l + 1).unwrap_or(i32::MAX)))
-            .set_exclusive_start_key(exclusive_start)
-            // Reads its own writes like `get` (GSIs are eventually consistent only).
-            .consistent_read(q.index == Index::Primary)
-            .send()
-            .await
-            .map_err(|e| store_error("Query", &e))?;
-        let mut items = out.items().iter().map(decode).collect::<Result<Vec<_>, _>>()?;
-        let more = match limit {
-            Some(l) if items.len() > l => {
-                items.truncate(l);
-                true
-            }
-            // Fewer items than asked with a `LastEvaluatedKey`: the page hit DynamoDB's 1 MB cap.
-            _ => out.last_evaluated_key().is_some(),
-        };
-        let next_cursor = match (more, items.last()) {
-            (false, _) => None,
-            (true, Some(last)) => Some(Cursor::after_item(last, q.index)),
-            (true, None) => out.last_evaluated_key().and_then(|k| cursor_from_key(k, q.index)),
-        };
+        let (items, next_cursor) = self.query_page(q, decode).await?;
         Ok(Page { items, next_cursor })
+    }
+
+    async fn query_raw(&self, q: Query) -> Result<RawPage, StoreError> {
+        let (items, next_cursor) = self.query_page(q, decode_raw).await?;
+        Ok(RawPage { items, next_cursor })
     }
 }
 

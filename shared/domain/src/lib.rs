@@ -12,6 +12,7 @@ pub mod dead_letters;
 pub mod error;
 pub mod event_secrets;
 pub mod events;
+pub mod fair_use;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;

@@ -66,7 +66,7 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         let expiry = Some(erase_at.timestamp());
         let mut ops = vec![
             WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
-            users::count_change(deps, team, -1).await?,
+            users::count_change(team, -1),
             WriteOp::Delete {
                 key: keys::client_user_id(team, &current.client_user_id),
                 condition: Condition::None,
@@ -93,9 +93,15 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         ops.push(staged.write_op());
         match deps.table.transact(ops).await {
             Ok(()) => break (staged, connections, erase_at),
-            // The user, its connections or the team's user count changed between our reads and
-            // the write: read again (a user deleted meanwhile is then a 404).
-            Err(StoreError::ConditionFailed { .. }) => users::count_backoff(attempt).await,
+            // The user or its connections changed between our reads and the write, or the team
+            // has no counter item yet (created here): read again (a user deleted meanwhile is
+            // then a 404).
+            Err(StoreError::ConditionFailed { op }) => {
+                if op.is_none_or(|i| i == 1) {
+                    users::active_total(deps, team).await?;
+                }
+                users::count_backoff(attempt).await
+            }
             Err(e) => return Err(e.into()),
         }
     };
@@ -118,7 +124,7 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
     for attempt in 0..users::COUNT_TRIES {
         match undo_once(deps, team, &target).await? {
             Undo::Done => return Ok(()),
-            Undo::CountMoved => users::count_backoff(attempt).await,
+            Undo::CountMissing => users::count_backoff(attempt).await,
         }
     }
     Err(users::users_busy())
@@ -127,8 +133,8 @@ pub async fn undo_delete(deps: &Deps, team: TeamId, target: UndoTarget) -> Resul
 /// How one try of an undo ended (errors aside).
 enum Undo {
     Done,
-    /// The team's user count changed under the transaction; nothing was written.
-    CountMoved,
+    /// The team had no user count item (now created); nothing was written.
+    CountMissing,
 }
 
 /// Whether someone holds `client_user_id` in the team.
@@ -169,7 +175,7 @@ async fn undo_once(deps: &Deps, team: TeamId, target: &UndoTarget) -> Result<Und
     let user_id = record.user_id;
     let mut ops = vec![
         WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
-        users::count_change(deps, team, 1).await?,
+        users::count_change(team, 1),
         WriteOp::Put {
             item: Item::new(
                 keys::client_user_id(team, &record.client_user_id),
@@ -190,12 +196,16 @@ async fn undo_once(deps: &Deps, team: TeamId, target: &UndoTarget) -> Result<Und
         Err(StoreError::ConditionFailed { op: Some(0) }) => {
             return Err(DomainError::Busy("the user changed, retry".into()));
         }
-        // Another change of the team's users moved the count: read everything again.
-        Err(StoreError::ConditionFailed { op: Some(1) }) => return Ok(Undo::CountMoved),
+        // The team has no counter item yet: create it, then try again.
+        Err(StoreError::ConditionFailed { op: Some(1) }) => {
+            users::active_total(deps, team).await?;
+            return Ok(Undo::CountMissing);
+        }
         Err(StoreError::ConditionFailed { op: None })
             if !reservation_held(deps, team, &record.client_user_id).await? =>
         {
-            return Ok(Undo::CountMoved);
+            users::active_total(deps, team).await?;
+            return Ok(Undo::CountMissing);
         }
         Err(StoreError::ConditionFailed { .. }) => {
             return Err(DomainError::Rejected(format!(

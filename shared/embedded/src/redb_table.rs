@@ -8,8 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use wearlab_domain::ports::{
-    Condition, Cursor, Index, Item, Key, Page, Query, RawItem, SkRange, StoreError, Table, WriteOp,
-    validate_batch,
+    Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError, Table,
+    WriteOp, validate_batch,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -231,8 +231,9 @@ fn remove(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> 
     Ok(())
 }
 
-/// Checks every condition, then applies every write, inside one write transaction.
-fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
+/// Checks every condition, then applies every write, inside one write transaction. Answers the
+/// value of each [`Add`]'s field after it, in order.
+fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
     for op in ops {
         check_part(&op.key().pk)?;
         check_part(&op.key().sk)?;
@@ -244,20 +245,26 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
         }
     }
     let txn = db.begin_write().map_err(unavailable)?;
+    let mut added = Vec::new();
     {
         let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut gsi = txn.open_table(GSI1).map_err(unavailable)?;
         let mut current = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            let (WriteOp::Put { condition, .. }
-            | WriteOp::Delete { condition, .. }
-            | WriteOp::Check { condition, .. }) = op;
             let existing = read(&items, op.key())?;
-            if !holds(*condition, existing.as_ref()) {
+            if !holds(op.condition(), existing.as_ref()) {
                 // Dropping the transaction without commit discards nothing written yet.
                 return Err(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) });
             }
             current.push(existing);
+        }
+        // Additions are worked out before anything is written, so a refused one writes nothing.
+        for (op, existing) in ops.iter().zip(current.iter_mut()) {
+            if let WriteOp::Add(add) = op {
+                let (item, value) = with_addition(existing.take(), add)?;
+                *existing = Some(item);
+                added.push(value);
+            }
         }
         for (op, existing) in ops.iter().zip(current) {
             match op {
@@ -265,11 +272,13 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
                     if let Some(old) = &existing {
                         remove(&mut items, &mut gsi, old)?;
                     }
-                    let bytes = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                    insert(&mut items, &mut gsi, item)?;
+                }
+                // The item as it will be (`with_addition`); its index entry, if any, stays.
+                WriteOp::Add(_) => {
+                    let item = existing.expect("an addition has its item");
+                    let bytes = serde_json::to_vec(&item).map_err(|e| StoreError::Invalid(e.to_string()))?;
                     items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
-                    if let Some(g) = gsi_entry(item) {
-                        gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
-                    }
                 }
                 WriteOp::Delete { .. } => {
                     if let Some(old) = &existing {
@@ -280,7 +289,33 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<(), StoreError> {
             }
         }
     }
-    txn.commit().map_err(unavailable)
+    txn.commit().map_err(unavailable)?;
+    Ok(added)
+}
+
+fn insert(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
+    if let Some(g) = gsi_entry(item) {
+        gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+/// The item after `add` (created when missing) and the field's new value.
+fn with_addition(existing: Option<Item>, add: &Add) -> Result<(Item, i64), StoreError> {
+    let mut item = match existing {
+        Some(mut item) => {
+            item.version += 1;
+            item
+        }
+        None => Item::new(add.key.clone(), serde_json::json!({})),
+    };
+    let value = add.apply_to(&mut item.body)?;
+    if add.expires_at.is_some() {
+        item.expires_at = add.expires_at;
+    }
+    Ok((item, value))
 }
 
 /// The byte range of a query's sort keys, before the cursor is applied.
@@ -306,7 +341,9 @@ fn bounds(q: &Query) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     }
 }
 
-fn run_query(db: &Database, q: &Query) -> Result<Page, StoreError> {
+/// One page of a query: each item's stored text, and the cursor after the last one when more
+/// may follow. The caller decides how far to parse the texts.
+fn run_query(db: &Database, q: &Query) -> Result<(Vec<Vec<u8>>, Option<Cursor>), StoreError> {
     check_part(&q.pk)?;
     let txn = db.begin_read().map_err(unavailable)?;
     let items = txn.open_table(ITEMS).map_err(unavailable)?;
@@ -347,18 +384,43 @@ fn run_query(db: &Database, q: &Query) -> Result<Page, StoreError> {
             break;
         }
         let (_, v) = entry.map_err(unavailable)?;
-        let item = match &gsi {
-            None => decode(v.value())?,
+        let text = match &gsi {
+            None => v.value().to_vec(),
             Some(_) => items
                 .get(v.value())
                 .map_err(unavailable)?
-                .map(|i| decode(i.value()))
-                .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))??,
+                .map(|i| i.value().to_vec())
+                .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))?,
         };
-        out.push(item);
+        out.push(text);
     }
-    let next_cursor = if more { out.last().map(|i| Cursor::after_item(i, q.index)) } else { None };
-    Ok(Page { items: out, next_cursor })
+    let next_cursor = match out.last() {
+        Some(last) if more => Some(Cursor::after_item(&decode(last)?, q.index)),
+        _ => None,
+    };
+    Ok((out, next_cursor))
+}
+
+/// An item's stored text read only to be decoded: body and version found without parsing the
+/// envelope when the layout is this table's own (see [`split_stored`]).
+fn raw_item(key: Key, bytes: Vec<u8>) -> Result<RawItem, StoreError> {
+    let json = String::from_utf8(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(match split_stored(&json) {
+        Some((version, body)) => RawItem::from_body_json(key, version, body.to_owned()),
+        None => RawItem::from_item_json(key, json),
+    })
+}
+
+/// The primary key at the start of an item's stored text, `{"key":{"pk":S,"sk":S},...`: only
+/// that part is parsed (any other layout is parsed whole).
+fn key_of(json: &[u8]) -> Result<Key, StoreError> {
+    let text = std::str::from_utf8(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let key_text =
+        text.strip_prefix(r#"{"key":"#).and_then(|rest| Some(&rest[..rest.len() - skip_key(rest)?.len()]));
+    match key_text.and_then(|k| serde_json::from_str(k).ok()) {
+        Some(key) => Ok(key),
+        None => Ok(decode(json)?.key),
+    }
 }
 
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -415,11 +477,27 @@ impl Table for RedbTable {
         }
         validate_batch(&ops)?;
         let db = self.db.clone();
-        blocking(move || apply(&db, &ops)).await
+        blocking(move || apply(&db, &ops)).await.map(drop)
+    }
+
+    async fn add(&self, add: Add) -> Result<i64, StoreError> {
+        let ops = vec![WriteOp::Add(add)];
+        validate_batch(&ops)?;
+        let db = self.db.clone();
+        let added = blocking(move || apply(&db, &ops)).await?;
+        added.first().copied().ok_or_else(|| StoreError::Invalid("an add answered no value".into()))
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
-        run_query(&self.db, &query)
+        let (texts, next_cursor) = run_query(&self.db, &query)?;
+        let items = texts.iter().map(|t| decode(t)).collect::<Result<_, _>>()?;
+        Ok(Page { items, next_cursor })
+    }
+
+    async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        let (texts, next_cursor) = run_query(&self.db, &query)?;
+        let items = texts.into_iter().map(|t| raw_item(key_of(&t)?, t)).collect::<Result<_, _>>()?;
+        Ok(RawPage { items, next_cursor })
     }
 }
 

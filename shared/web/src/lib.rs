@@ -5,6 +5,7 @@ pub mod audit;
 mod auth;
 mod error;
 mod extract;
+pub mod fair_use;
 pub mod idempotency;
 mod json;
 pub mod openapi;
@@ -81,6 +82,7 @@ pub fn app(routes: Routes, state: AppState) -> App {
             tower::ServiceBuilder::new()
                 // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
                 .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+                .layer(fair_use::RateLimitHeadersLayer)
                 .layer(path_check::Utf8PathLayer)
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),
         )

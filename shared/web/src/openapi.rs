@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the routers and the `wearlab-models` types.
 //!
 //! Handlers document what is particular to them (success body, 400/404); what every operation
-//! shares (the API key, 401, 422, 413) is added here once.
+//! shares (the API key, 401, 422, 413, 429 and the `RateLimit-*` headers) is added here once.
 
 use utoipa::openapi::Required;
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
@@ -28,7 +28,10 @@ pub fn base() -> OpenApi {
                     "Self-hostable health-data platform API. Every operation takes the team API key in \
                      the `x-service-api-key` header. Errors are JSON with a `detail` key; validation \
                      errors (422) list each offending input with its location. Enums described as \
-                     non-exhaustive may gain values: clients must tolerate unknown ones.",
+                     non-exhaustive may gain values: clients must tolerate unknown ones. Each team may \
+                     send a limited number of requests per minute: answers carry `RateLimit-Limit`, \
+                     `RateLimit-Remaining` and `RateLimit-Reset`, and a request over the limit gets 429 \
+                     with `Retry-After`.",
                 ))
                 .build(),
         )
@@ -41,6 +44,7 @@ pub fn base() -> OpenApi {
             "Team API key (sk_...). Missing or unknown: 401.",
         ))),
     );
+    components.responses.insert(TOO_MANY_REQUESTS.into(), too_many_requests());
     for (name, schema) in [
         (DetailBody::name(), DetailBody::schema()),
         (ValidationErrorBody::name(), ValidationErrorBody::schema()),
@@ -125,11 +129,61 @@ fn finish_operation(op: &mut Operation, is_post: bool) {
             json_response("Invalid input: each offending field with its location.", "ValidationErrorBody")
         });
     }
+    // An operation with a 429 of its own (refresh) describes it and gets the same headers.
+    match responses.entry("429".into()).or_insert_with(|| Ref::new(TOO_MANY_REQUESTS_REF).into()) {
+        RefOr::T(own) => {
+            for (name, text) in RATE_LIMIT_HEADERS {
+                own.headers.entry(name.into()).or_insert_with(|| header(text));
+            }
+        }
+        RefOr::Ref(_) => {}
+    }
     if has_body {
         responses.entry("413".into()).or_insert_with(|| {
             json_response("Request body over the 6 MB limit; split the request.", "DetailBody")
         });
     }
+}
+
+/// The shared 429 of every operation (`components.responses`).
+const TOO_MANY_REQUESTS: &str = "TooManyRequests";
+const TOO_MANY_REQUESTS_REF: &str = "#/components/responses/TooManyRequests";
+
+/// The team's fair use refused the request: the shared 429, with its headers.
+fn too_many_requests() -> RefOr<Response> {
+    let mut r = ResponseBuilder::new()
+        .description(
+            "The team sent more than its requests per minute (fair use, per team across every instance); \
+             `Retry-After` says when the next minute starts. Every answer to a request with an accepted key \
+             carries the `RateLimit-*` headers.",
+        )
+        .content(
+            "application/json",
+            ContentBuilder::new().schema(Some(Ref::from_schema_name("DetailBody"))).build(),
+        )
+        .build();
+    for (name, text) in RATE_LIMIT_HEADERS {
+        r.headers.insert(name.into(), header(text));
+    }
+    r.into()
+}
+
+/// The fair-use headers of every answer to a request with an API key (and `Retry-After` on a 429).
+const RATE_LIMIT_HEADERS: [(&str, &str); 4] = [
+    ("Retry-After", "Seconds until a request is accepted again (on a 429)."),
+    ("RateLimit-Limit", "The team's requests per minute."),
+    (
+        "RateLimit-Remaining",
+        "Requests the team has left in this minute (an estimate when several instances serve it).",
+    ),
+    ("RateLimit-Reset", "Seconds until the minute ends and the team's count starts again."),
+];
+
+fn header(description: &str) -> utoipa::openapi::header::Header {
+    utoipa::openapi::header::HeaderBuilder::new()
+        .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+        .description(Some(description))
+        .build()
 }
 
 /// Shared response tuples for handlers' `responses(...)`.

@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use wearlab_domain::Deps;
+use wearlab_domain::fair_use::FairUse;
 use wearlab_domain::teams::Caller;
 use wearlab_domain::webhook_url::UrlPolicy;
 
@@ -30,6 +31,8 @@ pub struct SharedState {
     auth_ttl: Duration,
     /// Where webhook endpoints may point: production unless the local stack says otherwise.
     pub webhook_urls: UrlPolicy,
+    /// This process's side of per-team fair use (the blocks of requests it holds per team).
+    fair_use: Arc<FairUse>,
 }
 
 impl std::ops::Deref for AppState {
@@ -47,7 +50,20 @@ impl AppState {
             auth_cache: Arc::default(),
             auth_ttl: AUTH_CACHE_TTL,
             webhook_urls: UrlPolicy::Production,
+            fair_use: Arc::new(FairUse::new(crate::fair_use::default_limit_from_env())),
         }))
+    }
+
+    /// The same state with another default team limit (requests per minute), in place of
+    /// `WEARLAB_TEAM_RATE_LIMIT`'s.
+    pub fn with_default_rate_limit(self, requests_per_minute: u32) -> Self {
+        let fair_use = Arc::new(FairUse::new(requests_per_minute));
+        Self(Arc::new(SharedState { fair_use, ..Arc::unwrap_or_clone(self.0) }))
+    }
+
+    /// Per-team fair use as this process keeps it.
+    pub(crate) fn fair_use(&self) -> &FairUse {
+        &self.0.fair_use
     }
 
     /// The same state with another webhook URL policy (the local stack's loopback receivers).

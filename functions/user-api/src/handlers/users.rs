@@ -66,7 +66,6 @@ pub async fn list(
     responses(
         (status = 200, description = "The user.", body = User),
         (status = 404, description = "No such user in this team.", body = DetailBody),
-        (status = 429, description = "More than 8 refreshes of this user within an hour; `Retry-After` says when the next is allowed.", body = DetailBody),
     ))]
 pub async fn get(
     State(s): State<AppState>,
@@ -189,8 +188,8 @@ pub struct RefreshParams {
     responses(
         (status = 200, description = "What was refreshed, what is still running, what failed.", body = RefreshResult),
         (status = 404, description = "No such user in this team.", body = DetailBody),
-        (status = 429, description = "More than 8 refreshes of this user within an hour; `Retry-After` says \
-            in how many seconds the next one is accepted.", body = DetailBody,
+        (status = 429, description = "More than 8 refreshes of this user within an hour, or the team over its \
+            requests per minute; `Retry-After` says in how many seconds the next one is accepted.", body = DetailBody,
             headers(("Retry-After" = u64, description = "Seconds until a refresh is accepted again."))),
     ))]
 pub async fn refresh(

@@ -6,13 +6,11 @@
 //! cached (`AppState::new` caches 60 s per process; `AppState::without_auth_cache` does not).
 
 use std::future::Future;
-use std::sync::Arc;
 
 use http::{Method, StatusCode};
-use wearlab_aws::{DynamoDbTable, EventBridgeScheduler, SchedulerTarget};
+use wearlab_aws::DynamoDbTable;
 use wearlab_bench::{request, send, user_id_of};
 use wearlab_domain::ids::UserId;
-use wearlab_domain::ports::SystemClock;
 use wearlab_domain::teams;
 use wearlab_domain::users::{self, NewUser, PageRequest};
 use wearlab_models::CreateUserBody;
@@ -26,29 +24,7 @@ type Error = Box<dyn std::error::Error>;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Error> {
-    let endpoint = std::env::var("WEARLAB_TEST_AWS_ENDPOINT")
-        .map_err(|_| "WEARLAB_TEST_AWS_ENDPOINT is not set: run under scripts/with-moto")?;
-    let host = endpoint.trim_start_matches("http://");
-    if !(host.starts_with("127.0.0.1:") || host.starts_with("localhost:")) {
-        return Err(format!("refusing a non-loopback endpoint: {endpoint}").into());
-    }
-    let (ddb, sched) = wearlab_aws::clients_for_endpoint(&endpoint).await;
-    let name = format!("wearlab-bench-{}", uuid::Uuid::new_v4().simple());
-    wearlab_aws::create_table_for_tests(&ddb, &name).await?;
-    let table = Arc::new(DynamoDbTable::new(ddb, name));
-    let scheduler = EventBridgeScheduler::new(
-        sched,
-        SchedulerTarget {
-            group: "default".into(),
-            target_arn: "arn:aws:lambda:us-east-1:123456789012:function:erasure-worker".into(),
-            role_arn: "arn:aws:iam::123456789012:role/wearlab-scheduler".into(),
-        },
-    );
-    // The local stack's in-memory adapters for everything but the table and the scheduler, so
-    // that this keeps compiling as `Deps` grows ports the users use cases do not touch.
-    let mut deps = wearlab_local::LocalStack::in_memory(Arc::new(SystemClock)).deps;
-    deps.table = table.clone();
-    deps.scheduler = Arc::new(scheduler);
+    let (deps, table, endpoint) = wearlab_bench::moto_deps().await?;
     let team = teams::create_team(&deps, "Bench team").await?.team_id;
     let key = teams::issue_key(&deps, team, "bench").await?.secret;
     let today = deps.now().date_naive();
@@ -115,9 +91,9 @@ async fn main() -> Result<(), Error> {
     let (r, idem_replay) = counted(&table, send(&warm, idem("req-idem"))).await;
     check_ok("POST with x-idempotency-key, replayed", r)?;
 
-    // Create and list read the team's user count (GetItem) besides their own call: the count
-    // is written with a version condition in create's transaction and is list's `total`.
-    let target = [Some(2), Some(1), Some(2), None];
+    // List reads the team's user count (GetItem, its `total`) besides its Query (at once, on
+    // page 1); create moves the count with an add inside its one transaction.
+    let target = [Some(1), Some(1), Some(2), None];
     let names = [
         "create user (POST /v2/user)",
         "get user (GET /v2/user/{id})",

@@ -1,24 +1,42 @@
-//! `GET /v2/user` page 1 (limit 100) of a large team against a single `GET /v2/user/{id}`,
-//! through the router on redb in memory (auth cache warm). The team is filled through the router
-//! first; list and get are then timed interleaved, N of each.
+//! `GET /v2/user` page 1 (limit 100) of a large team against a single `GET /v2/user/{id}`.
 //!
-//! Usage: `list-latency [USERS] [N]` (defaults 100000 and 2000).
+//! - `list-latency [USERS] [N]` (defaults 100000 and 2000): the local stack on redb in memory
+//!   (auth cache warm), the team filled through the router; list and get timed interleaved, N of
+//!   each, first through the router in process (`oneshot`), then over HTTP/1.1 on loopback
+//!   (the same router served as `wearlab-local` serves it, one keep-alive connection).
+//! - `list-latency --moto [USERS] [N]` (defaults 1000 and 200; under `scripts/with-moto`): the
+//!   same requests through the router on a DynamoDB table on moto, timed and with the DynamoDB
+//!   round trips of each request counted.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wearlab_bench::{InProc, print_row};
+use http::Method;
+use wearlab_bench::{HttpConnection, InProc, print_row, request, send, serve_http, user_id_of};
+use wearlab_domain::fair_use::{FairUse, MAX_REQUESTS_PER_MINUTE};
+use wearlab_domain::ids::ClientUserId;
+use wearlab_domain::teams;
+use wearlab_domain::users::{self, NewUser};
+use wearlab_web::AppState;
 
-const DEFAULT_USERS: usize = 100_000;
-const DEFAULT_N: usize = 2_000;
 const WARM_UP: usize = 100;
 const LIMIT: u64 = 100;
 
 #[tokio::main]
-async fn main() {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let moto = args.first().is_some_and(|a| a == "--moto");
+    if moto {
+        args.remove(0);
+    }
     let arg = |i: usize, default: usize| {
-        std::env::args().nth(i).map_or(default, |a| a.parse::<usize>().expect("arguments are numbers"))
+        args.get(i).map_or(default, |a| a.parse::<usize>().expect("arguments are numbers"))
     };
-    let (users, n) = (arg(1, DEFAULT_USERS).clamp(LIMIT as usize, 1_000_000), arg(2, DEFAULT_N).max(1));
+    if moto {
+        let (users, n) = (arg(0, 1_000).clamp(LIMIT as usize, 100_000), arg(1, 200).max(1));
+        return on_moto(users, n).await;
+    }
+    let (users, n) = (arg(0, 100_000).clamp(LIMIT as usize, 1_000_000), arg(1, 2_000).max(1));
     let p = InProc::new(true).await;
     let filling = Instant::now();
     // InProc::new made one user.
@@ -41,16 +59,123 @@ async fn main() {
         list.push(p.timed(p.list_users_request(LIMIT)).await);
         get.push(p.timed(p.get_user_request()).await);
     }
-
     println!(
         "in-process, router oneshot, in-memory redb, auth cache warm; team of {users} users (filled in {:.1} s); \
          N={n} per row, {WARM_UP} warm-up, interleaved",
         fill.as_secs_f64()
     );
+    table(&mut list, &mut get);
+
+    let addr = serve_http(p.app.clone()).await;
+    let mut conn = HttpConnection::open(addr).await;
+    let (list_path, get_path) = (format!("/v2/user?limit={LIMIT}"), format!("/v2/user/{}", p.user_id));
+    for _ in 0..WARM_UP {
+        conn.timed_get(&list_path, &p.key).await;
+        conn.timed_get(&get_path, &p.key).await;
+    }
+    let (mut list, mut get) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        list.push(conn.timed_get(&list_path, &p.key).await);
+        get.push(conn.timed_get(&get_path, &p.key).await);
+    }
+    println!();
+    println!(
+        "HTTP/1.1 on loopback ({addr}), one keep-alive connection, same stack; N={n} per row, interleaved"
+    );
+    table(&mut list, &mut get);
+
+    // What fair use adds to each request: one admission of the team, from this process's block
+    // (a table add once per block of limit / 50).
+    let fair_use = FairUse::new(MAX_REQUESTS_PER_MINUTE);
+    let team = wearlab_domain::teams::authenticate(&p.stack.deps, &p.key).await?;
+    let admissions = 200_000;
+    let start = Instant::now();
+    for _ in 0..admissions {
+        assert!(fair_use.admit(&p.stack.deps, team).await?.allowed);
+    }
+    println!();
+    println!(
+        "fair use: {:.0} ns per admission (mean of {admissions}; the highest limit: blocks of 100)",
+        start.elapsed().as_secs_f64() * 1e9 / f64::from(admissions)
+    );
+    Ok(())
+}
+
+/// The same requests through the router on DynamoDB (moto), with round trips per request.
+async fn on_moto(users: usize, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let (deps, ddb, endpoint) = wearlab_bench::moto_deps().await?;
+    let team = teams::create_team(&deps, "Bench team").await?.team_id;
+    let key = teams::issue_key(&deps, team, "bench").await?.secret;
+    let filling = Instant::now();
+    // 16 creates at once: the team's count is an add, so they do not contend.
+    let deps = Arc::new(deps);
+    let mut first = None;
+    for chunk in (0..users).collect::<Vec<_>>().chunks(16) {
+        let mut creates = tokio::task::JoinSet::new();
+        for &i in chunk {
+            let deps = deps.clone();
+            creates.spawn(async move {
+                let new = NewUser {
+                    client_user_id: ClientUserId::parse(&format!("bench-{i:06}")).expect("an id"),
+                    fallback_time_zone: None,
+                    fallback_birth_date: None,
+                    ingestion_start: None,
+                    ingestion_end: None,
+                };
+                users::create(&deps, team, new).await.map(|u| u.user_id)
+            });
+        }
+        while let Some(created) = creates.join_next().await {
+            first.get_or_insert(created??);
+        }
+    }
+    let fill = filling.elapsed();
+    let user_id = first.expect("one user at least");
+    let app =
+        wearlab_local::app(AppState::new((*deps).clone()).with_default_rate_limit(MAX_REQUESTS_PER_MINUTE));
+    let (list_path, get_path) = (format!("/v2/user?limit={LIMIT}"), format!("/v2/user/{user_id}"));
+    let call = |path: &str| send(&app, request(Method::GET, path, &key, None));
+    let (_, body) = call(&list_path).await;
+    let page: serde_json::Value = serde_json::from_slice(&body)?;
+    assert_eq!(page["total"], users as u64, "the team has {users} users");
+    user_id_of(&serde_json::to_vec(&page["users"][0])?);
+    for _ in 0..10 {
+        call(&list_path).await;
+        call(&get_path).await;
+    }
+    let (mut list, mut get) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut list_trips, mut get_trips) = (0, 0);
+    for _ in 0..n {
+        for (path, times, trips) in
+            [(&list_path, &mut list, &mut list_trips), (&get_path, &mut get, &mut get_trips)]
+        {
+            let before = ddb.round_trips();
+            let start = Instant::now();
+            let (status, _) = call(path).await;
+            times.push(start.elapsed());
+            assert_eq!(status, http::StatusCode::OK);
+            *trips += ddb.round_trips() - before;
+        }
+    }
+    println!(
+        "router oneshot on DynamoDB (moto at {endpoint}), auth cache warm; team of {users} users (filled in {:.1} s); \
+         N={n} per row, 10 warm-up, interleaved",
+        fill.as_secs_f64()
+    );
+    table(&mut list, &mut get);
+    println!(
+        "DynamoDB round trips per request: list page 1 {:.2}, get {:.2}",
+        list_trips as f64 / n as f64,
+        get_trips as f64 / n as f64
+    );
+    Ok(())
+}
+
+fn table(list: &mut [Duration], get: &mut [Duration]) {
     println!("| request | n | mean µs | median µs | p90 µs | p99 µs | max µs |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let l = print_row(&format!("GET /v2/user?limit={LIMIT} (page 1)"), &mut list);
-    let g = print_row("GET /v2/user/{id} (get)", &mut get);
+    let l = print_row(&format!("GET /v2/user?limit={LIMIT} (page 1)"), list);
+    let g = print_row("GET /v2/user/{id} (get)", get);
     println!(
         "list page 1 / get: {:.2}x (median), {:.2}x (p99)",
         ratio(l.median, g.median),

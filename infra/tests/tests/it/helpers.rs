@@ -10,7 +10,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::ports::{
-    Condition, Item, Key, ManualClock, Page, Query, RawItem, StoreError, Table, WriteOp,
+    Add, Condition, Item, Key, ManualClock, Page, Query, RawItem, RawPage, StoreError, Table, WriteOp,
 };
 use wearlab_domain::{Deps, teams};
 use wearlab_local::LocalStack;
@@ -286,6 +286,19 @@ impl FaultyTable {
         Ok(f)
     }
 
+    fn query_fault(&self, query: &Query) -> Result<(), StoreError> {
+        if self.faults()?.failing_query_pk.as_deref() == Some(query.pk.as_str()) {
+            return Err(StoreError::Unavailable(format!("queries of {} fail (test fault)", query.pk)));
+        }
+        Ok(())
+    }
+
+    fn count_query(&self, items: usize) {
+        let mut reads = self.reads.lock().unwrap();
+        reads.queries += 1;
+        reads.items += items;
+    }
+
     /// The race lost by a write under `condition`, if races are lost.
     fn lost(&self, condition: Condition, op: Option<usize>) -> Result<(), StoreError> {
         if self.faults()?.lose_races && matches!(condition, Condition::VersionIs(_)) {
@@ -324,24 +337,27 @@ impl Table for FaultyTable {
 
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError> {
         for (i, op) in ops.iter().enumerate() {
-            let condition = match op {
-                WriteOp::Put { condition, .. }
-                | WriteOp::Delete { condition, .. }
-                | WriteOp::Check { condition, .. } => *condition,
-            };
-            self.lost(condition, Some(i))?;
+            self.lost(op.condition(), Some(i))?;
         }
         self.inner.transact(ops).await
     }
 
+    async fn add(&self, add: Add) -> Result<i64, StoreError> {
+        self.lost(add.condition, None)?;
+        self.inner.add(add).await
+    }
+
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
-        if self.faults()?.failing_query_pk.as_deref() == Some(query.pk.as_str()) {
-            return Err(StoreError::Unavailable(format!("queries of {} fail (test fault)", query.pk)));
-        }
+        self.query_fault(&query)?;
         let page = self.inner.query(query).await?;
-        let mut reads = self.reads.lock().unwrap();
-        reads.queries += 1;
-        reads.items += page.items.len();
+        self.count_query(page.items.len());
+        Ok(page)
+    }
+
+    async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        self.query_fault(&query)?;
+        let page = self.inner.query_raw(query).await?;
+        self.count_query(page.items.len());
         Ok(page)
     }
 }

@@ -101,6 +101,9 @@ impl Table for CommitThenFail {
         }
         Ok(())
     }
+    async fn add(&self, add: wearlab_domain::ports::Add) -> Result<i64, StoreError> {
+        self.inner.add(add).await
+    }
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
         self.inner.query(query).await
     }

@@ -7,6 +7,7 @@ mod architecture;
 mod audit;
 mod bulk;
 mod contract;
+mod fair_use;
 mod hardening;
 mod helpers;
 mod hosted;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use wearlab_domain::ports::{Condition, Item, Key, Query, StoreError, Table, WriteOp, query_all};
+use wearlab_domain::ports::{Add, Condition, Item, Key, Query, StoreError, Table, WriteOp, query_all};
 
 fn part(name: &str) -> String {
     format!("{name}#{}", uuid::Uuid::new_v4().simple())
@@ -146,6 +146,15 @@ pub async fn secondary_index(t: Arc<dyn Table>) {
     let first = t.query(Query::gsi1(&idx).limit(5)).await.unwrap();
     let ns: Vec<u64> = first.items.iter().map(|i| i.body["n"].as_u64().unwrap()).collect();
     assert_eq!(ns, [11, 10, 9, 8, 7], "ordered by the index sort key");
+    // A raw page is the same page, bodies left as text until decoded.
+    for q in [Query::gsi1(&idx).limit(5), Query::gsi1(&idx), Query::partition(format!("{pk}#3"))] {
+        let (page, raw) = (t.query(q.clone()).await.unwrap(), t.query_raw(q).await.unwrap());
+        assert_eq!(raw.next_cursor, page.next_cursor);
+        let decoded: Vec<_> =
+            raw.items.iter().map(|r| (r.key().clone(), r.decode::<serde_json::Value>().unwrap())).collect();
+        let want: Vec<_> = page.items.into_iter().map(|i| (i.key, (i.body, i.version))).collect();
+        assert_eq!(decoded, want);
+    }
     let rest = query_all(t.as_ref(), Query::gsi1(&idx).after(first.next_cursor), 100).await.unwrap();
     assert_eq!(rest.len(), 7);
     let some = query_all(t.as_ref(), Query::gsi1(&idx).between("03", "05"), 100).await.unwrap();
@@ -211,6 +220,96 @@ pub async fn concurrent_conditional_puts_have_one_winner(t: Arc<dyn Table>) {
     assert_eq!(query_all(t.as_ref(), Query::partition(&pk).prefix("W#"), 100).await.unwrap().len(), 1);
 }
 
+pub async fn additions_create_add_and_keep_the_rest(t: Arc<dyn Table>) {
+    let pk = part("ADD");
+    let key = Key::new(&pk, "COUNT");
+    // A missing item is created at version 1 with the field alone.
+    assert_eq!(t.add(Add::new(key.clone(), "n", 5)).await, Ok(5));
+    let got = t.get(&key).await.unwrap().unwrap();
+    assert_eq!((got.body.clone(), got.version, got.expires_at), (json!({"n": 5}), 1, None));
+    assert_eq!(t.add(Add::new(key.clone(), "n", -7).with_expiry(1_900_000_000)).await, Ok(-2));
+    let got = t.get(&key).await.unwrap().unwrap();
+    assert_eq!((got.body.clone(), got.version, got.expires_at), (json!({"n": -2}), 2, Some(1_900_000_000)));
+    // Other fields, the index key and the expiry of a stored item stay; the version goes up.
+    let stored = Item::new(Key::new(&pk, "REC"), json!({"n": 10, "name": "x"}))
+        .with_gsi1(format!("{pk}#IDX"), "1")
+        .with_expiry(Some(1_800_000_000));
+    t.put(stored.clone(), Condition::None).await.unwrap();
+    assert_eq!(t.add(Add::new(stored.key.clone(), "n", 1)).await, Ok(11));
+    assert_eq!(t.add(Add::new(stored.key.clone(), "other", 3)).await, Ok(3));
+    let got = t.get(&stored.key).await.unwrap().unwrap();
+    assert_eq!(got, Item { version: 3, body: json!({"n": 11, "name": "x", "other": 3}), ..stored.clone() });
+    let listed = t.query(Query::gsi1(format!("{pk}#IDX"))).await.unwrap();
+    assert_eq!(listed.items, vec![got.clone()], "queries read the added fields too");
+    let raw = t.get_raw(&stored.key).await.unwrap().unwrap();
+    assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (got.body, 3));
+    // A put replaces the item, added fields included.
+    t.put(item(&pk, "REC", 1), Condition::None).await.unwrap();
+    assert_eq!(t.add(Add::new(stored.key.clone(), "n", 1)).await, Ok(2));
+    // A bad field name is refused before anything is written.
+    assert!(matches!(t.add(Add::new(Key::new(&pk, "BAD"), "N-1", 1)).await, Err(StoreError::Invalid(_))));
+    assert_eq!(t.get(&Key::new(&pk, "BAD")).await.unwrap(), None);
+}
+
+pub async fn additions_in_transactions(t: Arc<dyn Table>) {
+    let pk = part("ADDTX");
+    let count = Key::new(&pk, "COUNT");
+    // With `Exists`, an add to a missing item fails the batch and names itself.
+    let ops = vec![
+        WriteOp::Put { item: item(&pk, "U#1", 1), condition: Condition::NotExists },
+        WriteOp::Add(Add::new(count.clone(), "active", 1).when(Condition::Exists)),
+    ];
+    assert_eq!(t.transact(ops.clone()).await, Err(StoreError::ConditionFailed { op: Some(1) }));
+    assert_eq!(t.get(&Key::new(&pk, "U#1")).await.unwrap(), None, "nothing of a failed batch is written");
+    t.put(Item::new(count.clone(), json!({"active": 0})), Condition::NotExists).await.unwrap();
+    t.transact(ops).await.unwrap();
+    // A failed condition elsewhere leaves the count alone.
+    let ops = vec![
+        WriteOp::Put { item: item(&pk, "U#1", 1), condition: Condition::NotExists },
+        WriteOp::Add(Add::new(count.clone(), "active", 1)),
+    ];
+    assert_eq!(t.transact(ops).await, Err(StoreError::ConditionFailed { op: Some(0) }));
+    t.transact(vec![
+        WriteOp::Delete { key: Key::new(&pk, "U#1"), condition: Condition::Exists },
+        WriteOp::Add(Add::new(count.clone(), "active", -1).when(Condition::Exists)),
+    ])
+    .await
+    .unwrap();
+    t.transact(vec![WriteOp::Add(Add::new(count.clone(), "active", 2))]).await.unwrap();
+    let got = t.get(&count).await.unwrap().unwrap();
+    assert_eq!((got.body, got.version), (json!({"active": 2}), 4));
+}
+
+/// Concurrent adds to one item never conflict and none is lost, alone or in transactions.
+pub async fn concurrent_additions_all_count(t: Arc<dyn Table>) {
+    let pk = part("ADDRACE");
+    let count = Key::new(&pk, "COUNT");
+    let tasks: Vec<_> = (0..20u64)
+        .map(|n| {
+            let (t, pk, count) = (t.clone(), pk.clone(), count.clone());
+            tokio::spawn(async move {
+                if n % 2 == 0 {
+                    t.add(Add::new(count, "n", 1)).await.map(drop)
+                } else {
+                    t.transact(vec![
+                        WriteOp::Put {
+                            item: item(&pk, &format!("W#{n}"), n),
+                            condition: Condition::NotExists,
+                        },
+                        WriteOp::Add(Add::new(count, "n", 1)),
+                    ])
+                    .await
+                }
+            })
+        })
+        .collect();
+    for r in futures::future::join_all(tasks).await {
+        assert_eq!(r.unwrap(), Ok(()));
+    }
+    assert_eq!(t.get(&count).await.unwrap().unwrap().body, json!({"n": 20}));
+    assert_eq!(t.add(Add::new(count, "n", 0)).await, Ok(20));
+}
+
 macro_rules! conformance {
     ($adapter:ident, $make:expr) => {
         mod $adapter {
@@ -256,6 +355,18 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn concurrent_conditional_puts_have_one_winner() {
                 super::concurrent_conditional_puts_have_one_winner(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn additions_create_add_and_keep_the_rest() {
+                super::additions_create_add_and_keep_the_rest(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn additions_in_transactions() {
+                super::additions_in_transactions(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_additions_all_count() {
+                super::concurrent_additions_all_count(table().await).await
             }
         }
     };

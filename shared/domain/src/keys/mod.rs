@@ -47,6 +47,16 @@ pub fn user(user: UserId) -> Key {
 
 /// The user's recent refresh starts (the 8-per-hour limit); in the user's partition, so erased
 /// with the user.
+/// The operator's request limit of a team (fair use).
+pub fn team_rate_limit(team: TeamId) -> Key {
+    Key::new(format!("TEAM#{team}"), "SETTINGS#RATE_LIMIT")
+}
+
+/// A team's API requests of one one-minute window (`window`: its start, epoch seconds).
+pub fn team_rate_window(team: TeamId, window: i64) -> Key {
+    Key::new(format!("RATE#{team}#{window}"), ROOT)
+}
+
 pub fn refresh_rate(user: UserId) -> Key {
     Key::new(user_partition(user), "REFRESH#RATE")
 }

@@ -21,7 +21,7 @@ pub use providers::Providers;
 pub use queue::{Envelope, MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
-    Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, RawItem, SkRange, StoreError,
-    Table, WriteOp, query_all, to_body, validate_batch,
+    Add, Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, RawItem, RawPage, SkRange,
+    StoreError, Table, WriteOp, add_to_field, query_all, to_body, validate_batch,
 };
 pub use webhook::WebhookSender;

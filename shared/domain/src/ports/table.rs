@@ -177,6 +177,8 @@ pub enum WriteOp {
         key: Key,
         condition: Condition,
     },
+    /// Adds to one integer field of an item, atomically (see [`Add`]).
+    Add(Add),
 }
 
 impl WriteOp {
@@ -184,8 +186,90 @@ impl WriteOp {
         match self {
             WriteOp::Put { item, .. } => &item.key,
             WriteOp::Delete { key, .. } | WriteOp::Check { key, .. } => key,
+            WriteOp::Add(add) => &add.key,
         }
     }
+
+    /// The write's precondition.
+    pub fn condition(&self) -> Condition {
+        match self {
+            WriteOp::Put { condition, .. }
+            | WriteOp::Delete { condition, .. }
+            | WriteOp::Check { condition, .. } => *condition,
+            WriteOp::Add(add) => add.condition,
+        }
+    }
+}
+
+/// An atomic addition of `delta` (signed) to the integer field `field` of an item's body: no
+/// read before it and no version condition, so concurrent adds never conflict (DynamoDB's
+/// `ADD` in an `Update`; redb reads and writes inside its single write transaction). A missing
+/// item is created as `{field: delta}` at version 1; an existing one keeps its other fields,
+/// its index key and (unless `expires_at` is given) its expiry, and its version goes up by one.
+/// A missing field counts as 0. A body that is not an object, a field that is not an integer,
+/// or a sum outside `i64` is refused (`Invalid`), and nothing of the batch is written.
+///
+/// `field` is a lowercase name (`[a-z0-9_]`). A later `Put` of the item replaces the field
+/// with the put body's value, as it replaces the rest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Add {
+    pub key: Key,
+    pub field: String,
+    pub delta: i64,
+    pub condition: Condition,
+    /// Sets the item's expiry (epoch seconds) with the addition.
+    pub expires_at: Option<i64>,
+}
+
+impl Add {
+    pub fn new(key: Key, field: impl Into<String>, delta: i64) -> Self {
+        Self { key, field: field.into(), delta, condition: Condition::None, expires_at: None }
+    }
+
+    pub fn when(mut self, condition: Condition) -> Self {
+        self.condition = condition;
+        self
+    }
+
+    pub fn with_expiry(mut self, epoch_seconds: i64) -> Self {
+        self.expires_at = Some(epoch_seconds);
+        self
+    }
+
+    /// Refuses a field name outside `[a-z0-9_]+` (adapters store the field under its name).
+    pub fn validate(&self) -> Result<(), StoreError> {
+        let ok = !self.field.is_empty()
+            && self.field.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if ok {
+            Ok(())
+        } else {
+            Err(StoreError::Invalid(format!("bad field name for an add: {:?}", self.field)))
+        }
+    }
+
+    /// `body` with the addition applied: what every adapter stores (redb writes it, DynamoDB
+    /// reads its stored parts back into it).
+    pub fn apply_to(&self, body: &mut serde_json::Value) -> Result<i64, StoreError> {
+        add_to_field(body, &self.field, self.delta)
+    }
+}
+
+/// Adds `delta` to the integer `field` of the object `body` (a missing field is 0) and
+/// answers the new value.
+pub fn add_to_field(body: &mut serde_json::Value, field: &str, delta: i64) -> Result<i64, StoreError> {
+    let serde_json::Value::Object(fields) = body else {
+        return Err(StoreError::Invalid(format!("add to {field}: the item's body is not an object")));
+    };
+    let current = match fields.get(field) {
+        None => 0,
+        Some(v) => {
+            v.as_i64().ok_or_else(|| StoreError::Invalid(format!("add to {field}: not an integer")))?
+        }
+    };
+    let next =
+        current.checked_add(delta).ok_or_else(|| StoreError::Invalid(format!("add to {field}: overflow")))?;
+    fields.insert(field.to_owned(), next.into());
+    Ok(next)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +381,14 @@ pub struct Page {
     pub next_cursor: Option<Cursor>,
 }
 
+/// A page of items read only to be decoded (see [`RawItem`]): what [`Table::query_raw`] answers.
+#[derive(Debug, Clone)]
+pub struct RawPage {
+    pub items: Vec<RawItem>,
+    /// Present when more items may follow.
+    pub next_cursor: Option<Cursor>,
+}
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StoreError {
     /// A write's condition did not hold. For a batch, `op` is the index of a failing write.
@@ -323,6 +415,11 @@ pub const MAX_BATCH: usize = 100;
 pub fn validate_batch(ops: &[WriteOp]) -> Result<(), StoreError> {
     if ops.len() > MAX_BATCH {
         return Err(StoreError::Invalid(format!("at most {MAX_BATCH} writes per batch")));
+    }
+    for op in ops {
+        if let WriteOp::Add(add) = op {
+            add.validate()?;
+        }
     }
     let mut seen = std::collections::HashSet::new();
     if !ops.iter().all(|op| seen.insert(op.key())) {
@@ -351,8 +448,22 @@ pub trait Table: Send + Sync + 'static {
     /// Applies every write or none (at most `MAX_BATCH`, each key once).
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
 
+    /// Applies one [`Add`] on its own and answers the field's value after it (one round trip).
+    async fn add(&self, add: Add) -> Result<i64, StoreError>;
+
     /// Items of one partition in sort-key order, one page.
     async fn query(&self, query: Query) -> Result<Page, StoreError>;
+
+    /// [`Table::query`] for a caller that only decodes the bodies, as [`Table::get_raw`] is to
+    /// `get`: the same read, without a `serde_json::Value` per item in adapters that keep bodies
+    /// as text. This default goes through `query`.
+    async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        let page = self.query(query).await?;
+        Ok(RawPage {
+            items: page.items.iter().map(RawItem::from_item).collect(),
+            next_cursor: page.next_cursor,
+        })
+    }
 }
 
 /// Reads every page of a query (bounded by `max_items` so no caller loops forever).
