@@ -1,7 +1,8 @@
 //! WHOOP (linked through the team's own OAuth app) and Withings (the platform's app) end to end
 //! on the embedded app, each made real by `from_vars` as a deployment does and pointed at its
 //! local fake: linked with a link token through the fake's consent, the history pulled and read
-//! back, and (Withings) a notification bringing a new day as a `daily.data.*` event.
+//! back, and a push bringing a new day as a `daily.data.*` event. A WHOOP push is signed with the
+//! secret of the team's app, which the push use case finds from the user the push names.
 //!
 //! The clock starts on 2026-11-22, inside the fixtures' days, so the history stops there and the
 //! fixtures' 2026-11-23 records are new when the push's poll runs two days later.
@@ -16,7 +17,7 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
 use wearlab_providers::Endpoints;
-use wearlab_providers::fake::whoop::FakeWhoop;
+use wearlab_providers::fake::whoop::{FakeWhoop, WEBHOOK_SLEEP_UPDATED};
 use wearlab_providers::fake::withings::FakeWithings;
 
 use super::{Real, connection_of, drain, link_through, real_stack, summaries};
@@ -88,6 +89,52 @@ async fn real_whoop_links_through_the_teams_app_and_pulls_history() {
     assert!(sleep.iter().all(|s| s["calendar_date"].as_str() <= Some("2026-11-22")), "{sleep:?}");
     assert!(!summaries(&r, "workouts", &user).await.is_empty());
     assert!(!daily(&r, "historical.data.sleep.created").is_empty());
+}
+
+#[tokio::test]
+async fn a_whoop_push_signed_with_the_teams_secret_polls_and_announces_the_new_day() {
+    let r = real_whoop().await;
+    let (user, _) = link_through(&r, "whoop_v2", "whoop-2").await;
+    drain(&r).await;
+    r.t.clock.advance(chrono::Duration::days(2));
+
+    let push = |secret: &'static str| {
+        let request = wearlab_providers::fake::whoop::signed_push(
+            secret,
+            Utc::now().timestamp_millis(),
+            WEBHOOK_SLEEP_UPDATED.as_bytes(),
+        );
+        let headers: Vec<(String, String)> = request.headers;
+        let r = &r;
+        async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            r.t.send_as(
+                Method::POST,
+                "/v2/provider_webhooks/whoop_v2",
+                None,
+                &headers,
+                Some(WEBHOOK_SLEEP_UPDATED),
+            )
+            .await
+        }
+    };
+    // Signed with another app's secret: refused, nothing queued.
+    let a = push("someone-elses-secret").await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
+
+    let a = push(TEAM_WHOOP_SECRET).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    // The poll after the push fetched the days since the last poll: the workout of 2026-11-23
+    // is new (that night's sleep is not scored yet, so it is not kept).
+    let created = daily(&r, "daily.data.workouts.created");
+    assert_eq!(created.len(), 1, "the new workout, and only it");
+    assert_eq!(created[0].user_id.to_string(), user);
+    assert!(created[0].data.to_string().contains("2026-11-23"), "{}", created[0].data);
+    let daily_events =
+        r.stack.bus.published().into_iter().filter(|e| e.event_type.starts_with("daily.")).count();
+    assert_eq!(daily_events, 1, "nothing already pulled is announced again");
 }
 
 #[tokio::test]
