@@ -177,6 +177,18 @@ impl Providers for RealProviders {
         route.adapter.push(client, token, request)
     }
 
+    async fn after_link(
+        &self,
+        provider: &str,
+        account: &ProviderAccount,
+        callback_url: &str,
+    ) -> Result<(), ProviderError> {
+        match self.real(provider, &account.credentials) {
+            Some(route) => route.adapter.after_link(account, callback_url).await,
+            None => self.sim.after_link(provider, account, callback_url).await,
+        }
+    }
+
     fn push_claimed_user(&self, provider: &str, request: &PushRequest) -> Option<String> {
         match self.route(provider) {
             Some(route) => route.adapter.push_claimed_user(request),
@@ -191,7 +203,7 @@ impl Providers for RealProviders {
         let mut out = Vec::new();
         for (slug, route) in &self.routes {
             let Some(client) = &route.config.platform_client else { continue };
-            let callback = format!("{}/v2/provider_webhooks/{slug}", public_url.trim_end_matches('/'));
+            let callback = wearlab_domain::linking::push::callback_url(public_url, slug);
             let token = route.config.push_token.as_ref().map(Secret::expose);
             out.push((
                 (*slug).to_owned(),

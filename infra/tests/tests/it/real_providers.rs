@@ -95,6 +95,17 @@ async fn linked_user(r: &Real, client_user_id: &str) -> String {
 /// consent (it redirects straight back with a code), Wearlab's callback, which must succeed.
 /// Returns the user and the consent URL.
 async fn link_through<F>(r: &Real<F>, provider: &str, client_user_id: &str) -> (String, String) {
+    let (user, oauth_url, back) = consent_through(r, provider, client_user_id).await;
+    let landed = r.t.send(Method::GET, &path_of(&back), None, None).await;
+    let done = landed.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert_eq!(query_param(&done, "state").as_deref(), Some("success"), "{done}: {}", landed.body);
+    assert_eq!(query_param(&done, "provider").as_deref(), Some(provider));
+    (user, oauth_url)
+}
+
+/// [`link_through`] up to the provider's consent: the user, the consent URL, and the callback
+/// URL the consent sends the browser back to (not followed yet).
+async fn consent_through<F>(r: &Real<F>, provider: &str, client_user_id: &str) -> (String, String, String) {
     let a = r
         .t
         .post("/v2/user", json!({"client_user_id": client_user_id, "fallback_time_zone": "Europe/Berlin"}))
@@ -112,11 +123,7 @@ async fn link_through<F>(r: &Real<F>, provider: &str, client_user_id: &str) -> (
     assert_eq!(consent.status().as_u16(), 302);
     let back = consent.headers()["location"].to_str().unwrap().to_owned();
     assert!(back.contains(&format!("/v2/link/provider/oauth/{provider}/callback?")), "{back}");
-    let landed = r.t.send(Method::GET, &path_of(&back), None, None).await;
-    let done = landed.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    assert_eq!(query_param(&done, "state").as_deref(), Some("success"), "{done}: {}", landed.body);
-    assert_eq!(query_param(&done, "provider").as_deref(), Some(provider));
-    (user, oauth_url)
+    (user, oauth_url, back)
 }
 
 async fn connection(r: &Real, user: &str) -> ConnectionRecord {

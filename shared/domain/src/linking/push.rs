@@ -13,7 +13,7 @@ use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::pipeline::pull::PollJob;
 use crate::pipeline::{Job, PullMessage};
-use crate::ports::providers::{OauthClient, PushOutcome, PushRequest};
+use crate::ports::providers::{OauthClient, ProviderAccount, PushOutcome, PushRequest};
 use crate::ports::{Outgoing, Query, QueueName, query_all};
 
 /// Most connections one notice may name (one provider user linked in several teams).
@@ -129,6 +129,31 @@ async fn named_connections(deps: &Deps, slug: &str, claimed: &str) -> Result<Vec
 fn poll(team: TeamId, user: UserId, provider: &str, since: Option<chrono::NaiveDate>) -> Outgoing {
     let job = PollJob { team_id: team, user_id: user, provider: provider.to_owned(), since };
     Outgoing::now(PullMessage::Job(Job::Poll(job)).body())
+}
+
+/// Where `provider` pushes to on the deployment at `public_url`.
+pub fn callback_url(public_url: &str, provider: &str) -> String {
+    format!("{}/v2/provider_webhooks/{provider}", public_url.trim_end_matches('/'))
+}
+
+/// The provider's per-user set-up after a link (Withings subscribes the user's notifications
+/// to [`callback_url`]). Best effort: a failure is logged (ids only) and the link stands; the
+/// poll every 15 minutes still brings the user's data, and relinking tries again.
+pub async fn after_link(
+    deps: &Deps,
+    provider: &str,
+    account: &ProviderAccount,
+    public_url: &str,
+    (team, user): (TeamId, UserId),
+) {
+    let callback = callback_url(public_url, provider);
+    match deps.providers.after_link(provider, account, &callback).await {
+        Ok(()) => {
+            tracing::info!(team_id = %team, user_id = %user, provider, "provider set-up after link done")
+        }
+        Err(e) => tracing::warn!(team_id = %team, user_id = %user, provider, error = %e,
+            "provider set-up after link failed (notifications not subscribed)"),
+    }
 }
 
 /// How often the providers' push subscriptions are looked at (and created or renewed).

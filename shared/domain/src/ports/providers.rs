@@ -279,6 +279,18 @@ pub trait Providers: Send + Sync + 'static {
         PushOutcome::Refused("this provider sends no push notifications here".into())
     }
 
+    /// Per-user set-up at a real provider once an OAuth link is stored, e.g. subscribing the
+    /// user's notifications to `callback_url` (Withings). Nothing for the simulator and for
+    /// providers without such set-up; the caller treats a failure as best effort.
+    async fn after_link(
+        &self,
+        _provider: &str,
+        _account: &ProviderAccount,
+        _callback_url: &str,
+    ) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
     /// The provider user id a push claims to be about, read from the request without checking
     /// its signature (nothing is trusted yet): it only names the connections whose OAuth apps'
     /// secrets the signature is then checked with. `None` when the provider's pushes are signed

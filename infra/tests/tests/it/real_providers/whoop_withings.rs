@@ -14,13 +14,15 @@ use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
 use serde_json::json;
 use wearlab_domain::crypto::Secret;
+use wearlab_domain::linking::oauth::{self, CallbackParams};
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
+use wearlab_models::ConnectionStatus;
 use wearlab_providers::Endpoints;
 use wearlab_providers::fake::whoop::{FakeWhoop, WEBHOOK_SLEEP_UPDATED};
 use wearlab_providers::fake::withings::FakeWithings;
 
-use super::{Real, connection_of, drain, link_through, real_stack, summaries};
+use super::{Real, connection_of, consent_through, drain, link_through, real_stack, summaries};
 
 const TEAM_WHOOP_SECRET: &str = "team-whoop-secret";
 
@@ -144,6 +146,7 @@ async fn real_withings_links_pulls_history_and_a_notification_brings_the_new_day
     assert_eq!(super::query_param(&oauth_url, "client_id").as_deref(), Some("wearlab-withings"));
     let conn = connection_of(&r, &user, "withings").await;
     assert_eq!(conn.external_user_id, wearlab_providers::fake::withings::USER_ID.to_string());
+    assert!(r.fake.subscriptions().is_empty(), "no public URL here: Withings would refuse the callback");
 
     drain(&r).await;
     let activity = summaries(&r, "activity", &user).await;
@@ -166,4 +169,48 @@ async fn real_withings_links_pulls_history_and_a_notification_brings_the_new_day
     assert_eq!(created.len(), 1, "the new day, and only it: {created:?}");
     assert_eq!(created[0].user_id.to_string(), user);
     assert_eq!(created[0].data["calendar_date"], "2026-11-23");
+}
+
+/// A Withings link whose callback runs as link-api runs it with `WEARLAB_PUBLIC_URL` set to
+/// `public_url`: the user, and where the browser is sent on.
+async fn link_on_public_deployment(
+    r: &Real<FakeWithings>,
+    client_user_id: &str,
+    public_url: &str,
+) -> (String, String) {
+    let (user, _, back) = consent_through(r, "withings", client_user_id).await;
+    let params = CallbackParams {
+        code: super::query_param(&back, "code"),
+        state: super::query_param(&back, "state"),
+        error: None,
+    };
+    let out = oauth::callback(&r.t.deps, "withings", params, Some(public_url)).await.unwrap();
+    (user, out.redirect_to.unwrap())
+}
+
+#[tokio::test]
+async fn a_withings_link_subscribes_the_users_notifications_on_a_public_deployment() {
+    let r = real_withings().await;
+    let (user, done) = link_on_public_deployment(&r, "withings-2", "https://api.example/").await;
+    assert!(done.contains("state=success"), "{done}");
+    let subs = r.fake.subscriptions();
+    let applis: Vec<&str> = subs.iter().map(|(_, appli)| appli.as_str()).collect();
+    assert_eq!(applis, ["1", "2", "4", "16", "44"]);
+    assert!(
+        subs.iter().all(|(url, _)| url == "https://api.example/v2/provider_webhooks/withings"),
+        "{subs:?}"
+    );
+    assert_eq!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected);
+}
+
+#[tokio::test]
+async fn a_failed_withings_subscription_leaves_the_link_standing() {
+    let r = real_withings().await;
+    // Withings refuses the subscription (its check of the callback URL failed, say).
+    r.fake.refuse_subscriptions(2554);
+    let (user, done) = link_on_public_deployment(&r, "withings-3", "https://api.example").await;
+    assert!(done.contains("state=success"), "best effort: the link stands: {done}");
+    assert_eq!(r.fake.calls("subscribe"), 1, "asked, refused, not retried in the callback");
+    assert!(r.fake.subscriptions().is_empty());
+    assert_eq!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected);
 }
