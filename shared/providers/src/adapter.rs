@@ -58,6 +58,19 @@ pub trait Adapter: Send + Sync + 'static {
         request: &PushRequest,
     ) -> PushOutcome;
 
+    /// Per-user set-up once the account is linked (and again when it is relinked): Withings
+    /// subscribes the user's notifications to `callback_url`. Nothing by default.
+    async fn after_link(&self, _account: &ProviderAccount, _callback_url: &str) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    /// The provider user id a push names, read without checking the signature (see
+    /// `Providers::push_claimed_user`); `None` where pushes are signed by the platform's app
+    /// alone.
+    fn push_claimed_user(&self, _request: &PushRequest) -> Option<String> {
+        None
+    }
+
     /// Makes sure the provider pushes to `callback_url` for `client`'s users, where the
     /// provider has an API for app-wide subscriptions (Oura): creates the missing ones and
     /// renews those about to expire. Returns how many it created or renewed. Providers

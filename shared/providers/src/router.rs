@@ -165,17 +165,35 @@ impl Providers for RealProviders {
         self.real(provider, credentials).map(|r| r.adapter.app_limits().to_vec()).unwrap_or_default()
     }
 
-    fn push(&self, provider: &str, request: &PushRequest) -> PushOutcome {
+    fn push(&self, provider: &str, client: Option<&OauthClient>, request: &PushRequest) -> PushOutcome {
         let Some(route) = self.route(provider) else {
-            return self.sim.push(provider, request);
+            return self.sim.push(provider, client, request);
         };
-        // Pushes are signed with the platform's app (teams' own apps register their own
-        // endpoints at the provider, which Wearlab does not serve yet).
-        let Some(client) = &route.config.platform_client else {
+        // Signed with the app named (a team's own), else the platform's.
+        let Some(client) = client.or(route.config.platform_client.as_ref()) else {
             return PushOutcome::Refused("no OAuth application is configured for this provider".into());
         };
         let token = route.config.push_token.as_ref().map(Secret::expose);
         route.adapter.push(client, token, request)
+    }
+
+    async fn after_link(
+        &self,
+        provider: &str,
+        account: &ProviderAccount,
+        callback_url: &str,
+    ) -> Result<(), ProviderError> {
+        match self.real(provider, &account.credentials) {
+            Some(route) => route.adapter.after_link(account, callback_url).await,
+            None => self.sim.after_link(provider, account, callback_url).await,
+        }
+    }
+
+    fn push_claimed_user(&self, provider: &str, request: &PushRequest) -> Option<String> {
+        match self.route(provider) {
+            Some(route) => route.adapter.push_claimed_user(request),
+            None => self.sim.push_claimed_user(provider, request),
+        }
     }
 
     async fn maintain_push_subscriptions(
@@ -185,7 +203,7 @@ impl Providers for RealProviders {
         let mut out = Vec::new();
         for (slug, route) in &self.routes {
             let Some(client) = &route.config.platform_client else { continue };
-            let callback = format!("{}/v2/provider_webhooks/{slug}", public_url.trim_end_matches('/'));
+            let callback = wearlab_domain::linking::push::callback_url(public_url, slug);
             let token = route.config.push_token.as_ref().map(Secret::expose);
             out.push((
                 (*slug).to_owned(),

@@ -626,6 +626,10 @@ impl Adapter for Whoop {
     ) -> PushOutcome {
         read_push(client, request, Utc::now())
     }
+
+    fn push_claimed_user(&self, request: &PushRequest) -> Option<String> {
+        serde_json::from_slice::<Event>(&request.body).ok().map(|e| e.user_id.to_string())
+    }
 }
 
 #[cfg(test)]

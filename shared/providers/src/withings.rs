@@ -957,6 +957,11 @@ impl Adapter for Withings {
         Ok(())
     }
 
+    /// Subscribes the user's notifications (see [`Withings::subscribe`]).
+    async fn after_link(&self, account: &ProviderAccount, callback_url: &str) -> Result<(), ProviderError> {
+        self.subscribe(account, callback_url).await
+    }
+
     fn push(
         &self,
         _client: &OauthClient,

@@ -35,6 +35,12 @@ pub fn public_links(headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
     )
 }
 
+/// `WEARLAB_PUBLIC_URL` when set: the one address providers may call back (push notifications),
+/// never the request's `Host`, which a provider may refuse or a caller may forge.
+pub fn configured_public_url() -> Option<String> {
+    std::env::var("WEARLAB_PUBLIC_URL").ok().map(|u| u.trim().to_owned()).filter(|u| !u.is_empty())
+}
+
 /// What [`routes!`] expands to; not part of the API.
 #[doc(hidden)]
 pub mod __private {

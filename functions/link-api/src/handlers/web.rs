@@ -36,7 +36,8 @@ pub async fn oauth_callback(
     headers: HeaderMap,
     QueryParams(params): QueryParams<CallbackParams>,
 ) -> Result<Response, ApiError> {
-    let out = oauth::callback(&s.deps, &provider, params).await?;
+    let public_url = wearlab_web::configured_public_url();
+    let out = oauth::callback(&s.deps, &provider, params, public_url.as_deref()).await?;
     Ok(match out.redirect_to {
         Some(url) => pages::redirect(&url),
         None if wants_html(&headers) => html::outcome(catalog().get(&provider), &out.result).into_response(),

@@ -27,12 +27,28 @@ use wearlab_providers::{Adapter, RealProviders, Route};
 use crate::helpers::TestApp;
 use crate::linking::{link_token, path_of, query_param};
 
+mod whoop_withings;
+
 const PUSH_TOKEN: &str = "oura-push-token";
 
-struct Real {
+/// The embedded app with real adapters in front of the simulator, and the provider's fake.
+struct Real<F = OuraFake> {
     t: TestApp,
     stack: LocalStack,
-    fake: OuraFake,
+    fake: F,
+}
+
+/// The embedded app on `clock` whose `Providers` port is `providers` (over the simulator).
+async fn real_stack<F>(
+    fake: F,
+    clock: Arc<ManualClock>,
+    providers: impl FnOnce(
+        Arc<dyn wearlab_domain::ports::providers::Providers>,
+    ) -> Arc<dyn wearlab_domain::ports::providers::Providers>,
+) -> Real<F> {
+    let stack = LocalStack::in_memory_with(clock.clone(), providers);
+    let t = TestApp::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
+    Real { t: TestApp { stack: Some(stack.clone()), ..t }, stack, fake }
 }
 
 fn app() -> OauthClient {
@@ -50,15 +66,14 @@ async fn real_oura_with(adapter: impl FnOnce(Oura) -> Arc<dyn Adapter>) -> Real 
     let fake = OuraFake::start(&app()).await;
     let config = fake.config(&app(), Some(PUSH_TOKEN));
     let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 25, 9, 0, 0).unwrap()));
-    let stack = LocalStack::in_memory_with(clock.clone(), |sim| {
+    real_stack(fake, clock, |sim| {
         let route = Route { adapter: adapter(Oura::new(config.clone())), config };
         Arc::new(RealProviders::new(sim, vec![route]))
-    });
-    let t = TestApp::on(stack.deps.clone(), clock).await.with_queue(Arc::new(stack.queue.clone()));
-    Real { t: TestApp { stack: Some(stack.clone()), ..t }, stack, fake }
+    })
+    .await
 }
 
-async fn drain(r: &Real) {
+async fn drain<F>(r: &Real<F>) {
     for _ in 0..50 {
         if r.stack.run_pulls_once().await.unwrap() == 0 {
             return;
@@ -69,6 +84,28 @@ async fn drain(r: &Real) {
 /// A user linked to Oura: link token, `oauth_url`, the fake's consent (it redirects straight
 /// back with a code), Wearlab's callback.
 async fn linked_user(r: &Real, client_user_id: &str) -> String {
+    let (user, oauth_url) = link_through(r, "oura", client_user_id).await;
+    assert!(oauth_url.starts_with(&format!("{}/oauth/authorize?", r.fake.base_url())), "{oauth_url}");
+    assert_eq!(query_param(&oauth_url, "client_id").unwrap(), "wearlab-oura");
+    assert_eq!(query_param(&oauth_url, "scope").unwrap(), "personal daily heartrate workout spo2Daily");
+    user
+}
+
+/// A new user linked to `provider` through the HTTP API: link token, `oauth_url`, the fake's
+/// consent (it redirects straight back with a code), Wearlab's callback, which must succeed.
+/// Returns the user and the consent URL.
+async fn link_through<F>(r: &Real<F>, provider: &str, client_user_id: &str) -> (String, String) {
+    let (user, oauth_url, back) = consent_through(r, provider, client_user_id).await;
+    let landed = r.t.send(Method::GET, &path_of(&back), None, None).await;
+    let done = landed.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert_eq!(query_param(&done, "state").as_deref(), Some("success"), "{done}: {}", landed.body);
+    assert_eq!(query_param(&done, "provider").as_deref(), Some(provider));
+    (user, oauth_url)
+}
+
+/// [`link_through`] up to the provider's consent: the user, the consent URL, and the callback
+/// URL the consent sends the browser back to (not followed yet).
+async fn consent_through<F>(r: &Real<F>, provider: &str, client_user_id: &str) -> (String, String, String) {
     let a = r
         .t
         .post("/v2/user", json!({"client_user_id": client_user_id, "fallback_time_zone": "Europe/Berlin"}))
@@ -76,28 +113,25 @@ async fn linked_user(r: &Real, client_user_id: &str) -> String {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let user = a.body["user_id"].as_str().unwrap().to_owned();
     let tk = link_token(&r.t, &user, json!({"redirect_url": "https://app.example/done"})).await;
-    let a =
-        r.t.send_with(Method::GET, "/v2/link/provider/oauth/oura", &[(LINK_TOKEN_HEADER, &tk)], None).await;
+    let path = format!("/v2/link/provider/oauth/{provider}");
+    let a = r.t.send_with(Method::GET, &path, &[(LINK_TOKEN_HEADER, &tk)], None).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let oauth_url = a.body["oauth_url"].as_str().unwrap().to_owned();
-    assert!(oauth_url.starts_with(&format!("{}/oauth/authorize?", r.fake.base_url())), "{oauth_url}");
-    assert_eq!(query_param(&oauth_url, "client_id").unwrap(), "wearlab-oura");
-    assert_eq!(query_param(&oauth_url, "scope").unwrap(), "personal daily heartrate workout spo2Daily");
 
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let consent = browser.get(&oauth_url).send().await.unwrap();
     assert_eq!(consent.status().as_u16(), 302);
     let back = consent.headers()["location"].to_str().unwrap().to_owned();
-    assert!(back.contains("/v2/link/provider/oauth/oura/callback?"), "{back}");
-    let landed = r.t.send(Method::GET, &path_of(&back), None, None).await;
-    let done = landed.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    assert_eq!(query_param(&done, "state").as_deref(), Some("success"), "{done}: {}", landed.body);
-    assert_eq!(query_param(&done, "provider").as_deref(), Some("oura"));
-    user
+    assert!(back.contains(&format!("/v2/link/provider/oauth/{provider}/callback?")), "{back}");
+    (user, oauth_url, back)
 }
 
 async fn connection(r: &Real, user: &str) -> ConnectionRecord {
-    let key = keys::linking::connection(UserId::parse(user).unwrap(), "oura");
+    connection_of(r, user, "oura").await
+}
+
+async fn connection_of<F>(r: &Real<F>, user: &str, provider: &str) -> ConnectionRecord {
+    let key = keys::linking::connection(UserId::parse(user).unwrap(), provider);
     r.t.deps.table.get(&key).await.unwrap().unwrap().decode().unwrap()
 }
 
@@ -117,7 +151,7 @@ async fn expire_credentials(r: &Real, user: &str) -> ProviderCredentials {
     creds
 }
 
-async fn summaries(r: &Real, kind: &str, user: &str) -> Vec<Value> {
+async fn summaries<F>(r: &Real<F>, kind: &str, user: &str) -> Vec<Value> {
     let a = r.t.get(&format!("/v2/summary/{kind}/{user}?start_date=2026-11-18&end_date=2026-11-24")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     a.body[kind].as_array().unwrap().clone()

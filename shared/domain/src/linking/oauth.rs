@@ -9,6 +9,7 @@ use wearlab_models::{AuthType, LinkErrorType, LinkResult, OauthProviderEntry};
 
 use super::connections::{self, NewConnection};
 use super::password::said;
+use super::push;
 use super::tokens::{self, ValidToken};
 use super::{
     LinkOutcome, ProviderInfo, encode, known_provider, random_hex, redirect_with_result, sha256_hex, team,
@@ -142,11 +143,14 @@ fn outcome(slug: &str, redirect_url: Option<String>, o: LinkOutcome) -> Callback
     CallbackOutcome { redirect_to, result }
 }
 
-/// GET /v2/link/provider/oauth/{provider}/callback (the browser, no API key).
+/// GET /v2/link/provider/oauth/{provider}/callback (the browser, no API key). Once the
+/// connection is stored, the provider's per-user set-up is made (`Providers::after_link`:
+/// Withings's notifications) when the deployment has a `public_url` providers can call.
 pub async fn callback(
     deps: &Deps,
     provider: &str,
     params: CallbackParams,
+    public_url: Option<&str>,
 ) -> Result<CallbackOutcome, DomainError> {
     let p = oauth_provider(provider)?;
     let slug = p.slug.as_str();
@@ -219,6 +223,7 @@ pub async fn callback(
         CodeExchange { code: Secret::new(code), redirect_uri: record.redirect_uri.clone(), client };
     let o = match deps.providers.exchange_code(slug, exchange).await {
         Ok(account) => {
+            let linked = account.clone();
             let new = NewConnection {
                 provider: p,
                 account,
@@ -228,7 +233,11 @@ pub async fn callback(
                 team_app_client_id,
                 import_op: None,
             };
-            said(connections::commit(deps, record.team_id, record.user_id, new).await?)
+            let o = said(connections::commit(deps, record.team_id, record.user_id, new).await?);
+            if let (LinkOutcome::Connected { .. }, Some(base)) = (&o, public_url) {
+                push::after_link(deps, slug, &linked, base, (record.team_id, record.user_id)).await;
+            }
+            o
         }
         Err(e) => {
             forget(deps, &state_key).await;

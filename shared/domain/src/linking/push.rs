@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::connections::AccountMarker;
+use super::connections::{AccountMarker, ConnectionRecord};
 use super::known_provider;
 use crate::Deps;
 use crate::error::DomainError;
@@ -13,7 +13,7 @@ use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::pipeline::pull::PollJob;
 use crate::pipeline::{Job, PullMessage};
-use crate::ports::providers::{PushOutcome, PushRequest};
+use crate::ports::providers::{OauthClient, ProviderAccount, PushOutcome, PushRequest};
 use crate::ports::{Outgoing, Query, QueueName, query_all};
 
 /// Most connections one notice may name (one provider user linked in several teams).
@@ -28,23 +28,64 @@ pub enum PushReply {
     Accepted { polls: usize },
 }
 
+/// A connection a push names, and the OAuth app its credentials were issued to (`None`: the
+/// platform's).
+struct Named {
+    team: TeamId,
+    user: UserId,
+    app: Option<OauthClient>,
+}
+
 pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Result<PushReply, DomainError> {
     let slug = &known_provider(provider)?.slug;
-    let notices = match deps.providers.push(slug, request) {
-        PushOutcome::Handshake { status, body } => return Ok(PushReply::Handshake { status, body }),
-        PushOutcome::Refused(reason) => {
-            tracing::warn!(provider = slug, reason, "push refused");
-            return Err(DomainError::Unauthenticated("the push is not signed by the provider".into()));
+    // Providers that sign with each connection's own app (WHOOP for a team's app) name their
+    // user first: the apps of that user's connections are the candidates, the platform's last.
+    let named = match deps.providers.push_claimed_user(slug, request) {
+        Some(claimed) => Some(named_connections(deps, slug, &claimed).await?),
+        None => None,
+    };
+    let mut apps: Vec<Option<OauthClient>> = Vec::new();
+    for n in named.iter().flatten() {
+        if !apps.iter().any(|a| same_app(a.as_ref(), n.app.as_ref())) {
+            apps.push(n.app.clone());
         }
-        PushOutcome::Notices(n) => n,
+    }
+    if !apps.contains(&None) {
+        apps.push(None);
+    }
+    let mut refusal = String::new();
+    let mut verified = None;
+    for app in apps {
+        match deps.providers.push(slug, app.as_ref(), request) {
+            PushOutcome::Handshake { status, body } => return Ok(PushReply::Handshake { status, body }),
+            PushOutcome::Refused(reason) => refusal = reason,
+            PushOutcome::Notices(n) => {
+                verified = Some((app, n));
+                break;
+            }
+        }
+    }
+    let Some((app, notices)) = verified else {
+        tracing::warn!(provider = slug, reason = refusal, "push refused");
+        return Err(DomainError::Unauthenticated("the push is not signed by the provider".into()));
     };
     let mut messages = Vec::new();
     for notice in &notices {
-        let index = keys::linking::provider_user_index(slug, &notice.external_user_id);
-        for item in query_all(deps.table.as_ref(), Query::gsi1(index), MAX_CONNECTIONS_PER_NOTICE).await? {
-            let Some(team) = item.key.pk.strip_prefix("TEAM#").and_then(TeamId::parse) else { continue };
-            let marker: AccountMarker = item.decode()?;
-            messages.push(poll(team, marker.user_id, slug, notice.range.map(|r| r.start)));
+        let since = notice.range.map(|r| r.start);
+        match &named {
+            // Only the connections issued to the app whose secret signed the push.
+            Some(named) => messages.extend(
+                named
+                    .iter()
+                    .filter(|n| same_app(n.app.as_ref(), app.as_ref()))
+                    .map(|n| poll(n.team, n.user, slug, since)),
+            ),
+            None => {
+                let index = keys::linking::provider_user_index(slug, &notice.external_user_id);
+                for (team, user) in markers(deps, index).await? {
+                    messages.push(poll(team, user, slug, since));
+                }
+            }
         }
     }
     let polls = messages.len();
@@ -55,9 +96,64 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
     Ok(PushReply::Accepted { polls })
 }
 
+fn same_app(a: Option<&OauthClient>, b: Option<&OauthClient>) -> bool {
+    a.map(|c| &c.client_id) == b.map(|c| &c.client_id)
+}
+
+/// The team and user of each connection of the provider's user `index` names.
+async fn markers(deps: &Deps, index: String) -> Result<Vec<(TeamId, UserId)>, DomainError> {
+    let mut out = Vec::new();
+    for item in query_all(deps.table.as_ref(), Query::gsi1(index), MAX_CONNECTIONS_PER_NOTICE).await? {
+        let Some(team) = item.key.pk.strip_prefix("TEAM#").and_then(TeamId::parse) else { continue };
+        let marker: AccountMarker = item.decode()?;
+        out.push((team, marker.user_id));
+    }
+    Ok(out)
+}
+
+/// The connections of the provider's user `claimed` (found through the account markers' index),
+/// each with the OAuth app that issued its credentials.
+async fn named_connections(deps: &Deps, slug: &str, claimed: &str) -> Result<Vec<Named>, DomainError> {
+    let mut out = Vec::new();
+    for (team, user) in markers(deps, keys::linking::provider_user_index(slug, claimed)).await? {
+        let Some(item) = deps.table.get(&keys::linking::connection(user, slug)).await? else { continue };
+        let conn: ConnectionRecord = item.decode()?;
+        if conn.team_id != team {
+            continue;
+        }
+        out.push(Named { team, user, app: conn.issuing_client(deps).await? });
+    }
+    Ok(out)
+}
+
 fn poll(team: TeamId, user: UserId, provider: &str, since: Option<chrono::NaiveDate>) -> Outgoing {
     let job = PollJob { team_id: team, user_id: user, provider: provider.to_owned(), since };
     Outgoing::now(PullMessage::Job(Job::Poll(job)).body())
+}
+
+/// Where `provider` pushes to on the deployment at `public_url`.
+pub fn callback_url(public_url: &str, provider: &str) -> String {
+    format!("{}/v2/provider_webhooks/{provider}", public_url.trim_end_matches('/'))
+}
+
+/// The provider's per-user set-up after a link (Withings subscribes the user's notifications
+/// to [`callback_url`]). Best effort: a failure is logged (ids only) and the link stands; the
+/// poll every 15 minutes still brings the user's data, and relinking tries again.
+pub async fn after_link(
+    deps: &Deps,
+    provider: &str,
+    account: &ProviderAccount,
+    public_url: &str,
+    (team, user): (TeamId, UserId),
+) {
+    let callback = callback_url(public_url, provider);
+    match deps.providers.after_link(provider, account, &callback).await {
+        Ok(()) => {
+            tracing::info!(team_id = %team, user_id = %user, provider, "provider set-up after link done")
+        }
+        Err(e) => tracing::warn!(team_id = %team, user_id = %user, provider, error = %e,
+            "provider set-up after link failed (notifications not subscribed)"),
+    }
 }
 
 /// How often the providers' push subscriptions are looked at (and created or renewed).

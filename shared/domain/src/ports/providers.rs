@@ -273,9 +273,30 @@ pub trait Providers: Send + Sync + 'static {
     }
 
     /// Reads a request `provider` sent to Wearlab's push endpoint: its handshake, notices of
-    /// changed data (signature checked), or a refusal. Providers without push refuse.
-    fn push(&self, _provider: &str, _request: &PushRequest) -> PushOutcome {
+    /// changed data (signature checked with `client`'s secret: a team's own OAuth app, or the
+    /// platform's app when `None`), or a refusal. Providers without push refuse.
+    fn push(&self, _provider: &str, _client: Option<&OauthClient>, _request: &PushRequest) -> PushOutcome {
         PushOutcome::Refused("this provider sends no push notifications here".into())
+    }
+
+    /// Per-user set-up at a real provider once an OAuth link is stored, e.g. subscribing the
+    /// user's notifications to `callback_url` (Withings). Nothing for the simulator and for
+    /// providers without such set-up; the caller treats a failure as best effort.
+    async fn after_link(
+        &self,
+        _provider: &str,
+        _account: &ProviderAccount,
+        _callback_url: &str,
+    ) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    /// The provider user id a push claims to be about, read from the request without checking
+    /// its signature (nothing is trusted yet): it only names the connections whose OAuth apps'
+    /// secrets the signature is then checked with. `None` when the provider's pushes are signed
+    /// with the platform's app alone (or name no user before their signature checks).
+    fn push_claimed_user(&self, _provider: &str, _request: &PushRequest) -> Option<String> {
+        None
     }
 
     /// Creates or renews the app-wide push subscriptions of every real provider that has them,

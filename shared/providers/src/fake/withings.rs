@@ -56,6 +56,9 @@ struct Inner {
     /// Every page says `more` with the same `offset` (a provider bug the adapter must survive).
     stuck_paging: bool,
     subscriptions: Vec<(String, String)>,
+    /// The status `notify subscribe` answers instead of subscribing (as when Withings cannot
+    /// reach the callback URL).
+    subscribe_refusal: Option<i64>,
 }
 
 impl Inner {
@@ -99,6 +102,7 @@ impl FakeWithings {
                 page_size: 100,
                 stuck_paging: false,
                 subscriptions: Vec::new(),
+                subscribe_refusal: None,
             })),
         }
     }
@@ -152,6 +156,11 @@ impl FakeWithings {
     /// The fixtures' user with credentials issued directly (as if linked).
     pub fn account(&self) -> ProviderAccount {
         self.lock().issuer.account(USER_ID.to_string())
+    }
+
+    /// `notify subscribe` answers `status` and subscribes nothing; every other call works.
+    pub fn refuse_subscriptions(&self, status: i64) {
+        self.lock().subscribe_refusal = Some(status);
     }
 
     /// The `(callbackurl, appli)` subscriptions made.
@@ -386,6 +395,9 @@ async fn data(State(fake): State<FakeWithings>, headers: HeaderMap, body: Bytes)
             let (Some(url), Some(appli)) = (form.get("callbackurl"), form.get("appli")) else {
                 return status(201);
             };
+            if let Some(code) = fake.lock().subscribe_refusal {
+                return status(code);
+            }
             fake.lock().subscriptions.push((url.clone(), appli.clone()));
             ok(json!({}))
         }

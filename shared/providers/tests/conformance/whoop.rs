@@ -285,6 +285,19 @@ fn push_is_read_only_when_signed_and_fresh() {
     assert!(notice_of("cycle.updated").is_empty(), "signed but nothing Wearlab maps");
 }
 
+#[test]
+fn a_push_names_its_user_before_its_signature_is_checked() {
+    let whoop =
+        Whoop::new(AppConfig { endpoints: Whoop::endpoints(), platform_client: None, push_token: None });
+    let body = fake::WEBHOOK_SLEEP_UPDATED.as_bytes();
+    // Whatever the signature: the claim only chooses whose secret checks it.
+    let push = fake::signed_push("any-secret", Utc::now().timestamp_millis(), body);
+    assert_eq!(whoop.push_claimed_user(&push).as_deref(), Some("10129"));
+    let mut unreadable = push.clone();
+    unreadable.body = b"not json".to_vec();
+    assert_eq!(whoop.push_claimed_user(&unreadable), None);
+}
+
 #[tokio::test]
 async fn revoke_reaches_whoop_and_refreshes_an_expired_token_first() {
     let (fake, whoop) = setup().await;

@@ -1,0 +1,216 @@
+//! WHOOP (linked through the team's own OAuth app) and Withings (the platform's app) end to end
+//! on the embedded app, each made real by `from_vars` as a deployment does and pointed at its
+//! local fake: linked with a link token through the fake's consent, the history pulled and read
+//! back, and a push bringing a new day as a `daily.data.*` event. A WHOOP push is signed with the
+//! secret of the team's app, which the push use case finds from the user the push names.
+//!
+//! The clock starts on 2026-11-22, inside the fixtures' days, so the history stops there and the
+//! fixtures' 2026-11-23 records are new when the push's poll runs two days later.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use http::{Method, StatusCode};
+use serde_json::json;
+use wearlab_domain::crypto::Secret;
+use wearlab_domain::linking::oauth::{self, CallbackParams};
+use wearlab_domain::ports::ManualClock;
+use wearlab_domain::ports::providers::OauthClient;
+use wearlab_models::ConnectionStatus;
+use wearlab_providers::Endpoints;
+use wearlab_providers::fake::whoop::{FakeWhoop, WEBHOOK_SLEEP_UPDATED};
+use wearlab_providers::fake::withings::FakeWithings;
+
+use super::{Real, connection_of, consent_through, drain, link_through, real_stack, summaries};
+
+const TEAM_WHOOP_SECRET: &str = "team-whoop-secret";
+
+fn team_whoop_app() -> OauthClient {
+    OauthClient { client_id: "team-whoop-app".into(), client_secret: Secret::new(TEAM_WHOOP_SECRET) }
+}
+
+fn withings_app() -> OauthClient {
+    OauthClient { client_id: "wearlab-withings".into(), client_secret: Secret::new("withings-app-secret") }
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 22, 9, 0, 0).unwrap()))
+}
+
+/// The variables pointing `slug` at a fake's `endpoints`.
+fn host_vars(slug: &str, endpoints: &Endpoints) -> HashMap<String, String> {
+    let prefix = format!("WEARLAB_PROVIDER_{}_", slug.to_ascii_uppercase());
+    HashMap::from([
+        (format!("{prefix}AUTHORIZE_URL"), endpoints.authorize.clone()),
+        (format!("{prefix}TOKEN_URL"), endpoints.token.clone()),
+        (format!("{prefix}API_URL"), endpoints.api.clone()),
+    ])
+}
+
+/// WHOOP made real by `WEARLAB_PROVIDER_WHOOP_V2_ENABLED` (no platform app), and the team's own
+/// WHOOP app registered through the API.
+async fn real_whoop() -> Real<FakeWhoop> {
+    let fake = FakeWhoop::new(team_whoop_app());
+    let mut vars = host_vars("whoop_v2", &fake.start().await);
+    vars.insert("WEARLAB_PROVIDER_WHOOP_V2_ENABLED".into(), "true".into());
+    let r =
+        real_stack(fake, clock(), |sim| wearlab_providers::from_vars(sim, |k| vars.get(k).cloned())).await;
+    let app = json!({"client_id": "team-whoop-app", "client_secret": TEAM_WHOOP_SECRET}).to_string();
+    let a = r.t.send(Method::PUT, "/v2/team/oauth_app/whoop_v2", Some(&r.t.key), Some(&app)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    r
+}
+
+/// Withings made real by its platform app.
+async fn real_withings() -> Real<FakeWithings> {
+    let fake = FakeWithings::new(withings_app());
+    let mut vars = host_vars("withings", &fake.start().await);
+    vars.insert("WEARLAB_PROVIDER_WITHINGS_CLIENT_ID".into(), withings_app().client_id);
+    vars.insert("WEARLAB_PROVIDER_WITHINGS_CLIENT_SECRET".into(), "withings-app-secret".into());
+    real_stack(fake, clock(), |sim| wearlab_providers::from_vars(sim, |k| vars.get(k).cloned())).await
+}
+
+fn daily<F>(r: &Real<F>, event_type: &str) -> Vec<wearlab_domain::ports::EventEnvelope> {
+    r.stack.bus.published().into_iter().filter(|e| e.event_type == event_type).collect()
+}
+
+#[tokio::test]
+async fn real_whoop_links_through_the_teams_app_and_pulls_history() {
+    let r = real_whoop().await;
+    let (user, oauth_url) = link_through(&r, "whoop_v2", "whoop-1").await;
+    assert_eq!(super::query_param(&oauth_url, "client_id").as_deref(), Some("team-whoop-app"));
+    let conn = connection_of(&r, &user, "whoop_v2").await;
+    assert_eq!(conn.external_user_id, wearlab_providers::fake::whoop::USER_ID.to_string());
+    assert_eq!(conn.team_app_client_id.as_deref(), Some("team-whoop-app"));
+
+    drain(&r).await;
+    let sleep = summaries(&r, "sleep", &user).await;
+    assert!(!sleep.is_empty(), "the history's sleeps");
+    assert!(sleep.iter().all(|s| s["source"]["provider"] == "whoop_v2"), "{sleep:?}");
+    assert!(sleep.iter().all(|s| s["calendar_date"].as_str() <= Some("2026-11-22")), "{sleep:?}");
+    assert!(!summaries(&r, "workouts", &user).await.is_empty());
+    assert!(!daily(&r, "historical.data.sleep.created").is_empty());
+}
+
+#[tokio::test]
+async fn a_whoop_push_signed_with_the_teams_secret_polls_and_announces_the_new_day() {
+    let r = real_whoop().await;
+    let (user, _) = link_through(&r, "whoop_v2", "whoop-2").await;
+    drain(&r).await;
+    r.t.clock.advance(chrono::Duration::days(2));
+
+    let push = |secret: &'static str| {
+        let request = wearlab_providers::fake::whoop::signed_push(
+            secret,
+            Utc::now().timestamp_millis(),
+            WEBHOOK_SLEEP_UPDATED.as_bytes(),
+        );
+        let headers: Vec<(String, String)> = request.headers;
+        let r = &r;
+        async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            r.t.send_as(
+                Method::POST,
+                "/v2/provider_webhooks/whoop_v2",
+                None,
+                &headers,
+                Some(WEBHOOK_SLEEP_UPDATED),
+            )
+            .await
+        }
+    };
+    // Signed with another app's secret: refused, nothing queued.
+    let a = push("someone-elses-secret").await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
+
+    let a = push(TEAM_WHOOP_SECRET).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    // The poll after the push fetched the days since the last poll: the workout of 2026-11-23
+    // is new (that night's sleep is not scored yet, so it is not kept).
+    let created = daily(&r, "daily.data.workouts.created");
+    assert_eq!(created.len(), 1, "the new workout, and only it");
+    assert_eq!(created[0].user_id.to_string(), user);
+    assert!(created[0].data.to_string().contains("2026-11-23"), "{}", created[0].data);
+    let daily_events =
+        r.stack.bus.published().into_iter().filter(|e| e.event_type.starts_with("daily.")).count();
+    assert_eq!(daily_events, 1, "nothing already pulled is announced again");
+}
+
+#[tokio::test]
+async fn real_withings_links_pulls_history_and_a_notification_brings_the_new_day() {
+    let r = real_withings().await;
+    let (user, oauth_url) = link_through(&r, "withings", "withings-1").await;
+    assert_eq!(super::query_param(&oauth_url, "client_id").as_deref(), Some("wearlab-withings"));
+    let conn = connection_of(&r, &user, "withings").await;
+    assert_eq!(conn.external_user_id, wearlab_providers::fake::withings::USER_ID.to_string());
+    assert!(r.fake.subscriptions().is_empty(), "no public URL here: Withings would refuse the callback");
+
+    drain(&r).await;
+    let activity = summaries(&r, "activity", &user).await;
+    assert_eq!(activity.len(), 2, "the fixtures' days up to today: {activity:?}");
+    assert!(activity.iter().all(|a| a["source"]["provider"] == "withings"), "{activity:?}");
+    assert!(!summaries(&r, "sleep", &user).await.is_empty());
+    assert!(!daily(&r, "historical.data.activity.created").is_empty());
+
+    // Withings's reachability check, then its notification of new activity on 2026-11-23.
+    r.t.clock.advance(chrono::Duration::days(2));
+    let a = r.t.send(Method::HEAD, "/v2/provider_webhooks/withings", None, None).await;
+    assert_eq!(a.status, StatusCode::OK);
+    let start = Utc.with_ymd_and_hms(2026, 11, 23, 0, 0, 0).unwrap().timestamp();
+    let body =
+        format!("userid={}&appli=16&startdate={start}&enddate={}", conn.external_user_id, start + 86_399);
+    let a = r.t.send_as(Method::POST, "/v2/provider_webhooks/withings", None, &[], Some(&body)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    let created = daily(&r, "daily.data.activity.created");
+    assert_eq!(created.len(), 1, "the new day, and only it: {created:?}");
+    assert_eq!(created[0].user_id.to_string(), user);
+    assert_eq!(created[0].data["calendar_date"], "2026-11-23");
+}
+
+/// A Withings link whose callback runs as link-api runs it with `WEARLAB_PUBLIC_URL` set to
+/// `public_url`: the user, and where the browser is sent on.
+async fn link_on_public_deployment(
+    r: &Real<FakeWithings>,
+    client_user_id: &str,
+    public_url: &str,
+) -> (String, String) {
+    let (user, _, back) = consent_through(r, "withings", client_user_id).await;
+    let params = CallbackParams {
+        code: super::query_param(&back, "code"),
+        state: super::query_param(&back, "state"),
+        error: None,
+    };
+    let out = oauth::callback(&r.t.deps, "withings", params, Some(public_url)).await.unwrap();
+    (user, out.redirect_to.unwrap())
+}
+
+#[tokio::test]
+async fn a_withings_link_subscribes_the_users_notifications_on_a_public_deployment() {
+    let r = real_withings().await;
+    let (user, done) = link_on_public_deployment(&r, "withings-2", "https://api.example/").await;
+    assert!(done.contains("state=success"), "{done}");
+    let subs = r.fake.subscriptions();
+    let applis: Vec<&str> = subs.iter().map(|(_, appli)| appli.as_str()).collect();
+    assert_eq!(applis, ["1", "2", "4", "16", "44"]);
+    assert!(
+        subs.iter().all(|(url, _)| url == "https://api.example/v2/provider_webhooks/withings"),
+        "{subs:?}"
+    );
+    assert_eq!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected);
+}
+
+#[tokio::test]
+async fn a_failed_withings_subscription_leaves_the_link_standing() {
+    let r = real_withings().await;
+    // Withings refuses the subscription (its check of the callback URL failed, say).
+    r.fake.refuse_subscriptions(2554);
+    let (user, done) = link_on_public_deployment(&r, "withings-3", "https://api.example").await;
+    assert!(done.contains("state=success"), "best effort: the link stands: {done}");
+    assert_eq!(r.fake.calls("subscribe"), 1, "asked, refused, not retried in the callback");
+    assert!(r.fake.subscriptions().is_empty());
+    assert_eq!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected);
+}
