@@ -3,6 +3,7 @@
 //! Local data directory by default (`WEARLAB_DATA_DIR`, `.local/`); `--aws` works on the table
 //! named by `WEARLAB_TABLE_NAME` with the usual AWS credentials and `AWS_ENDPOINT_URL`.
 //! `dlq list|redrive <queue>` inspects and redrives the dead-letter queues (SQS with `--aws`).
+//! `providers backfill-push-index --team <id>` repairs the provider-push index of old markers.
 //! Run it while the local stack is stopped: the local table file has one writer at a time.
 
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use clap::{Parser, Subcommand};
 use wearlab_domain::ids::TeamId;
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::ports::{Clock, SystemClock};
-use wearlab_domain::{Deps, dead_letters, fair_use, teams};
+use wearlab_domain::{Deps, dead_letters, fair_use, linking, teams};
 
 #[derive(Parser)]
 #[command(name = "wearlab-admin", about = "Teams, their API keys and features, of a Wearlab installation")]
@@ -44,6 +45,29 @@ enum Command {
     Dlq {
         #[command(subcommand)]
         command: DlqCommand,
+    },
+    /// Provider connections.
+    Providers {
+        #[command(subcommand)]
+        command: ProvidersCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProvidersCommand {
+    /// Gives a team's provider-account markers written before the provider-push index existed
+    /// their index entry, so that pushes find those connections. Idempotent; prints the counts
+    /// and, when --max-pages stopped it early, `next` to pass as --after.
+    BackfillPushIndex {
+        #[arg(long)]
+        team: String,
+        /// `next` of a previous run.
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        page_size: u32,
+        #[arg(long, default_value_t = 100)]
+        max_pages: usize,
     },
 }
 
@@ -231,6 +255,20 @@ async fn run(cli: Cli) -> Result<(), String> {
         Command::Key { command: KeyCommand::Revoke { team, key_id } } => {
             teams::revoke_key(&deps, team_id(team)?, key_id).await.map_err(|e| e.to_string())?;
             serde_json::json!({ "revoked": key_id })
+        }
+        Command::Providers {
+            command: ProvidersCommand::BackfillPushIndex { team, after, page_size, max_pages },
+        } => {
+            let report = linking::backfill::backfill_push_index(
+                &deps,
+                team_id(team)?,
+                after.as_deref(),
+                *page_size,
+                *max_pages,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            to_json(&report)
         }
         Command::Dlq { .. } => unreachable!("handled above"),
     };

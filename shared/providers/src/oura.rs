@@ -385,15 +385,7 @@ impl Adapter for Oura {
     }
 
     fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        let mut url = url::Url::parse(&self.config.endpoints.authorize)
-            .map_err(|e| ProviderError::Api(format!("{SLUG} authorize URL is not a URL: {e}")))?;
-        url.query_pairs_mut()
-            .append_pair("response_type", "code")
-            .append_pair("client_id", &request.client_id)
-            .append_pair("redirect_uri", &request.redirect_uri)
-            .append_pair("state", &request.state)
-            .append_pair("scope", SCOPES);
-        Ok(url.into())
+        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
     }
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
@@ -403,11 +395,7 @@ impl Adapter for Oura {
             &self.config.endpoints.token,
             &exchange.client,
             ClientAuth::Body,
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("code", exchange.code.expose().to_owned()),
-                ("redirect_uri", exchange.redirect_uri.clone()),
-            ],
+            oauth::authorization_code_form(exchange),
             ProviderError::CredentialError,
         )
         .await?;

@@ -2,6 +2,7 @@
 //! HTTP, demo connections, connections and their deletion, refresh, team OAuth apps, events
 //! (embedded bus and EventBridge -> SQS on moto), and that no secret reaches logs or answers.
 
+mod backfill;
 mod catalog;
 mod connections;
 mod events;

@@ -40,6 +40,9 @@ pub fn provider_account_prefix(provider: &str, external_user_id: &str) -> String
     format!("PROVACCT#{}#{}#", escape(provider), escape(external_user_id))
 }
 
+/// Prefix of every provider-account marker of the team.
+pub const PROVIDER_ACCOUNT_MARKERS: &str = "PROVACCT#";
+
 /// Prefix of every provider-account marker of one provider in the team (bulk export).
 pub fn provider_accounts_prefix(provider: &str) -> String {
     format!("PROVACCT#{}#", escape(provider))
@@ -55,6 +58,21 @@ pub fn provider_user_index(provider: &str, external_user_id: &str) -> String {
     format!("PROVUSER#{}#{}", escape(provider), escape(external_user_id))
 }
 
+/// The provider and its user's id of a provider-account marker's sort key.
+pub fn parse_provider_account(sk: &str) -> Option<(String, String)> {
+    let mut parts = sk.strip_prefix(PROVIDER_ACCOUNT_MARKERS)?.split('#');
+    let (provider, external, _user) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((unescape(provider), unescape(external)))
+}
+
+/// The inverse of [`escape`].
+fn unescape(s: &str) -> String {
+    s.replace("%23", "#").replace("%25", "%")
+}
+
 /// GSI1 sort key of a provider-account marker.
 pub fn provider_user_index_sort(team: TeamId, user: UserId) -> String {
     format!("{team}#{user}")
@@ -68,4 +86,25 @@ pub fn team_oauth_app(team: TeamId, provider: &str) -> Key {
 /// The team's linking settings.
 pub fn team_link_config(team: TeamId) -> Key {
     Key::new(format!("TEAM#{team}"), "SETTINGS#LINK")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_keys_give_back_provider_and_user() {
+        let (team, user) = (TeamId::new_random(), UserId::new_random());
+        for (provider, external) in [("oura", "abc"), ("withings", "a#b%23c%"), ("whoop_v2", "")] {
+            let key = provider_account(team, provider, external, user);
+            assert_eq!(
+                parse_provider_account(&key.sk),
+                Some((provider.to_owned(), external.to_owned())),
+                "{}",
+                key.sk
+            );
+        }
+        assert_eq!(parse_provider_account("PROVACCT#oura#x"), None);
+        assert_eq!(parse_provider_account("USER#x"), None);
+    }
 }

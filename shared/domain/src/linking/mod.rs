@@ -3,6 +3,7 @@
 //!
 //! The rules live here; what a provider does is behind the `Providers` port.
 
+pub mod backfill;
 pub mod connections;
 pub mod demo;
 pub mod oauth;

@@ -131,12 +131,12 @@ async fn fetches_every_resource_across_pages_with_units() {
     let activity = fetch("activity").await;
     assert_eq!(activity.len(), 3);
     let a = by_date(&activity, "2026-11-20");
-    assert_eq!(a["steps"], 9120.0);
-    assert_eq!(a["calories_active"], 412.0);
-    assert_eq!(a["calories_total"], 2480.0);
-    assert_eq!(a["distance_m"], 7320.0);
-    assert_eq!(a["low_minutes"], 240.0, "seconds to minutes");
-    assert_eq!(a["high_minutes"], 15.0);
+    assert_eq!(a["steps"], 9421.0);
+    assert_eq!(a["calories_active"], 612.0);
+    assert_eq!(a["calories_total"], 2840.0);
+    assert_eq!(a["distance_m"], 7150.0);
+    assert_eq!(a["low_minutes"], 297.0, "seconds to minutes");
+    assert_eq!(a["high_minutes"], 19.0);
     // Three documents at two a page: two pages.
     assert_eq!(fake.calls("daily_activity"), 2);
 
