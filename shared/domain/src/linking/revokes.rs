@@ -28,7 +28,7 @@ use crate::crypto::Sealed;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
-use crate::ports::providers::{ProviderAccount, ProviderCredentials};
+use crate::ports::providers::{ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp};
 
@@ -160,18 +160,32 @@ async fn process(deps: &Deps, mut record: PendingRecord, version: u64) -> Result
         Err(StoreError::ConditionFailed { .. }) => return Ok(false),
         Err(e) => return Err(e.into()),
     }
-    let mut left = Vec::new();
-    for entry in std::mem::take(&mut record.entries) {
-        match revoke(deps, &record, &old_key, &entry).await {
-            Ok(()) => {
-                tracing::info!(user_id = %record.user_id, provider = %entry.provider, "deregistered at provider")
+    // The providers are told at the same time (at most `MAX_CONNECTIONS` of them).
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, entry) in record.entries.iter().enumerate() {
+        let (deps, team, key, entry) = (deps.clone(), record.team_id, old_key.clone(), entry.clone());
+        tasks.spawn(async move { (i, revoke(&deps, team, &key, &entry).await) });
+    }
+    let mut revoked = vec![false; record.entries.len()];
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok((i, Ok(()))) => {
+                revoked[i] = true;
+                tracing::info!(user_id = %record.user_id, provider = %record.entries[i].provider, "deregistered at provider")
             }
-            Err(e) => {
-                tracing::warn!(user_id = %record.user_id, provider = %entry.provider, attempt = record.attempts, error = %e, "deregistration at provider failed");
-                left.push(entry);
+            Ok((i, Err(e))) => {
+                tracing::warn!(user_id = %record.user_id, provider = %record.entries[i].provider, attempt = record.attempts, error = %e, "deregistration at provider failed");
             }
+            // A task that panicked: its entry is not known here; every entry not reported done
+            // is kept below.
+            Err(e) => tracing::warn!(user_id = %record.user_id, error = %e, "deregistration task failed"),
         }
     }
+    let left: Vec<Entry> = std::mem::take(&mut record.entries)
+        .into_iter()
+        .zip(revoked)
+        .filter_map(|(e, r)| (!r).then_some(e))
+        .collect();
     if left.is_empty() || !retries_left {
         for entry in &left {
             tracing::warn!(
@@ -187,20 +201,28 @@ async fn process(deps: &Deps, mut record: PendingRecord, version: u64) -> Result
     Ok(true)
 }
 
-async fn revoke(deps: &Deps, record: &PendingRecord, k: &Key, entry: &Entry) -> Result<(), DomainError> {
+/// Why one revoke did not go through (ids and provider errors only: no credentials).
+#[derive(Debug, thiserror::Error)]
+enum RevokeFailure {
+    #[error("the sealed credentials do not open with the data key")]
+    Sealed,
+    #[error("the team's OAuth app: {0}")]
+    Client(DomainError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+async fn revoke(deps: &Deps, team: TeamId, k: &Key, entry: &Entry) -> Result<(), RevokeFailure> {
     let credentials: ProviderCredentials = deps
         .data_key
         .open_json(&entry.credentials, &seal_context(k, &entry.provider))
-        .map_err(|_| super::corrupt("pending revoke credentials do not open with the data key"))?;
+        .map_err(|_| RevokeFailure::Sealed)?;
     let client = match entry.team_app_client_id {
-        Some(_) => team::team_client(deps, record.team_id, &entry.provider).await?,
+        Some(_) => team::team_client(deps, team, &entry.provider).await.map_err(RevokeFailure::Client)?,
         None => None,
     };
     let account = ProviderAccount { external_user_id: entry.external_user_id.clone(), credentials };
-    deps.providers
-        .deregister(&entry.provider, client.as_ref(), &account)
-        .await
-        .map_err(|e| DomainError::Busy(format!("provider {}: {e}", entry.provider)))
+    Ok(deps.providers.deregister(&entry.provider, client.as_ref(), &account).await?)
 }
 
 /// The sweep: attempts every pending revoke whose next attempt is due (at most [`SWEEP_MAX`]
@@ -218,8 +240,14 @@ pub async fn retry_due(deps: &Deps) -> Result<usize, DomainError> {
                 continue;
             }
         };
-        if process(deps, record, item.version).await? {
-            claimed += 1;
+        let user_id = record.user_id;
+        // One item's store error (or its erasure meanwhile) does not stop the others.
+        match process(deps, record, item.version).await {
+            Ok(true) => claimed += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(user_id = %user_id, error = %e, "pending revoke not stored back; retried when due")
+            }
         }
     }
     Ok(claimed)
