@@ -4,6 +4,8 @@
 //!   it too; the sweep decides how late an unread order's `labtest.order.updated` can be), and
 //! - publishes events left staged in the outbox (a crash or a refused publish after the change
 //!   they announce was stored), and
+//! - retries the revokes at providers of removed connections that are due
+//!   (`linking::revokes`), and
 //! - once an hour, creates or renews the real providers' push subscriptions to
 //!   `WEARLAB_PUBLIC_URL` (only when it is set: providers need a public address).
 
@@ -18,6 +20,8 @@ pub struct Outcome {
     pub orders: usize,
     /// Staged outbox entries published.
     pub relayed: usize,
+    /// Pending provider revokes attempted.
+    pub revokes: usize,
 }
 
 /// Runs both sweeps, whatever the event (the scheduled rule's "Scheduled Event"; any other
@@ -30,14 +34,15 @@ pub async fn handle(deps: &Deps) -> Result<Outcome, DomainError> {
     let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
     let orders = advance_due(deps, &Links::for_host(configured.as_deref(), None, None)).await;
     let relayed = outbox::relay(deps).await;
+    let revokes = wearlab_domain::linking::revokes::retry_due(deps).await;
     if let Some(url) = configured.as_deref().filter(|u| !u.is_empty())
         && let Err(e) = wearlab_domain::linking::push::maintain_subscriptions(deps, url).await
     {
         tracing::warn!(error = %e, "push subscriptions not looked at");
     }
-    let (orders, relayed) = (orders?, relayed?);
+    let (orders, relayed, revokes) = (orders?, relayed?, revokes?);
     if orders > 0 {
         tracing::info!(orders, "open-order sweep");
     }
-    Ok(Outcome { orders, relayed })
+    Ok(Outcome { orders, relayed, revokes })
 }

@@ -53,7 +53,7 @@ struct DeletedClientUserId {
 /// created, the hourly sweep erases the user from the pending record instead.
 pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), DomainError> {
     let mut tries = 0..users::COUNT_TRIES;
-    let (staged, connections, erase_at) = loop {
+    let (staged, revokes, erase_at) = loop {
         let Some(attempt) = tries.next() else { return Err(users::users_busy()) };
         let (current, version) = load_active(deps, team, user_id).await?;
         let now = deps.now();
@@ -62,7 +62,7 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         deleted.deletion = Some(Deletion { deleted_at: now, erase_at });
         // Every connection goes now, in the same transaction; the providers are told after it.
         deleted.connections.clear();
-        let (removals, connections) = crate::linking::connections::removal(deps, team, user_id).await?;
+        let (removals, revokes) = crate::linking::connections::removal(deps, team, user_id).await?;
         let expiry = Some(erase_at.timestamp());
         let mut ops = vec![
             WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
@@ -92,7 +92,7 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         let staged = Staged::new(deps, user_id, vec![lifecycle_events::deleted(&current, now, erase_at)]);
         ops.push(staged.write_op());
         match deps.table.transact(ops).await {
-            Ok(()) => break (staged, connections, erase_at),
+            Ok(()) => break (staged, revokes, erase_at),
             // The user or its connections changed between our reads and the write, or the team
             // has no counter item yet (created here): read again (a user deleted meanwhile is
             // then a 404).
@@ -106,7 +106,7 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         }
     };
     staged.publish(deps).await;
-    crate::linking::connections::deregister_at_providers(deps, user_id, connections).await;
+    revokes.attempt(deps).await;
     let schedule = Schedule {
         name: keys::erasure_schedule_name(user_id),
         at: erase_at,

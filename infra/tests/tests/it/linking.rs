@@ -9,6 +9,7 @@ mod events;
 mod oauth;
 mod password;
 mod refresh;
+mod revokes;
 mod secrets;
 mod team;
 mod tokens;

@@ -476,8 +476,9 @@ async fn pipeline_erasure_leaves_no_data_item() {
 }
 
 /// The simulator, except that one chunk of one resource fails once, and that a poll (a range
-/// of a few days) of `densify` gives its last day's hourly samples as 1-second samples.
-struct FlakyProviders {
+/// of a few days) of `densify` gives its last day's hourly samples as 1-second samples, and
+/// that the first `revoke_fails` revokes fail (`revoked` counts those reaching the simulator).
+pub(crate) struct FlakyProviders {
     inner: std::sync::Arc<dyn Providers>,
     resource: &'static str,
     chunk_start: chrono::NaiveDate,
@@ -485,11 +486,13 @@ struct FlakyProviders {
     densify: Option<&'static str>,
     /// Fetches of this provider wait while the flag is set (a slow source the test lets go).
     slow: Option<(&'static str, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+    pub(crate) revoke_fails: std::sync::atomic::AtomicUsize,
+    pub(crate) revoked: std::sync::atomic::AtomicUsize,
 }
 
 impl FlakyProviders {
     /// The simulator, unaltered.
-    fn plain(inner: std::sync::Arc<dyn Providers>) -> Self {
+    pub(crate) fn plain(inner: std::sync::Arc<dyn Providers>) -> Self {
         Self {
             inner,
             resource: "",
@@ -497,6 +500,8 @@ impl FlakyProviders {
             failed: Default::default(),
             densify: None,
             slow: None,
+            revoke_fails: Default::default(),
+            revoked: Default::default(),
         }
     }
 }
@@ -582,7 +587,13 @@ impl Providers for FlakyProviders {
         app: Option<&OauthClient>,
         a: &ProviderAccount,
     ) -> Result<(), ProviderError> {
-        self.inner.deregister(p, app, a).await
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.revoke_fails.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return Err(ProviderError::Api("the provider's deauthorization endpoint answered 500".into()));
+        }
+        self.inner.deregister(p, app, a).await?;
+        self.revoked.fetch_add(1, SeqCst);
+        Ok(())
     }
     async fn connect_demo(&self, p: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
         self.inner.connect_demo(p, seed).await
@@ -659,6 +670,8 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
         failed: Default::default(),
         densify: None,
         slow: None,
+        revoke_fails: Default::default(),
+        revoked: Default::default(),
     })
     .await;
     let user = user_with(&t, "pl-9").await;

@@ -10,6 +10,7 @@ use wearlab_models::{
     UserConnection, UserConnections,
 };
 
+use super::revokes::Pending;
 use super::tokens::{TokenState, ValidToken};
 use super::{corrupt, known_provider, team};
 use crate::Deps;
@@ -345,7 +346,8 @@ pub async fn deregister(
         };
         let mut next_user = user.clone();
         next_user.connections.retain(|c| c.provider != info.slug);
-        let ops = vec![
+        let pending = Pending::new(deps, team, user_id, std::slice::from_ref(&conn))?;
+        let mut ops = vec![
             WriteOp::Delete { key: conn.key(), condition: Condition::VersionIs(version) },
             WriteOp::Put {
                 item: next_user.to_item(user_version + 1),
@@ -356,10 +358,11 @@ pub async fn deregister(
                 condition: Condition::None,
             },
         ];
+        ops.extend(pending.write_op());
         match deps.table.transact(ops).await {
             Ok(()) => {
                 tracing::info!(team_id = %team, user_id = %user_id, provider, "connection removed");
-                deregister_at_providers(deps, user_id, vec![conn]).await;
+                pending.attempt(deps).await;
                 return Ok(());
             }
             Err(StoreError::ConditionFailed { .. }) => continue,
@@ -369,13 +372,14 @@ pub async fn deregister(
     Err(DomainError::Busy("the user is being changed concurrently, retry".into()))
 }
 
-/// The writes removing every connection of a user (with their markers), for user deletion,
-/// and the connections, to deregister once the writes are done.
+/// The writes removing every connection of a user (with their markers) and storing their
+/// pending revokes (one item: at most 2 * MAX_CONNECTIONS + 1 writes), for user deletion, and
+/// the pending revokes, to attempt once the writes are done.
 pub(crate) async fn removal(
     deps: &Deps,
     team: TeamId,
     user_id: UserId,
-) -> Result<(Vec<WriteOp>, Vec<ConnectionRecord>), DomainError> {
+) -> Result<(Vec<WriteOp>, Pending), DomainError> {
     let conns: Vec<ConnectionRecord> = load_all(deps, user_id).await?.into_iter().map(|(c, _)| c).collect();
     let mut ops = Vec::with_capacity(conns.len() * 2);
     for c in &conns {
@@ -385,41 +389,7 @@ pub(crate) async fn removal(
             condition: Condition::None,
         });
     }
-    Ok((ops, conns))
-}
-
-/// Tells each provider Wearlab no longer acts for the user. Best effort: the connection is
-/// already gone on our side; a provider that fails is logged (ids only).
-pub(crate) async fn deregister_at_providers(deps: &Deps, user_id: UserId, conns: Vec<ConnectionRecord>) {
-    let mut tasks = tokio::task::JoinSet::new();
-    for c in conns {
-        let deps = deps.clone();
-        tasks.spawn(async move {
-            let account = match c.account(&deps) {
-                Ok(account) => account,
-                Err(e) => return (c.provider, Err(e.to_string())),
-            };
-            let client = match c.issuing_client(&deps).await {
-                Ok(client) => client,
-                Err(e) => return (c.provider, Err(e.to_string())),
-            };
-            let r = deps
-                .providers
-                .deregister(&c.provider, client.as_ref(), &account)
-                .await
-                .map_err(|e| e.to_string());
-            (c.provider, r)
-        });
-    }
-    while let Some(done) = tasks.join_next().await {
-        match done {
-            Ok((provider, Ok(()))) => {
-                tracing::info!(user_id = %user_id, provider, "deregistered at provider")
-            }
-            Ok((provider, Err(e))) => {
-                tracing::warn!(user_id = %user_id, provider, error = %e, "deregistration at provider failed")
-            }
-            Err(e) => tracing::warn!(user_id = %user_id, error = %e, "deregistration task failed"),
-        }
-    }
+    let pending = Pending::new(deps, team, user_id, &conns)?;
+    ops.extend(pending.write_op());
+    Ok((ops, pending))
 }

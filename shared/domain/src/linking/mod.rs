@@ -10,6 +10,7 @@ pub mod oauth;
 pub mod password;
 pub mod push;
 pub mod refresh;
+pub mod revokes;
 pub mod team;
 pub mod tokens;
 pub mod widget;
