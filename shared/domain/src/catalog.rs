@@ -98,16 +98,39 @@ impl Catalog {
             .collect()
     }
 
-    /// [`Catalog::list`] as this deployment offers it: a provider Wearlab could link for real
-    /// but whose OAuth app is not configured says it is demo only.
+    /// [`Catalog::list`] as this deployment offers it: a provider with a real adapter lists the
+    /// resources the adapter fills, and one whose OAuth app is not configured says it is demo
+    /// only.
     pub fn list_on(&self, providers: &dyn Providers, source_type: Option<&str>) -> Vec<ProviderEntry> {
         let mut entries = self.list(source_type);
         for e in &mut entries {
+            e.supported_resources = self.resources_on(providers, &e.slug);
             if providers.demo_only(&e.slug) {
                 e.description.push_str(DEMO_ONLY_NOTE);
             }
         }
         entries
+    }
+
+    /// The resources `slug` offers on a deployment: where the build has a real adapter for it,
+    /// exactly those the adapter fills (for its demo connections too, so that no listed
+    /// resource is one a real link leaves empty), else the reference data's. The `connection`
+    /// marker stays where the reference data has it.
+    pub fn resources_on(&self, providers: &dyn Providers, slug: &str) -> Vec<Resource> {
+        let Some(info) = self.get(slug) else { return Vec::new() };
+        let Some(filled) = providers.resources(slug) else { return info.supported_resources.clone() };
+        let mut out: Vec<Resource> = filled.iter().map(|r| Resource::from(*r)).collect();
+        if info.supported_resources.contains(&Resource::Connection) {
+            out.push(Resource::Connection);
+        }
+        out
+    }
+
+    /// [`Catalog::resources_on`] without the `connection` marker: what can be fetched.
+    pub fn data_resources_on(&self, providers: &dyn Providers, slug: &str) -> Vec<Resource> {
+        let mut out = self.resources_on(providers, slug);
+        out.retain(|r| *r != Resource::Connection);
+        out
     }
 
     /// How a provider is named on users and events; a slug no longer in the catalog keeps its

@@ -290,9 +290,10 @@ pub async fn refresh(
     let mut polls = tokio::task::JoinSet::new();
     for (conn, _) in connections::load_all(deps, user_id).await? {
         if conn.status != ConnectionStatus::Connected {
-            result
-                .failed_sources
-                .extend(entries(&conn.provider, pipeline::pull::data_resources(&conn.provider)));
+            result.failed_sources.extend(entries(
+                &conn.provider,
+                pipeline::pull::data_resources(deps.providers.as_ref(), &conn.provider),
+            ));
             continue;
         }
         let job = PollJob { team_id: team, user_id, provider: conn.provider.clone(), since: Some(since) };
@@ -311,7 +312,9 @@ pub async fn refresh(
         let (done, failed, pending) = match polled {
             Ok(Polled::Polled { done, failed, pending }) => (done, failed, pending),
             // Nothing to fetch (outside the user's ingestion bounds, or gone meanwhile).
-            Ok(Polled::Nothing) => (pipeline::pull::data_resources(&provider), vec![], vec![]),
+            Ok(Polled::Nothing) => {
+                (pipeline::pull::data_resources(deps.providers.as_ref(), &provider), vec![], vec![])
+            }
             Ok(Polled::NoAccess { error: Some(e), resources }) => {
                 linking::refresh::record_refusal(deps, &conn, &e).await;
                 (vec![], resources, vec![])
@@ -319,7 +322,7 @@ pub async fn refresh(
             Ok(Polled::NoAccess { error: None, resources }) => (vec![], vec![], resources),
             Err(e) => {
                 tracing::warn!(user_id = %user_id, provider, error = %e, "refresh of a source failed");
-                (vec![], pipeline::pull::data_resources(&provider), vec![])
+                (vec![], pipeline::pull::data_resources(deps.providers.as_ref(), &provider), vec![])
             }
         };
         result.refreshed_sources.extend(entries(&provider, done));

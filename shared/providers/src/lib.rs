@@ -46,19 +46,27 @@ pub fn from_vars(sim: Arc<dyn Providers>, var: impl Fn(&str) -> Option<String>) 
     };
     let mut routes = Vec::new();
     let mut available = Vec::new();
-    let mut add = |adapter: Arc<dyn Adapter>, config: AppConfig| {
-        available.push(adapter.slug());
+    for (adapter, config) in adapters(&var) {
+        available.push(adapter.clone());
         if enabled(adapter.slug(), &config) {
             routes.push(Route { adapter, config });
         }
-    };
+    }
+    Arc::new(RealProviders::new(sim, routes).with_available(&available))
+}
+
+/// Every adapter in this build with its configuration from `var`, whether the operator
+/// activated it or not.
+pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, AppConfig)> {
+    let mut all = Vec::new();
+    let mut add = |adapter: Arc<dyn Adapter>, config: AppConfig| all.push((adapter, config));
     let config = AppConfig::from_vars(oura::SLUG, oura::Oura::endpoints(), &var);
     add(Arc::new(oura::Oura::new(config.clone())), config);
     let config = AppConfig::from_vars(whoop::SLUG, whoop::Whoop::endpoints(), &var);
     add(Arc::new(whoop::Whoop::new(config.clone())), config);
     let config = AppConfig::from_vars(withings::SLUG, withings::Withings::endpoints(), &var);
     add(Arc::new(withings::Withings::new(config.clone())), config);
-    Arc::new(RealProviders::new(sim, routes).with_available(available))
+    all
 }
 
 #[cfg(test)]
@@ -87,6 +95,45 @@ mod tests {
         assert_eq!(configured.platform_oauth_client("oura").unwrap().client_id, "id");
         let url = configured.authorize_url("oura", &request()).unwrap();
         assert!(url.starts_with("https://cloud.ouraring.com/oauth/authorize?"), "{url}");
+    }
+
+    #[test]
+    fn every_adapter_is_listed_with_exactly_the_resources_it_fills() {
+        use wearlab_domain::catalog::catalog;
+        use wearlab_domain::pipeline::normalize::is_modelled;
+        use wearlab_models::Resource;
+        let all = adapters(|_| None);
+        assert!(all.len() >= 3);
+        // Configured or not, the listing is the adapter's: demo connections of a provider with an
+        // adapter pull the same resources a real link would.
+        for configured in [false, true] {
+            let providers = from_vars(wearlab_sim::providers(), |k| {
+                (configured && k.starts_with("WEARLAB_PROVIDER_")).then(|| "x".to_owned())
+            });
+            let listed = catalog().list_on(providers.as_ref(), None);
+            for (adapter, _) in &all {
+                let slug = adapter.slug();
+                let entry =
+                    listed.iter().find(|e| e.slug == slug).unwrap_or_else(|| panic!("{slug} not listed"));
+                let data: Vec<&str> = entry
+                    .supported_resources
+                    .iter()
+                    .filter(|r| **r != Resource::Connection)
+                    .map(Resource::as_str)
+                    .collect();
+                assert_eq!(data, adapter.resources(), "{slug}");
+                for r in adapter.resources() {
+                    assert!(Resource::known(r).is_some(), "{slug}: {r} is not a documented resource");
+                    assert!(is_modelled(r), "{slug}: {r} is not stored by the pipeline");
+                }
+                let pulled = wearlab_domain::pipeline::pull::data_resources(providers.as_ref(), slug);
+                let mut pulled_sorted = pulled.clone();
+                pulled_sorted.sort();
+                let mut filled: Vec<String> = adapter.resources().iter().map(|r| (*r).to_owned()).collect();
+                filled.sort();
+                assert_eq!(pulled_sorted, filled, "{slug}: the pull fetches what the adapter fills");
+            }
+        }
     }
 
     #[test]

@@ -26,20 +26,22 @@ pub struct Route {
 pub struct RealProviders {
     sim: Arc<dyn Providers>,
     routes: HashMap<&'static str, Route>,
-    /// Providers with an adapter in this build, active or not.
-    available: Vec<&'static str>,
+    /// Providers with an adapter in this build, active or not, with the resources it fills.
+    available: HashMap<&'static str, &'static [&'static str]>,
 }
 
 impl RealProviders {
     pub fn new(sim: Arc<dyn Providers>, routes: Vec<Route>) -> Self {
         let routes: HashMap<_, _> = routes.into_iter().map(|r| (r.adapter.slug(), r)).collect();
-        Self { sim, available: routes.keys().copied().collect(), routes }
+        let available = routes.iter().map(|(slug, r)| (*slug, r.adapter.resources())).collect();
+        Self { sim, available, routes }
     }
 
-    /// Names the providers that have an adapter in this build, so those without an OAuth app
-    /// configured are listed as demo only.
-    pub fn with_available(mut self, slugs: Vec<&'static str>) -> Self {
-        self.available = slugs;
+    /// Names the adapters in this build, active or not, so that providers without an OAuth app
+    /// configured are listed as demo only, and every provider with an adapter offers the
+    /// resources its adapter fills.
+    pub fn with_available(mut self, adapters: &[Arc<dyn Adapter>]) -> Self {
+        self.available = adapters.iter().map(|a| (a.slug(), a.resources())).collect();
         self
     }
 
@@ -214,7 +216,11 @@ impl Providers for RealProviders {
     }
 
     fn demo_only(&self, provider: &str) -> bool {
-        self.available.contains(&provider) && !self.routes.contains_key(provider)
+        self.available.contains_key(provider) && !self.routes.contains_key(provider)
+    }
+
+    fn resources(&self, provider: &str) -> Option<&'static [&'static str]> {
+        self.available.get(provider).copied()
     }
 
     async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {

@@ -211,6 +211,50 @@ async fn real_oura_links_pulls_history_and_reads_it_back() {
     }
 }
 
+/// GET /v2/providers and the user's connections offer exactly what the adapter fills, and the
+/// historical pull announces exactly those resources (sleep with its sleep cycle).
+#[tokio::test]
+async fn a_real_provider_offers_exactly_the_resources_its_adapter_fills() {
+    let r = real_oura().await;
+    let filled = Oura::new(r.fake.config(&app(), None)).resources();
+    let listed = r.t.get("/v2/providers").await;
+    assert_eq!(listed.status, StatusCode::OK);
+    let oura = listed.body.as_array().unwrap().iter().find(|p| p["slug"] == "oura").unwrap().clone();
+    let mut expected: Vec<&str> = filled.to_vec();
+    expected.push("connection");
+    assert_eq!(oura["supported_resources"], json!(expected));
+    assert!(!oura["supported_resources"].to_string().contains("stress_level"), "not filled by the adapter");
+
+    let user = linked_user(&r, "oura-resources").await;
+    let connections = r.t.get(&format!("/v2/user/providers/{user}")).await;
+    assert_eq!(connections.status, StatusCode::OK, "{}", connections.body);
+    let availability = connections.body["providers"][0]["resource_availability"].as_object().unwrap();
+    let mut offered: Vec<&str> = availability.keys().map(String::as_str).collect();
+    offered.sort_unstable();
+    let mut sorted = filled.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(offered, sorted);
+
+    drain(&r).await;
+    let mut announced: Vec<String> = r
+        .stack
+        .bus
+        .published()
+        .into_iter()
+        .filter_map(|e| {
+            e.event_type.strip_prefix("historical.data.")?.strip_suffix(".created").map(str::to_owned)
+        })
+        .collect();
+    announced.sort();
+    let mut produced: Vec<String> = filled
+        .iter()
+        .flat_map(|r| wearlab_domain::pipeline::normalize::produced(r))
+        .map(str::to_owned)
+        .collect();
+    produced.sort();
+    assert_eq!(announced, produced);
+}
+
 #[tokio::test]
 async fn ten_workers_on_an_expired_rotating_token_refresh_it_once() {
     let r = real_oura().await;

@@ -20,7 +20,7 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::outbox::Staged;
-use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials};
+use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, Providers};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
 use crate::users::{self, ConnectionRef, UserRecord};
@@ -102,7 +102,9 @@ impl ConnectionRecord {
         item
     }
 
-    pub fn to_wire(&self) -> UserConnection {
+    /// The connection as GET /v2/user/providers lists it, with the resources it offers on this
+    /// deployment (`Catalog::resources_on`).
+    pub fn to_wire(&self, providers: &dyn Providers) -> UserConnection {
         let provider = catalog().reference(&self.provider);
         let status = if self.status == ConnectionStatus::Connected {
             AvailabilityStatus::Available
@@ -110,18 +112,15 @@ impl ConnectionRecord {
             AvailabilityStatus::Unavailable
         };
         let resource_availability = catalog()
-            .get(&self.provider)
-            .map(|p| {
-                p.data_resources()
-                    .map(|r| {
-                        (
-                            r.as_str().to_owned(),
-                            ResourceAvailability { status: status.clone(), scope_requirements: None },
-                        )
-                    })
-                    .collect()
+            .data_resources_on(providers, &self.provider)
+            .iter()
+            .map(|r| {
+                (
+                    r.as_str().to_owned(),
+                    ResourceAvailability { status: status.clone(), scope_requirements: None },
+                )
             })
-            .unwrap_or_default();
+            .collect();
         UserConnection {
             name: provider.name,
             slug: provider.slug,
@@ -318,7 +317,9 @@ pub async fn list(deps: &Deps, team: TeamId, user_id: UserId) -> Result<UserConn
     users::load_active(deps, team, user_id).await?;
     let mut records = load_all(deps, user_id).await?;
     records.sort_by(|a, b| a.0.created_on.cmp(&b.0.created_on).then_with(|| a.0.provider.cmp(&b.0.provider)));
-    Ok(UserConnections { providers: records.iter().map(|(r, _)| r.to_wire()).collect() })
+    Ok(UserConnections {
+        providers: records.iter().map(|(r, _)| r.to_wire(deps.providers.as_ref())).collect(),
+    })
 }
 
 /// Every connection item of the user with its version.

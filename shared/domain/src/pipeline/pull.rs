@@ -28,7 +28,7 @@ use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
 use crate::linking::refresh;
 use crate::metrics;
-use crate::ports::providers::{DateRange, FetchedResource, ProviderAccount, ProviderError};
+use crate::ports::providers::{DateRange, FetchedResource, ProviderAccount, ProviderError, Providers};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreError};
 use crate::throttle::{self, Decision};
@@ -204,12 +204,15 @@ async fn active_user(deps: &Deps, team: TeamId, user: UserId) -> Result<Option<U
     Ok(users::load(deps, team, user).await?.map(|(u, _)| u).filter(|u| u.deletion.is_none()))
 }
 
-/// The resources a pull or poll of `provider` fetches, the profile first.
-pub fn data_resources(provider: &str) -> Vec<String> {
+/// The resources a pull or poll of `provider` fetches on this deployment (those its adapter
+/// fills where it has one: `Catalog::resources_on`), the profile first.
+pub fn data_resources(providers: &dyn Providers, provider: &str) -> Vec<String> {
     let mut out: Vec<String> = catalog()
-        .get(provider)
-        .map(|p| p.data_resources().map(|r| r.as_str().to_owned()).filter(|r| is_modelled(r)).collect())
-        .unwrap_or_default();
+        .data_resources_on(providers, provider)
+        .iter()
+        .map(|r| r.as_str().to_owned())
+        .filter(|r| is_modelled(r))
+        .collect();
     // The profile first: workouts need its age.
     out.sort_by_key(|r| r != "profile");
     out
@@ -346,7 +349,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 start,
                 end,
                 started: false,
-                resources: data_resources(provider)
+                resources: data_resources(deps.providers.as_ref(), provider)
                     .into_iter()
                     .map(|r| (r, ResourceProgress { next: start, done: false }))
                     .collect(),
@@ -591,7 +594,7 @@ pub async fn poll_until(
     if conn.status != ConnectionStatus::Connected {
         return Ok(Polled::Nothing);
     }
-    let resources = data_resources(provider);
+    let resources = data_resources(deps.providers.as_ref(), provider);
     let mut account = match until(deadline, account(deps, &conn)).await {
         Some(Ok(a)) => a,
         Some(Err(e)) => {

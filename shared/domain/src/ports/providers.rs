@@ -315,6 +315,13 @@ pub trait Providers: Send + Sync + 'static {
         false
     }
 
+    /// The resources a real link of `provider` fills, where this build has an adapter for it
+    /// (configured or not); `None` where the catalog's reference data says (the simulator fills
+    /// every resource it lists).
+    fn resources(&self, _provider: &str) -> Option<&'static [&'static str]> {
+        None
+    }
+
     /// A demo account whose data is synthetic; `seed` makes it differ per user.
     async fn connect_demo(&self, provider: &str, seed: &str) -> Result<ProviderAccount, ProviderError>;
 }
