@@ -19,12 +19,12 @@ use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ReturnValue, ScalarAttributeType,
-    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, Update,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest, ReturnValue, ScalarAttributeType,
+    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, Update, WriteRequest,
 };
 use wearlab_domain::ports::{
     Add, Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError,
-    Table, WriteOp, add_to_field, validate_batch,
+    Table, WriteOp, add_to_field, validate_batch, validate_put_all,
 };
 
 use crate::error::{describe, is_code};
@@ -48,6 +48,8 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 /// Tries of a write that keeps colliding with concurrent transactions before `Contention`.
 const CONFLICT_TRIES: u32 = 8;
+/// Most writes in one BatchWriteItem request (DynamoDB's limit).
+const BATCH_WRITE_MAX: usize = 25;
 const BACKOFF_MIN_MS: u64 = 10;
 const BACKOFF_MAX_MS: u64 = 200;
 
@@ -585,6 +587,51 @@ impl Table for DynamoDbTable {
                 .map_err(|e| transaction_failure(ops.len(), e))
         })
         .await
+    }
+
+    async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        validate_put_all(&items)?;
+        let client = self.client().await;
+        for chunk in items.chunks(BATCH_WRITE_MAX) {
+            let mut pending: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|item| {
+                    let put = PutRequest::builder()
+                        .set_item(Some(encode(item)))
+                        .build()
+                        .map_err(|e| StoreError::Invalid(format!("BatchWriteItem: {e}")))?;
+                    Ok(WriteRequest::builder().put_request(put).build())
+                })
+                .collect::<Result<_, StoreError>>()?;
+            // DynamoDB may write part of a batch and hand back the rest (throttling): those are
+            // sent again after a backoff, a bounded number of times.
+            for attempt in 0..CONFLICT_TRIES {
+                let out = client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(|e| store_error("BatchWriteItem", &e))?;
+                pending =
+                    out.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt + 1 == CONFLICT_TRIES {
+                    return Err(StoreError::Contention(format!(
+                        "BatchWriteItem: {} items unprocessed after {CONFLICT_TRIES} tries",
+                        pending.len()
+                    )));
+                }
+                tracing::debug!(
+                    unprocessed = pending.len(),
+                    attempt = attempt + 1,
+                    "BatchWriteItem partly done, retrying"
+                );
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+        }
+        Ok(())
     }
 
     async fn add(&self, add: Add) -> Result<i64, StoreError> {

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use wearlab_domain::ports::{
     Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError, Table,
-    WriteOp, validate_batch,
+    WriteOp, validate_batch, validate_put_all,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -476,6 +476,19 @@ impl Table for RedbTable {
             return Ok(());
         }
         validate_batch(&ops)?;
+        let db = self.db.clone();
+        blocking(move || apply(&db, &ops)).await.map(drop)
+    }
+
+    async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        validate_put_all(&items)?;
+        // One commit (one fsync) for all of them, however many: the batch limit of `transact`
+        // is DynamoDB's, and these writes promise no atomicity to be bounded by.
+        let ops: Vec<WriteOp> =
+            items.into_iter().map(|item| WriteOp::Put { item, condition: Condition::None }).collect();
         let db = self.db.clone();
         blocking(move || apply(&db, &ops)).await.map(drop)
     }

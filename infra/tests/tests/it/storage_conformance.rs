@@ -310,6 +310,31 @@ pub async fn concurrent_additions_all_count(t: Arc<dyn Table>) {
     assert_eq!(t.add(Add::new(count, "n", 0)).await, Ok(20));
 }
 
+pub async fn put_all_writes_every_item_whole(t: Arc<dyn Table>) {
+    let pk = part("ALL");
+    t.put_all(vec![]).await.unwrap();
+    let old = item(&pk, "S0000", 1).with_gsi1(format!("{pk}#IDX"), "x").with_expiry(Some(1_900_000_000));
+    t.put(old.clone(), Condition::None).await.unwrap();
+    // More than one DynamoDB batch (25) and more than one transaction (100).
+    let items: Vec<Item> = (0..130).map(|i| item(&pk, &format!("S{i:04}"), 100 + i)).collect();
+    t.put_all(items.clone()).await.unwrap();
+    let stored = query_all(t.as_ref(), Query::partition(&pk), 1000).await.unwrap();
+    assert_eq!(stored.len(), 130);
+    for (got, want) in stored.iter().zip(&items) {
+        assert_eq!((&got.key, &got.body), (&want.key, &want.body));
+    }
+    assert_eq!(
+        t.get(&old.key).await.unwrap().unwrap(),
+        items[0],
+        "replaced whole: index key and expiry gone"
+    );
+    assert!(t.query(Query::gsi1(format!("{pk}#IDX"))).await.unwrap().items.is_empty());
+
+    let twice = vec![item(&pk, "T1", 1), item(&pk, "T2", 2), item(&pk, "T1", 3)];
+    assert!(matches!(t.put_all(twice).await, Err(StoreError::Invalid(_))), "one key twice is refused");
+    assert_eq!(t.get(&Key::new(&pk, "T2")).await.unwrap(), None, "and nothing of it written");
+}
+
 macro_rules! conformance {
     ($adapter:ident, $make:expr) => {
         mod $adapter {
@@ -368,6 +393,10 @@ macro_rules! conformance {
             async fn concurrent_additions_all_count() {
                 super::concurrent_additions_all_count(table().await).await
             }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn put_all_writes_every_item_whole() {
+                super::put_all_writes_every_item_whole(table().await).await
+            }
         }
     };
 }
@@ -378,6 +407,18 @@ conformance!(redb_file, {
     Arc::new(wearlab_embedded::RedbTable::open(&dir.join("t.redb")).unwrap())
 });
 conformance!(dynamodb_moto, Arc::new(crate::helpers::moto_table().await));
+
+/// Issue 18's budget: at most 40 DynamoDB write requests per 1,000 stored items.
+#[tokio::test]
+async fn dynamodb_moto_put_all_writes_1000_items_in_40_requests() {
+    let t = crate::helpers::moto_table().await;
+    let pk = part("BULK");
+    let items: Vec<Item> = (0..1000).map(|i| item(&pk, &format!("S{i:04}"), i)).collect();
+    let before = t.round_trips();
+    t.put_all(items).await.unwrap();
+    assert_eq!(t.round_trips() - before, 40);
+    assert_eq!(query_all(&t, Query::partition(&pk), 2000).await.unwrap().len(), 1000);
+}
 
 #[tokio::test]
 async fn redb_file_keeps_data_across_reopen() {

@@ -441,12 +441,12 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 let ctx = context(&user, provider, birth_year);
                 let entries = ctx.entries(&resource, &fetched.records);
                 let stored = entries.len();
-                for entry in entries {
-                    if let Entry::Profile { value } = &entry {
+                for entry in &entries {
+                    if let Entry::Profile { value } = entry {
                         birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
                     }
-                    store::overwrite(deps, user_id, provider, &entry).await?;
                 }
+                store::overwrite_all(deps, user_id, provider, &entries).await?;
                 metrics::pull_records_stored(provider, stored);
                 if let Some(r) = p.resources.get_mut(&resource) {
                     r.next = to.checked_add_days(Days::new(1)).unwrap_or(to);

@@ -95,15 +95,29 @@ pub(crate) async fn put(
     Ok((change, value))
 }
 
-/// Stores `entry` without looking at what was there (historical pulls: one write per item).
-pub(crate) async fn overwrite(
+/// Stores `entries` without looking at what was there (historical pulls), in as few writes as
+/// the table allows (`Table::put_all`). Entries naming one item twice keep the last, as writing
+/// them one after the other would.
+pub(crate) async fn overwrite_all(
     deps: &Deps,
     user: UserId,
     provider: &str,
-    entry: &Entry,
+    entries: &[Entry],
 ) -> Result<(), DomainError> {
-    let (key, value) = key_and_value(user, provider, entry);
-    let h = hash(&value);
-    deps.table.put(Item::new(key, to_body(&Stored { h, v: value })), Condition::None).await?;
+    let mut items: Vec<Item> = Vec::with_capacity(entries.len());
+    let mut at: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    for entry in entries {
+        let (key, value) = key_and_value(user, provider, entry);
+        let h = hash(&value);
+        let item = Item::new(key.clone(), to_body(&Stored { h, v: value }));
+        match at.get(&key) {
+            Some(&i) => items[i] = item,
+            None => {
+                at.insert(key, items.len());
+                items.push(item);
+            }
+        }
+    }
+    deps.table.put_all(items).await?;
     Ok(())
 }

@@ -22,6 +22,6 @@ pub use queue::{Envelope, MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueError, 
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
     Add, Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, RawItem, RawPage, SkRange,
-    StoreError, Table, WriteOp, add_to_field, query_all, to_body, validate_batch,
+    StoreError, Table, WriteOp, add_to_field, query_all, to_body, validate_batch, validate_put_all,
 };
 pub use webhook::WebhookSender;

@@ -428,6 +428,16 @@ pub fn validate_batch(ops: &[WriteOp]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Refuses a [`Table::put_all`] that names one key twice: which write would win is not defined
+/// in one DynamoDB BatchWriteItem (it refuses them), so no adapter accepts it.
+pub fn validate_put_all(items: &[Item]) -> Result<(), StoreError> {
+    let mut seen = std::collections::HashSet::new();
+    if !items.iter().all(|i| seen.insert(&i.key)) {
+        return Err(StoreError::Invalid("a batch names one key twice".into()));
+    }
+    Ok(())
+}
+
 #[async_trait]
 pub trait Table: Send + Sync + 'static {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
@@ -447,6 +457,21 @@ pub trait Table: Send + Sync + 'static {
 
     /// Applies every write or none (at most `MAX_BATCH`, each key once).
     async fn transact(&self, ops: Vec<WriteOp>) -> Result<(), StoreError>;
+
+    /// Writes every item whole, whatever was there, each key once (see [`validate_put_all`]);
+    /// for many writes that need neither a condition nor atomicity across items, such as the
+    /// data items of a pulled chunk. Adapters write them in as few requests as they can (the
+    /// embedded table in one commit, DynamoDB in BatchWriteItem requests of 25). Not atomic:
+    /// after an error some items may be written, and a retry writes them again, which is why
+    /// only items whose whole truth is their own body belong here. This default puts them one
+    /// by one.
+    async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
+        validate_put_all(&items)?;
+        for item in items {
+            self.put(item, Condition::None).await?;
+        }
+        Ok(())
+    }
 
     /// Applies one [`Add`] on its own and answers the field's value after it (one round trip).
     async fn add(&self, add: Add) -> Result<i64, StoreError>;
