@@ -181,3 +181,58 @@ fn the_watch_router_routes_like_the_template() {
     assert!(!template.is_empty());
     assert_eq!(router, template, "Cargo.toml's watch router vs template.yaml's HttpApi events");
 }
+
+/// The IAM actions the DynamoDB adapter (`shared/aws/src/dynamodb.rs`) needs, read from the SDK
+/// operations it calls. TransactWriteItems is authorised per item, as the write it holds.
+fn dynamodb_actions_called() -> BTreeSet<&'static str> {
+    let code = std::fs::read_to_string(root().join("shared/aws/src/dynamodb.rs")).unwrap();
+    let operations: [(&str, &[&str]); 9] = [
+        ("get_item", &["GetItem"]),
+        ("put_item", &["PutItem"]),
+        ("update_item", &["UpdateItem"]),
+        ("delete_item", &["DeleteItem"]),
+        ("query", &["Query"]),
+        ("scan", &["Scan"]),
+        ("batch_get_item", &["BatchGetItem"]),
+        ("batch_write_item", &["BatchWriteItem"]),
+        ("transact_write_items", &["PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"]),
+    ];
+    let mut actions = BTreeSet::new();
+    for (operation, needs) in operations {
+        if code.contains(&format!(".{operation}()")) {
+            actions.extend(needs.iter().copied());
+        }
+    }
+    actions
+}
+
+/// moto checks no IAM, so a call the template does not allow would pass every local test and
+/// fail on AWS: every function's `Table` statement allows every action the adapter calls.
+#[test]
+fn every_functions_table_policy_allows_every_call_the_dynamodb_adapter_makes() {
+    let called = dynamodb_actions_called();
+    assert!(called.contains("BatchWriteItem") && called.contains("Query"), "{called:?}");
+    let template = std::fs::read_to_string(root().join("template.yaml")).unwrap();
+    let lines: Vec<&str> = template.lines().collect();
+    let mut statements = 0;
+    for (at, line) in lines.iter().enumerate() {
+        if line.trim() != "- Sid: Table" {
+            continue;
+        }
+        statements += 1;
+        let allowed: BTreeSet<&str> = lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("Resource:"))
+            .filter_map(|l| l.trim().strip_prefix("- dynamodb:"))
+            .collect();
+        // A statement that only reads (the erasure worker's index reads) need not write.
+        let writes = allowed.contains("PutItem");
+        for action in &called {
+            let is_write = !matches!(*action, "GetItem" | "Query" | "Scan" | "BatchGetItem");
+            if writes || !is_write {
+                assert!(allowed.contains(action), "template.yaml line {}: dynamodb:{action} missing", at + 1);
+            }
+        }
+    }
+    assert!(statements >= 9, "{statements} Table statements found");
+}
