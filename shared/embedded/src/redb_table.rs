@@ -3,10 +3,11 @@
 
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
+use tokio::sync::oneshot;
 use wearlab_domain::ports::{
     Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError, Table,
     WriteOp, validate_batch, validate_put_all,
@@ -24,7 +25,18 @@ const HIGH: u8 = 0xFF;
 #[derive(Clone)]
 pub struct RedbTable {
     db: Arc<Database>,
+    /// The group committer's queue: every write goes through it (see [`commit_groups`]).
+    writes: mpsc::Sender<Write>,
 }
+
+/// One caller's atomic batch of writes, answered once it is durable (or refused).
+struct Write {
+    ops: Vec<WriteOp>,
+    reply: oneshot::Sender<Result<Vec<i64>, StoreError>>,
+}
+
+/// Most callers' writes committed together.
+const GROUP_MAX: usize = 256;
 
 impl RedbTable {
     /// Opens (or creates) the table file.
@@ -68,7 +80,22 @@ impl RedbTable {
         txn.open_table(ITEMS).map_err(unavailable)?;
         txn.open_table(GSI1).map_err(unavailable)?;
         txn.commit().map_err(unavailable)?;
-        Ok(Self { db: Arc::new(db) })
+        let db = Arc::new(db);
+        let (writes, queue) = mpsc::channel();
+        let weak = Arc::downgrade(&db);
+        std::thread::Builder::new()
+            .name("redb-commit".into())
+            .spawn(move || commit_groups(&weak, &queue))
+            .map_err(unavailable)?;
+        Ok(Self { db, writes })
+    }
+
+    /// Applies `ops` atomically and answers once they are committed (fsync'd on a file).
+    async fn write(&self, ops: Vec<WriteOp>) -> Result<Vec<i64>, StoreError> {
+        let stopped = || StoreError::Unavailable("the table's writer stopped".into());
+        let (reply, answer) = oneshot::channel();
+        self.writes.send(Write { ops, reply }).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Every item, in key order: for tests that check nothing of a user remains anywhere.
@@ -231,9 +258,92 @@ fn remove(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> 
     Ok(())
 }
 
-/// Checks every condition, then applies every write, inside one write transaction. Answers the
-/// value of each [`Add`]'s field after it, in order.
-fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
+/// The group committer, on a thread of its own: takes the first waiting write and every other
+/// already waiting (up to [`GROUP_MAX`]), applies them one after the other in one write
+/// transaction, each with its own conditions, and commits once. Concurrent writers thus share
+/// one fsync instead of queueing for one each, and every answer still comes after the commit
+/// that made it durable. A write refused by its conditions writes nothing and does not stop the
+/// others. Should a write fail half-applied (a storage error), the group is dropped uncommitted
+/// and each of its writes applied alone, so none answers for another's failure. The thread ends
+/// when the last handle of the table is dropped; it holds the database only while committing,
+/// so a dropped table closes its file at once.
+fn commit_groups(db: &std::sync::Weak<Database>, queue: &mpsc::Receiver<Write>) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < GROUP_MAX {
+            match queue.try_recv() {
+                Ok(w) => group.push(w),
+                Err(_) => break,
+            }
+        }
+        let answers = {
+            let Some(db) = db.upgrade() else {
+                // The table is gone; its callers' answers are dropped with the group.
+                return;
+            };
+            // A panic answers this group's callers with "stopped" (their senders drop) and
+            // leaves the committer serving the next ones.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_group(&db, group)))
+                .unwrap_or_default()
+            // The database is let go before anyone hears back, so a caller that drops the
+            // table after its answer can open the file again at once.
+        };
+        for (reply, answer) in answers {
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+type Answer = (oneshot::Sender<Result<Vec<i64>, StoreError>>, Result<Vec<i64>, StoreError>);
+
+/// Applies and commits one group; the answers are sent by the caller.
+fn commit_group(db: &Database, group: Vec<Write>) -> Vec<Answer> {
+    if let [_] = group.as_slice() {
+        let w = group.into_iter().next().expect("one write");
+        let answer = apply(db, &w.ops);
+        return vec![(w.reply, answer)];
+    }
+    let txn = match db.begin_write() {
+        Ok(txn) => txn,
+        Err(e) => {
+            let e = unavailable(e);
+            return group.into_iter().map(|w| (w.reply, Err(e.clone()))).collect();
+        }
+    };
+    let mut results = Vec::with_capacity(group.len());
+    for w in &group {
+        match check_parts(&w.ops).map_err(Applied::Refused).and_then(|()| apply_in(&txn, &w.ops)) {
+            Ok(added) => results.push(Ok(added)),
+            Err(Applied::Refused(e)) => results.push(Err(e)),
+            Err(Applied::Broken(_)) => {
+                drop(txn);
+                return group
+                    .into_iter()
+                    .map(|w| {
+                        let answer = apply(db, &w.ops);
+                        (w.reply, answer)
+                    })
+                    .collect();
+            }
+        }
+    }
+    match txn.commit() {
+        Ok(()) => group.into_iter().map(|w| w.reply).zip(results).collect(),
+        Err(e) => {
+            let e = unavailable(e);
+            group.into_iter().map(|w| (w.reply, Err(e.clone()))).collect()
+        }
+    }
+}
+
+/// How [`apply_in`] failed: `Refused` before writing anything (a condition, an addition that
+/// cannot apply), or `Broken` after some of its writes reached the transaction.
+enum Applied {
+    Refused(StoreError),
+    Broken(StoreError),
+}
+
+fn check_parts(ops: &[WriteOp]) -> Result<(), StoreError> {
     for op in ops {
         check_part(&op.key().pk)?;
         check_part(&op.key().sk)?;
@@ -244,53 +354,79 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
             check_part(&g.sk)?;
         }
     }
+    Ok(())
+}
+
+/// Checks every condition, then applies every write, inside one write transaction of its own.
+/// Answers the value of each [`Add`]'s field after it, in order.
+fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
+    check_parts(ops)?;
     let txn = db.begin_write().map_err(unavailable)?;
+    // Dropping the transaction without commit discards whatever was written.
+    let added = apply_in(&txn, ops).map_err(|(Applied::Refused(e) | Applied::Broken(e))| e)?;
+    txn.commit().map_err(unavailable)?;
+    Ok(added)
+}
+
+/// [`apply`] inside `txn`, which may hold other writes before it: checks every condition
+/// against what `txn` holds, works out the additions, then writes.
+fn apply_in(txn: &redb::WriteTransaction, ops: &[WriteOp]) -> Result<Vec<i64>, Applied> {
+    let refused = Applied::Refused;
     let mut added = Vec::new();
     {
-        let mut items = txn.open_table(ITEMS).map_err(unavailable)?;
-        let mut gsi = txn.open_table(GSI1).map_err(unavailable)?;
+        let mut items = txn.open_table(ITEMS).map_err(unavailable).map_err(refused)?;
+        let mut gsi = txn.open_table(GSI1).map_err(unavailable).map_err(refused)?;
         let mut current = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
-            let existing = read(&items, op.key())?;
+            let existing = read(&items, op.key()).map_err(refused)?;
             if !holds(op.condition(), existing.as_ref()) {
-                // Dropping the transaction without commit discards nothing written yet.
-                return Err(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) });
+                return Err(refused(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) }));
             }
             current.push(existing);
         }
         // Additions are worked out before anything is written, so a refused one writes nothing.
         for (op, existing) in ops.iter().zip(current.iter_mut()) {
             if let WriteOp::Add(add) = op {
-                let (item, value) = with_addition(existing.take(), add)?;
+                let (item, value) = with_addition(existing.take(), add).map_err(refused)?;
                 *existing = Some(item);
                 added.push(value);
             }
         }
         for (op, existing) in ops.iter().zip(current) {
-            match op {
-                WriteOp::Put { item, .. } => {
-                    if let Some(old) = &existing {
-                        remove(&mut items, &mut gsi, old)?;
-                    }
-                    insert(&mut items, &mut gsi, item)?;
-                }
-                // The item as it will be (`with_addition`); its index entry, if any, stays.
-                WriteOp::Add(_) => {
-                    let item = existing.expect("an addition has its item");
-                    let bytes = serde_json::to_vec(&item).map_err(|e| StoreError::Invalid(e.to_string()))?;
-                    items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
-                }
-                WriteOp::Delete { .. } => {
-                    if let Some(old) = &existing {
-                        remove(&mut items, &mut gsi, old)?;
-                    }
-                }
-                WriteOp::Check { .. } => {}
-            }
+            write_one(op, existing, &mut items, &mut gsi).map_err(Applied::Broken)?;
         }
     }
-    txn.commit().map_err(unavailable)?;
     Ok(added)
+}
+
+/// One checked write of [`apply_in`].
+fn write_one(
+    op: &WriteOp,
+    existing: Option<Item>,
+    items: &mut ItemsTable<'_>,
+    gsi: &mut ItemsTable<'_>,
+) -> Result<(), StoreError> {
+    match op {
+        WriteOp::Put { item, .. } => {
+            if let Some(old) = &existing {
+                remove(items, gsi, old)?;
+            }
+            insert(items, gsi, item)?;
+        }
+        // The item as it will be (`with_addition`); its index entry, if any, stays.
+        WriteOp::Add(_) => {
+            let item = existing.ok_or_else(|| StoreError::Invalid("an addition without its item".into()))?;
+            let bytes = serde_json::to_vec(&item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
+        }
+        WriteOp::Delete { .. } => {
+            if let Some(old) = &existing {
+                remove(items, gsi, old)?;
+            }
+        }
+        WriteOp::Check { .. } => {}
+    }
+    Ok(())
 }
 
 fn insert(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> Result<(), StoreError> {
@@ -476,8 +612,7 @@ impl Table for RedbTable {
             return Ok(());
         }
         validate_batch(&ops)?;
-        let db = self.db.clone();
-        blocking(move || apply(&db, &ops)).await.map(drop)
+        self.write(ops).await.map(drop)
     }
 
     async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
@@ -489,15 +624,13 @@ impl Table for RedbTable {
         // is DynamoDB's, and these writes promise no atomicity to be bounded by.
         let ops: Vec<WriteOp> =
             items.into_iter().map(|item| WriteOp::Put { item, condition: Condition::None }).collect();
-        let db = self.db.clone();
-        blocking(move || apply(&db, &ops)).await.map(drop)
+        self.write(ops).await.map(drop)
     }
 
     async fn add(&self, add: Add) -> Result<i64, StoreError> {
         let ops = vec![WriteOp::Add(add)];
         validate_batch(&ops)?;
-        let db = self.db.clone();
-        let added = blocking(move || apply(&db, &ops)).await?;
+        let added = self.write(ops).await?;
         added.first().copied().ok_or_else(|| StoreError::Invalid("an add answered no value".into()))
     }
 

@@ -420,6 +420,46 @@ async fn dynamodb_moto_put_all_writes_1000_items_in_40_requests() {
     assert_eq!(query_all(&t, Query::partition(&pk), 2000).await.unwrap().len(), 1000);
 }
 
+/// Concurrent writes on a redb file share commits (the group committer): each still answers for
+/// itself alone (a refused condition refuses only its own write), and everything answered Ok is
+/// on the file when it is opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redb_file_concurrent_writes_share_commits_and_each_answers_for_itself() {
+    let dir = std::env::temp_dir().join(format!("wearlab-group-{}", uuid::Uuid::new_v4().simple()));
+    let path = dir.join("t.redb");
+    let t = Arc::new(wearlab_embedded::RedbTable::open(&path).unwrap());
+    let tasks: Vec<_> = (0..300u64)
+        .map(|i| {
+            let t = t.clone();
+            tokio::spawn(async move {
+                // Every third write races for one key; the others each have their own.
+                let sk = if i % 3 == 0 { "CONTESTED".to_owned() } else { format!("OWN{i:03}") };
+                let counted = WriteOp::Add(Add::new(Key::new("G", "COUNT"), "n", 1));
+                let put = WriteOp::Put { item: item("G", &sk, i), condition: Condition::NotExists };
+                (sk, t.transact(vec![put, counted]).await)
+            })
+        })
+        .collect();
+    let mut won = 0;
+    let mut own = 0;
+    for r in futures::future::join_all(tasks).await {
+        let (sk, answer) = r.unwrap();
+        match (sk.as_str(), answer) {
+            ("CONTESTED", Ok(())) => won += 1,
+            ("CONTESTED", Err(StoreError::ConditionFailed { op: Some(0) })) => {}
+            (_, Ok(())) => own += 1,
+            (sk, other) => panic!("{sk}: {other:?}"),
+        }
+    }
+    assert_eq!((won, own), (1, 200));
+    drop(t);
+    let reopened = wearlab_embedded::RedbTable::open(&path).unwrap();
+    let stored = query_all(&reopened, Query::partition("G"), 1000).await.unwrap();
+    assert_eq!(stored.len(), 1 + 200 + 1, "the contested item, the own ones and the count");
+    assert_eq!(reopened.get(&Key::new("G", "COUNT")).await.unwrap().unwrap().body["n"], 201);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[tokio::test]
 async fn redb_file_keeps_data_across_reopen() {
     let dir = std::env::temp_dir().join(format!("wearlab-reopen-{}", uuid::Uuid::new_v4().simple()));
