@@ -64,6 +64,17 @@ pub trait Adapter: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Reads a push without any OAuth app, for providers that sign no push (Strava: the
+    /// handshake's verify token is the only check, and the user a notice names is looked up).
+    /// `None`, the default: the push needs an app's secret, and [`Adapter::push`] reads it.
+    fn push_unsigned(
+        &self,
+        _verification_token: Option<&str>,
+        _request: &PushRequest,
+    ) -> Option<PushOutcome> {
+        None
+    }
+
     /// The provider user id a push names, read without checking the signature (see
     /// `Providers::push_claimed_user`); `None` where pushes are signed by the platform's app
     /// alone.

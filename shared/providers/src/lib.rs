@@ -14,6 +14,7 @@ pub mod oauth;
 pub mod router;
 
 pub mod oura;
+pub mod strava;
 pub mod whoop;
 pub mod withings;
 
@@ -66,6 +67,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(whoop::Whoop::new(config.clone())), config);
     let config = AppConfig::from_vars(withings::SLUG, withings::Withings::endpoints(), &var);
     add(Arc::new(withings::Withings::new(config.clone())), config);
+    let config = AppConfig::from_vars(strava::SLUG, strava::Strava::endpoints(), &var);
+    add(Arc::new(strava::Strava::new(config.clone())), config);
     all
 }
 

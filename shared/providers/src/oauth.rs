@@ -64,9 +64,23 @@ pub async fn token_request(
     url: &str,
     client: &OauthClient,
     auth: ClientAuth,
-    mut form: Vec<(&str, String)>,
+    form: Vec<(&str, String)>,
     refusal: fn(String) -> ProviderError,
 ) -> Result<TokenAnswer, ProviderError> {
+    token_request_as(provider, http_client, url, client, auth, form, refusal).await
+}
+
+/// [`token_request`] read as `T`: for providers whose token answer carries more than the
+/// standard fields (Strava's `athlete`).
+pub async fn token_request_as<T: serde::de::DeserializeOwned>(
+    provider: &str,
+    http_client: &reqwest::Client,
+    url: &str,
+    client: &OauthClient,
+    auth: ClientAuth,
+    mut form: Vec<(&str, String)>,
+    refusal: fn(String) -> ProviderError,
+) -> Result<T, ProviderError> {
     let mut request = http_client.post(url).header("accept", "application/json");
     match auth {
         ClientAuth::Body => {
@@ -117,4 +131,28 @@ pub fn authorization_code_form(
         ("code", exchange.code.expose().to_owned()),
         ("redirect_uri", exchange.redirect_uri.clone()),
     ]
+}
+
+/// Revokes with `call` on `credentials`; when the provider refuses the access token (expired),
+/// once more on the credentials `refresh` gives. A refused refresh token means the grant is
+/// already gone, which is what revoking asks for.
+pub async fn revoke_refreshing<C, CF, R, RF>(
+    credentials: &ProviderCredentials,
+    call: C,
+    refresh: R,
+) -> Result<(), ProviderError>
+where
+    C: Fn(ProviderCredentials) -> CF,
+    CF: std::future::Future<Output = Result<(), ProviderError>>,
+    R: FnOnce() -> RF,
+    RF: std::future::Future<Output = Result<ProviderCredentials, ProviderError>>,
+{
+    match call(credentials.clone()).await {
+        Err(ProviderError::AccessTokenRefused) => match refresh().await {
+            Ok(fresh) => call(fresh).await,
+            Err(ProviderError::Revoked(_)) => Ok(()),
+            Err(e) => Err(e),
+        },
+        other => other,
+    }
 }

@@ -171,11 +171,14 @@ impl Providers for RealProviders {
         let Some(route) = self.route(provider) else {
             return self.sim.push(provider, client, request);
         };
+        let token = route.config.push_token.as_ref().map(Secret::expose);
+        if let Some(outcome) = route.adapter.push_unsigned(token, request) {
+            return outcome;
+        }
         // Signed with the app named (a team's own), else the platform's.
         let Some(client) = client.or(route.config.platform_client.as_ref()) else {
             return PushOutcome::Refused("no OAuth application is configured for this provider".into());
         };
-        let token = route.config.push_token.as_ref().map(Secret::expose);
         route.adapter.push(client, token, request)
     }
 

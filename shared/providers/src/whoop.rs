@@ -603,19 +603,15 @@ impl Adapter for Whoop {
         Ok(FetchedResource { resource: resource.to_owned(), records })
     }
 
-    /// `DELETE /v2/user/access`. An expired access token is refreshed once first; a refused
-    /// refresh token means the grant is already gone, which is what revoking asks for.
+    /// `DELETE /v2/user/access`, an expired access token refreshed first
+    /// ([`oauth::revoke_refreshing`]).
     async fn revoke(&self, client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
-        match self.delete_access(&account.credentials).await {
-            Err(ProviderError::AccessTokenRefused) => {
-                match self.refresh_with(client, &account.credentials).await {
-                    Ok(fresh) => self.delete_access(&fresh).await,
-                    Err(ProviderError::Revoked(_)) => Ok(()),
-                    Err(e) => Err(e),
-                }
-            }
-            other => other,
-        }
+        oauth::revoke_refreshing(
+            &account.credentials,
+            |c| async move { self.delete_access(&c).await },
+            || self.refresh_with(client, &account.credentials),
+        )
+        .await
     }
 
     fn push(

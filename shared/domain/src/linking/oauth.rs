@@ -127,6 +127,10 @@ pub struct CallbackParams {
     pub state: Option<String>,
     #[serde(default)]
     pub error: Option<String>,
+    /// The scopes the user granted, where the provider reports them on the callback (Strava:
+    /// comma-separated; the user may untick some of those asked for).
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 /// Where the browser goes after the callback, and the result it carries.
@@ -222,7 +226,14 @@ pub async fn callback(
     let exchange =
         CodeExchange { code: Secret::new(code), redirect_uri: record.redirect_uri.clone(), client };
     let o = match deps.providers.exchange_code(slug, exchange).await {
-        Ok(account) => {
+        Ok(mut account) => {
+            // A token answer naming no scopes (Strava's) leaves the callback's word on what was
+            // granted; the adapter reads it back when it fetches.
+            if account.credentials.scopes.is_empty()
+                && let Some(granted) = &params.scope
+            {
+                account.credentials.scopes = granted_scopes(granted);
+            }
             let linked = account.clone();
             let new = NewConnection {
                 provider: p,
@@ -247,6 +258,12 @@ pub async fn callback(
         }
     };
     Ok(outcome(slug, redirect, o))
+}
+
+/// A callback's `scope`, separated by commas (Strava) or spaces (RFC 6749), at most 32 kept
+/// and each at most 64 characters: it came through the browser.
+fn granted_scopes(scope: &str) -> Vec<String> {
+    scope.split([',', ' ']).filter(|s| !s.is_empty() && s.len() <= 64).take(32).map(str::to_owned).collect()
 }
 
 /// Removes a used OAuth state (best effort: it expires with its token anyway).

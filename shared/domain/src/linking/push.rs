@@ -1,12 +1,13 @@
 //! A provider's push notifications (`/v2/provider_webhooks/{provider}`): its handshake is
 //! answered, a refused push (unsigned, badly signed, stale) changes nothing, and each notice puts
-//! a poll of the connections of the provider's user on the pull queue. The answer comes before
+//! a poll of the connections of the provider's user on the pull queue; a deauthorisation (the user
+//! took Wearlab's access away at the provider) marks the user's connections in error. The answer comes before
 //! any provider call: providers give a push seconds.
 
 use serde_json::Value;
 
 use super::connections::{AccountMarker, ConnectionRecord};
-use super::known_provider;
+use super::{known_provider, refresh};
 use crate::Deps;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
@@ -63,6 +64,17 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
                 verified = Some((app, n));
                 break;
             }
+            PushOutcome::Deauthorized { external_user_id } => {
+                let named = named.map(|n| n.into_iter().filter(|n| same_app(n.app.as_ref(), app.as_ref())));
+                let connections = match named {
+                    Some(named) => named.map(|n| (n.team, n.user)).collect(),
+                    None => {
+                        markers(deps, keys::linking::provider_user_index(slug, &external_user_id)).await?
+                    }
+                };
+                deauthorized(deps, slug, &external_user_id, connections).await?;
+                return Ok(PushReply::Accepted { polls: 0 });
+            }
         }
     }
     let Some((app, notices)) = verified else {
@@ -94,6 +106,31 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
     }
     tracing::info!(provider = slug, notices = notices.len(), polls, "push accepted");
     Ok(PushReply::Accepted { polls })
+}
+
+/// The provider's user deauthorised Wearlab: each of its `connections` still linked to that
+/// account is marked so (`refresh::record_deauthorization`) and no longer pulled. A repeated
+/// notice (providers retry) changes nothing more.
+async fn deauthorized(
+    deps: &Deps,
+    slug: &str,
+    external_user_id: &str,
+    connections: Vec<(TeamId, UserId)>,
+) -> Result<(), DomainError> {
+    let mut marked = 0;
+    for (team, user) in connections {
+        let Some(item) = deps.table.get(&keys::linking::connection(user, slug)).await? else { continue };
+        let conn: ConnectionRecord = item.decode()?;
+        let already = conn.error_details.as_ref().is_some_and(|e| e.error_type == refresh::DEAUTHORIZED);
+        if conn.team_id != team || conn.external_user_id != external_user_id || already {
+            continue;
+        }
+        refresh::record_deauthorization(deps, &conn).await;
+        tracing::info!(team_id = %team, user_id = %user, provider = slug, "connection deauthorised at the provider");
+        marked += 1;
+    }
+    tracing::info!(provider = slug, marked, "deauthorisation push accepted");
+    Ok(())
 }
 
 fn same_app(a: Option<&OauthClient>, b: Option<&OauthClient>) -> bool {

@@ -16,11 +16,22 @@ pub async fn record_refusal(deps: &Deps, conn: &ConnectionRecord, error: &Provid
     if !matches!(error, ProviderError::Revoked(_) | ProviderError::CredentialError(_)) {
         return;
     }
-    let details = ConnectionErrorDetails {
-        error_type: error.link_error_type().to_string(),
-        error_message: error.to_string(),
-        created_on: deps.now(),
-    };
+    mark_error(deps, conn, error.link_error_type().to_string(), error.to_string()).await;
+}
+
+/// The `error_type` of a connection whose user took Wearlab's access away at the provider.
+pub const DEAUTHORIZED: &str = "user_deauthorized";
+
+/// Marks the connection in error because its user deauthorised Wearlab at the provider (a
+/// push said so): it is no longer pulled, and the team hears it as `provider.connection.error`
+/// with `error_type` [`DEAUTHORIZED`]. Nothing is revoked: the provider ended the grant itself.
+pub async fn record_deauthorization(deps: &Deps, conn: &ConnectionRecord) {
+    let message = "The user removed Wearlab's access at the provider.".to_owned();
+    mark_error(deps, conn, DEAUTHORIZED.to_owned(), message).await;
+}
+
+async fn mark_error(deps: &Deps, conn: &ConnectionRecord, error_type: String, error_message: String) {
+    let details = ConnectionErrorDetails { error_type, error_message, created_on: deps.now() };
     update(deps, conn, |c| {
         c.status = ConnectionStatus::Error;
         c.error_details = Some(details.clone());

@@ -414,7 +414,9 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 .await
                 {
                     Ok(f) => f,
-                    Err(ProviderError::Unsupported(_)) => break,
+                    // Not served, or a scope the user did not grant (Strava's activities): the
+                    // resource has nothing to pull, the others go on.
+                    Err(ProviderError::Unsupported(_) | ProviderError::ScopesNotGranted(_)) => break,
                     Err(e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_))) => {
                         tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
                         refresh::record_refusal(deps, &conn, &e).await;

@@ -187,6 +187,9 @@ pub enum PushOutcome {
     /// Unsigned, badly signed, stale or unreadable: refused, nothing changes. The reason is
     /// for logs and holds no credential.
     Refused(String),
+    /// The provider's user took Wearlab's access away at the provider (Strava's athlete
+    /// deauthorisation): the user's connections are marked so, and no longer pulled.
+    Deauthorized { external_user_id: String },
 }
 
 /// One published request limit of a provider's API for one OAuth application (all its users):

@@ -4,5 +4,6 @@
 //! push signatures and revokes.
 
 mod oura;
+mod strava;
 mod whoop;
 mod withings;

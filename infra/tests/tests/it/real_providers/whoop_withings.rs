@@ -183,6 +183,7 @@ async fn link_on_public_deployment(
         code: super::query_param(&back, "code"),
         state: super::query_param(&back, "state"),
         error: None,
+        scope: None,
     };
     let out = oauth::callback(&r.t.deps, "withings", params, Some(public_url)).await.unwrap();
     (user, out.redirect_to.unwrap())

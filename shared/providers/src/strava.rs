@@ -1,0 +1,788 @@
+//! Strava API v3 (https://www.strava.com/api/v3), catalog slug `strava` (linked through each
+//! team's own Strava application): OAuth 2 with the client in the body, comma-separated scopes
+//! and rotating refresh tokens; activities paged by `page`/`per_page` until a short page; one
+//! push subscription per application, answered by a `hub.challenge` handshake, with unsigned
+//! events. Facts: `../shared/PROVIDERS.md` section 5 (STRAVA-SW is Strava's published Swagger
+//! document); what is mapped to what: `docs/PROVIDERS.md`.
+//!
+//! What is mapped (Strava's units are already Wearlab's: m, s, bpm):
+//! - `workouts`: `GET /athlete/activities`, one per activity, dated by its local start day.
+//! - `heartrate`, `distance`, `workout_stream`: `GET /activities/{id}/streams` of those
+//!   activities, each sample stamped at the activity's start plus the `time` stream; distance as
+//!   the metres covered since the previous sample (Strava's stream is cumulative), and the
+//!   workout stream's power (W) and cadence (rpm) samples, told apart by their unit.
+//! - `profile`: `GET /athlete` (Strava has neither height nor birth date in its schema: the
+//!   profile only names its source).
+//!
+//! Private activities (`private`, "Only Me") are kept only when `activity:read_all` was granted;
+//! without any activity scope the activity resources answer `ScopesNotGranted`.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wearlab_domain::lab::signing::constant_time_eq;
+use wearlab_domain::ports::providers::{
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+};
+
+use crate::adapter::{Adapter, sport_slug};
+use crate::config::{AppConfig, Endpoints};
+use crate::http;
+use crate::oauth::{self, ClientAuth, TokenAnswer};
+
+pub const SLUG: &str = "strava";
+
+/// What Wearlab asks for, comma-separated as Strava wants (STRAVA-SW securityDefinitions):
+/// `read` (the athlete) and `activity:read_all` (activities, "Only Me" ones included). The user
+/// may untick either at the consent; what was granted is respected when fetching.
+pub const SCOPES: &str = "read,activity:read_all";
+
+/// Strava's largest page (`per_page`, default 30, max 200).
+pub const PER_PAGE: usize = 200;
+
+/// The streams asked for: `time` places the others.
+pub const STREAM_KEYS: &str = "time,heartrate,watts,cadence,distance";
+
+/// Strava's "non-upload" (read) limits of one application: 100 requests per 15 minutes and
+/// 1,000 a day. Its windows turn over at :00/:15/:30/:45 and at 00:00 UTC, as
+/// `throttle::take_app`'s epoch-aligned windows do.
+const LIMITS: &[RateWindow] =
+    &[RateWindow { requests: 100, window_secs: 900 }, RateWindow { requests: 1_000, window_secs: 86_400 }];
+
+const RESOURCES: &[&str] = &["profile", "workouts", "workout_stream", "heartrate", "distance"];
+
+/// The resources an activity fills (a push about one fetches them again).
+const ACTIVITY_RESOURCES: &[&str] = &["workouts", "workout_stream", "heartrate", "distance"];
+
+/// A provider that keeps answering full pages is cut off here (a loop, not data).
+const MAX_PAGES: usize = 500;
+
+/// Strava's short-term window (15 minutes).
+const QUARTER_HOUR_SECS: i64 = 900;
+
+pub struct Strava {
+    config: AppConfig,
+    http: reqwest::Client,
+}
+
+impl Strava {
+    pub fn new(config: AppConfig) -> Self {
+        Self { config, http: http::client() }
+    }
+
+    /// Strava's real hosts.
+    pub fn endpoints() -> Endpoints {
+        Endpoints {
+            authorize: "https://www.strava.com/oauth/authorize".into(),
+            token: "https://www.strava.com/oauth/token".into(),
+            api: "https://www.strava.com/api/v3".into(),
+        }
+    }
+
+    /// `POST /oauth/deauthorize`, beside the token endpoint.
+    fn deauthorize_url(&self) -> String {
+        let token = &self.config.endpoints.token;
+        match token.strip_suffix("/token") {
+            Some(base) => format!("{base}/deauthorize"),
+            None => format!("{token}/deauthorize"),
+        }
+    }
+
+    async fn get(
+        &self,
+        credentials: &ProviderCredentials,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<http::Answer, ProviderError> {
+        let url = format!("{}{path}", self.config.endpoints.api);
+        let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(query);
+        check(http::send(SLUG, request).await?)
+    }
+
+    /// Every activity that started in `[after, before)`, page after page until a short one.
+    async fn activities(
+        &self,
+        credentials: &ProviderCredentials,
+        (after, before): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<Vec<Activity>, ProviderError> {
+        let mut out = Vec::new();
+        for page in 1..=MAX_PAGES {
+            let query = [
+                ("after", after.timestamp().to_string()),
+                ("before", before.timestamp().to_string()),
+                ("page", page.to_string()),
+                ("per_page", PER_PAGE.to_string()),
+            ];
+            let items: Vec<Activity> =
+                self.get(credentials, "/athlete/activities", &query).await?.json(SLUG)?;
+            let short = items.len() < PER_PAGE;
+            out.extend(items);
+            if short {
+                return Ok(out);
+            }
+        }
+        Err(ProviderError::Api(format!("{SLUG} kept paging past {MAX_PAGES} pages")))
+    }
+
+    /// The activities of `range`'s local days the granted scopes let Wearlab read.
+    async fn readable_activities(
+        &self,
+        credentials: &ProviderCredentials,
+        range: DateRange,
+    ) -> Result<Vec<Activity>, ProviderError> {
+        let read_all = activity_access(&credentials.scopes)?;
+        let all = self.activities(credentials, window(range)).await?;
+        Ok(all
+            .into_iter()
+            .filter(|a| read_all || !a.only_me())
+            .filter(|a| a.local_day().is_some_and(|d| range.start <= d && d <= range.end))
+            .collect())
+    }
+
+    /// The streams of one activity; `None` when Strava has none (404: a manual activity, or
+    /// one deleted since it was listed).
+    async fn streams(
+        &self,
+        credentials: &ProviderCredentials,
+        id: i64,
+    ) -> Result<Option<Streams>, ProviderError> {
+        let url = format!("{}/activities/{id}/streams", self.config.endpoints.api);
+        let query = [("keys", STREAM_KEYS), ("key_by_type", "true")];
+        let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(&query);
+        let answer = http::send(SLUG, request).await?;
+        if answer.status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Ok(Some(Streams::read(&check(answer)?.json(SLUG)?)))
+    }
+
+    /// One stream resource's rows over the activities of `range`.
+    async fn stream_rows(
+        &self,
+        credentials: &ProviderCredentials,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let mut rows = Vec::new();
+        for activity in self.readable_activities(credentials, range).await? {
+            // A manual activity has no recorded streams: not asked for.
+            if activity.manual {
+                continue;
+            }
+            let Some(streams) = self.streams(credentials, activity.id).await? else { continue };
+            rows.extend(streams.rows(resource, &activity));
+        }
+        Ok(rows)
+    }
+
+    async fn refresh_with(
+        &self,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        let Some(refresh_token) = &credentials.refresh_token else {
+            return Err(ProviderError::Revoked(format!("{SLUG} credentials hold no refresh token")));
+        };
+        let now = Utc::now();
+        let form = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", refresh_token.expose().to_owned()),
+        ];
+        let answer = oauth::token_request(
+            SLUG,
+            &self.http,
+            &self.config.endpoints.token,
+            client,
+            ClientAuth::Body,
+            form,
+            ProviderError::Revoked,
+        )
+        .await?;
+        // Strava may rotate the refresh token (the latest is kept) and names no scopes: the
+        // ones granted at the consent stay.
+        let mut fresh = answer.into_credentials(now, Some(refresh_token));
+        if fresh.scopes.is_empty() {
+            fresh.scopes = credentials.scopes.clone();
+        }
+        Ok(fresh)
+    }
+
+    async fn deauthorize(&self, credentials: &ProviderCredentials) -> Result<(), ProviderError> {
+        let body = serde_urlencoded::to_string([("access_token", credentials.access_token.expose())])
+            .map_err(|e| ProviderError::Api(e.to_string()))?;
+        let request = self
+            .http
+            .post(self.deauthorize_url())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        check(http::send(SLUG, request).await?).map(|_| ())
+    }
+
+    /// The application's push subscriptions.
+    fn subscriptions(&self) -> String {
+        format!("{}/push_subscriptions", self.config.endpoints.api)
+    }
+}
+
+/// A data call's answer: as [`http::check`], but a 429's wait read from Strava's usage headers.
+fn check(answer: http::Answer) -> Result<http::Answer, ProviderError> {
+    if answer.status.as_u16() == 429 {
+        return Err(ProviderError::RateLimited {
+            retry_after_secs: retry_after(&answer.headers, Utc::now()),
+        });
+    }
+    http::check(SLUG, answer)
+}
+
+/// Seconds to wait after Strava's 429 at `now`. Strava sends no reset time, but its usage and
+/// limits as "15-minute,daily" pairs (`X-ReadRateLimit-*` for reads, else `X-RateLimit-*`): a
+/// spent daily budget waits for 00:00 UTC, otherwise the next quarter hour (:00/:15/:30/:45).
+/// Without them, `Retry-After` or the shared default ([`http::retry_after`]).
+pub fn retry_after(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> u64 {
+    let pair = |name: &str| -> Option<(u64, u64)> {
+        let (a, b) = headers.get(name)?.to_str().ok()?.split_once(',')?;
+        Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+    };
+    let read = pair("x-readratelimit-usage").zip(pair("x-readratelimit-limit"));
+    let overall = pair("x-ratelimit-usage").zip(pair("x-ratelimit-limit"));
+    let Some(((_, daily_used), (_, daily_limit))) = read.or(overall) else {
+        return http::retry_after(headers, now.timestamp());
+    };
+    let at = now.timestamp();
+    let secs = if daily_used >= daily_limit {
+        (at.div_euclid(86_400) + 1) * 86_400 - at
+    } else {
+        (at.div_euclid(QUARTER_HOUR_SECS) + 1) * QUARTER_HOUR_SECS - at
+    };
+    secs.max(1) as u64
+}
+
+/// Whether the granted scopes read "Only Me" activities too (`activity:read_all`), or only the
+/// others (`activity:read`); neither is a clear refusal (STRAVA-SW: the activity paths require
+/// `activity:read`).
+pub fn activity_access(scopes: &[String]) -> Result<bool, ProviderError> {
+    let granted = |s: &str| scopes.iter().any(|g| g == s);
+    if granted("activity:read_all") {
+        Ok(true)
+    } else if granted("activity:read") {
+        Ok(false)
+    } else {
+        Err(ProviderError::ScopesNotGranted(vec!["activity:read".into()]))
+    }
+}
+
+/// The epoch window asked for a range of local days: a day either side, since a local day
+/// differs from the UTC one by up to 14 hours; activities are kept by their local day.
+fn window(range: DateRange) -> (DateTime<Utc>, DateTime<Utc>) {
+    let midnight = |d: NaiveDate| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    (midnight(range.start) - Duration::days(1), midnight(range.end) + Duration::days(2))
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Strava's `timezone` ("(GMT-08:00) America/Los_Angeles") as its IANA name, when it is one.
+fn iana_zone(timezone: &str) -> Option<String> {
+    let name = timezone.rsplit_once(") ").map_or(timezone, |(_, n)| n).trim();
+    name.parse::<chrono_tz::Tz>().ok().map(|_| name.to_owned())
+}
+
+/// A sport type in Strava's CamelCase (`MountainBikeRide`, `EMountainBikeRide`) as words, then
+/// a Wearlab sport slug (`mountain_bike_ride`, `e_mountain_bike_ride`).
+fn sport(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut words = String::with_capacity(name.len() + 4);
+    for (i, c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|p| chars[p]);
+        let next = chars.get(i + 1);
+        let starts_word = c.is_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_lowercase() || (p.is_uppercase() && next.is_some_and(|n| n.is_lowercase()))
+            });
+        if starts_word {
+            words.push(' ');
+        }
+        words.push(*c);
+    }
+    sport_slug(&words)
+}
+
+#[derive(Debug, Deserialize)]
+struct AthleteRef {
+    id: i64,
+}
+
+/// Strava's token answer: the standard fields and the athlete it was issued for.
+#[derive(Debug, Deserialize)]
+struct TokenWithAthlete {
+    #[serde(flatten)]
+    token: TokenAnswer,
+    #[serde(default)]
+    athlete: Option<AthleteRef>,
+}
+
+/// The fields of a SummaryActivity Wearlab reads (STRAVA-SW; units in the comments).
+#[derive(Debug, Clone, Deserialize)]
+struct Activity {
+    id: i64,
+    #[serde(default)]
+    sport_type: Option<String>,
+    /// Deprecated for `sport_type`, read when that is missing.
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    start_date: DateTime<Utc>,
+    /// The local wall-clock time, written with a `Z` although it is not UTC.
+    #[serde(default)]
+    start_date_local: Option<String>,
+    #[serde(default)]
+    timezone: Option<String>,
+    /// Seconds.
+    #[serde(default)]
+    elapsed_time: Option<i64>,
+    /// Metres.
+    #[serde(default)]
+    distance: Option<f64>,
+    /// Beats per minute.
+    #[serde(default)]
+    average_heartrate: Option<f64>,
+    /// Kilocalories: only in a DetailedActivity, never in the list's summaries.
+    #[serde(default)]
+    calories: Option<f64>,
+    #[serde(default)]
+    private: bool,
+    /// "Only Me" as STRAVA-SW's `activity:read_all` scope words it; read besides `private`.
+    #[serde(default)]
+    visibility: Option<String>,
+    #[serde(default)]
+    manual: bool,
+}
+
+impl Activity {
+    fn only_me(&self) -> bool {
+        self.private || self.visibility.as_deref() == Some("only_me")
+    }
+
+    /// The day it started on where it happened.
+    fn local_day(&self) -> Option<NaiveDate> {
+        match &self.start_date_local {
+            Some(s) => s.get(..10)?.parse().ok(),
+            None => Some(self.start_date.date_naive()),
+        }
+    }
+
+    fn zone(&self) -> Option<String> {
+        self.timezone.as_deref().and_then(iana_zone)
+    }
+
+    fn record(&self) -> Option<Value> {
+        let day = self.local_day()?;
+        let end = self.start_date + Duration::seconds(self.elapsed_time.unwrap_or(0).max(0));
+        let kind = self.sport_type.as_deref().or(self.kind.as_deref());
+        let mut record = json!({
+            "date": day.to_string(),
+            "time_start": rfc3339(self.start_date),
+            "time_end": rfc3339(end),
+            "sport": kind.map_or_else(|| "other".to_owned(), sport),
+        });
+        let optional = [
+            ("distance_m", self.distance),
+            ("average_hr", self.average_heartrate),
+            ("calories", self.calories),
+        ];
+        for (key, value) in optional {
+            if let Some(v) = value {
+                record[key] = json!(v);
+            }
+        }
+        if let Some(zone) = self.zone() {
+            record["timezone"] = json!(zone);
+        }
+        Some(record)
+    }
+}
+
+/// The streams of one activity Wearlab reads, each a value per `time` offset (null gaps kept as
+/// `None` so the series stay aligned).
+#[derive(Debug, Default)]
+struct Streams {
+    time: Vec<Option<f64>>,
+    heartrate: Vec<Option<f64>>,
+    watts: Vec<Option<f64>>,
+    cadence: Vec<Option<f64>>,
+    distance: Vec<Option<f64>>,
+}
+
+impl Streams {
+    /// Strava's answer keyed by type (`key_by_type=true`, a StreamSet), or a list of streams
+    /// each naming its `type` (STRAVA-SW's example).
+    fn read(answer: &Value) -> Self {
+        let data = |s: &Value| -> Vec<Option<f64>> {
+            s.get("data")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(Value::as_f64).collect())
+                .unwrap_or_default()
+        };
+        let mut out = Self::default();
+        let mut put = |kind: &str, stream: &Value| {
+            let slot = match kind {
+                "time" => &mut out.time,
+                "heartrate" => &mut out.heartrate,
+                "watts" => &mut out.watts,
+                "cadence" => &mut out.cadence,
+                "distance" => &mut out.distance,
+                _ => return,
+            };
+            *slot = data(stream);
+        };
+        match answer {
+            Value::Object(map) => map.iter().for_each(|(k, s)| put(k, s)),
+            Value::Array(list) => {
+                for s in list {
+                    if let Some(kind) = s.get("type").and_then(Value::as_str) {
+                        put(kind, s);
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// The rows of `resource` for `activity`.
+    fn rows(&self, resource: &str, activity: &Activity) -> Vec<Value> {
+        let zone = activity.zone();
+        let at = |i: usize| -> Option<String> {
+            let offset = self.time.get(i).copied().flatten()?;
+            Some(rfc3339(activity.start_date + Duration::milliseconds((offset * 1000.0) as i64)))
+        };
+        let row = |i: usize, value: f64, unit: &str| -> Option<Value> {
+            let mut r = json!({"timestamp": at(i)?, "value": value, "unit": unit});
+            if let Some(z) = &zone {
+                r["timezone"] = json!(z);
+            }
+            Some(r)
+        };
+        let series = |values: &[Option<f64>], unit: &str| -> Vec<Value> {
+            values.iter().enumerate().filter_map(|(i, v)| row(i, (*v)?, unit)).collect()
+        };
+        match resource {
+            "heartrate" => series(&self.heartrate, "bpm"),
+            "workout_stream" => {
+                let mut rows = series(&self.watts, "W");
+                rows.extend(series(&self.cadence, "rpm"));
+                rows
+            }
+            "distance" => {
+                // Cumulative metres -> metres since the previous sample (a gap carries over).
+                let mut last = 0.0;
+                self.distance
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, d)| {
+                        let d = (*d)?;
+                        let covered = (d - last).max(0.0);
+                        last = d;
+                        row(i, (covered * 100.0).round() / 100.0, "m")
+                    })
+                    .collect()
+            }
+            _ => vec![],
+        }
+    }
+}
+
+/// A push subscription as Strava lists it.
+#[derive(Debug, Deserialize)]
+struct Subscription {
+    #[serde(default)]
+    callback_url: String,
+}
+
+/// Strava's webhook event (D:developers.strava.com/docs/webhooks).
+#[derive(Debug, Deserialize)]
+struct Event {
+    object_type: String,
+    aspect_type: String,
+    owner_id: i64,
+    #[serde(default)]
+    updates: serde_json::Map<String, Value>,
+    /// Epoch seconds.
+    #[serde(default)]
+    event_time: Option<i64>,
+}
+
+impl Event {
+    /// `updates.authorized = "false"` on the athlete: the user deauthorised the application.
+    fn deauthorizes(&self) -> bool {
+        let refused = match self.updates.get("authorized") {
+            Some(Value::String(s)) => s == "false",
+            Some(Value::Bool(b)) => !b,
+            _ => false,
+        };
+        self.object_type == "athlete" && refused
+    }
+}
+
+/// Reads a request to Strava's push endpoint. GET is the subscription handshake: `hub.mode`
+/// `subscribe` with Wearlab's `verification_token` as `hub.verify_token` is answered 200
+/// `{"hub.challenge": ...}`, anything else refused. POST is an event: Strava signs none (the
+/// facts sheet), so it is trusted only as far as the user it names has a connection (the push
+/// use case looks the owner up): an activity created or changed fetches its days' activity
+/// resources again, a deauthorisation of the athlete ends the connections. Deletions and other
+/// changes are read and ignored.
+pub fn read_push(verification_token: Option<&str>, request: &PushRequest) -> PushOutcome {
+    let refused = |why: &str| PushOutcome::Refused(format!("{SLUG} push {why}"));
+    if request.method.eq_ignore_ascii_case("GET") {
+        let (Some(expected), Some(given), Some(challenge)) =
+            (verification_token, request.query("hub.verify_token"), request.query("hub.challenge"))
+        else {
+            return refused("handshake without verify token or challenge");
+        };
+        if request.query("hub.mode") != Some("subscribe") {
+            return refused("handshake is not a subscription");
+        }
+        if !constant_time_eq(expected.as_bytes(), given.as_bytes()) {
+            return refused("handshake with a wrong verify token");
+        }
+        return PushOutcome::Handshake { status: 200, body: Some(json!({"hub.challenge": challenge})) };
+    }
+    if !request.method.eq_ignore_ascii_case("POST") {
+        return refused("is neither the handshake nor an event");
+    }
+    let Ok(event) = serde_json::from_slice::<Event>(&request.body) else {
+        return refused("has an unreadable body");
+    };
+    let owner = event.owner_id.to_string();
+    if event.object_type == "athlete" {
+        return if event.deauthorizes() {
+            PushOutcome::Deauthorized { external_user_id: owner }
+        } else {
+            PushOutcome::Notices(vec![])
+        };
+    }
+    if event.object_type != "activity" || !matches!(event.aspect_type.as_str(), "create" | "update") {
+        return PushOutcome::Notices(vec![]);
+    }
+    // The event names the activity, not its day: the day of the event and the one before (an
+    // activity is uploaded after it ends, possibly past midnight).
+    let range = event.event_time.and_then(|t| DateTime::from_timestamp(t, 0)).map(|t| {
+        let end = t.date_naive();
+        DateRange { start: end - Duration::days(1), end }
+    });
+    PushOutcome::Notices(vec![PushNotice {
+        external_user_id: owner,
+        resources: ACTIVITY_RESOURCES.iter().map(|r| (*r).to_owned()).collect(),
+        range,
+    }])
+}
+
+#[async_trait]
+impl Adapter for Strava {
+    fn slug(&self) -> &'static str {
+        SLUG
+    }
+
+    fn resources(&self) -> &'static [&'static str] {
+        RESOURCES
+    }
+
+    fn app_limits(&self) -> &'static [RateWindow] {
+        LIMITS
+    }
+
+    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
+        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    }
+
+    async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
+        let now = Utc::now();
+        // Strava's form has no `redirect_uri` (PROVIDERS.md section 5: `client_id,
+        // client_secret, code, grant_type`); sending it is harmless, as other providers need it.
+        let answer: TokenWithAthlete = oauth::token_request_as(
+            SLUG,
+            &self.http,
+            &self.config.endpoints.token,
+            &exchange.client,
+            ClientAuth::Body,
+            oauth::authorization_code_form(exchange),
+            ProviderError::CredentialError,
+        )
+        .await?;
+        let credentials = answer.token.into_credentials(now, None);
+        let athlete = match answer.athlete {
+            Some(a) => a,
+            // Not in the answer: the athlete the token reads is the user.
+            None => self.get(&credentials, "/athlete", &[]).await?.json::<AthleteRef>(SLUG)?,
+        };
+        tracing::info!(provider = SLUG, external_user_id = athlete.id, "linked");
+        Ok(ProviderAccount { external_user_id: athlete.id.to_string(), credentials })
+    }
+
+    async fn refresh(
+        &self,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.refresh_with(client, credentials).await
+    }
+
+    async fn fetch(
+        &self,
+        account: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        let c = &account.credentials;
+        let records = match resource {
+            "workouts" => {
+                self.readable_activities(c, range).await?.iter().filter_map(Activity::record).collect()
+            }
+            "heartrate" | "distance" | "workout_stream" => self.stream_rows(c, resource, range).await?,
+            "profile" => {
+                // Read for its id only: Strava's athlete has no field of Wearlab's profile.
+                let _: AthleteRef = self.get(c, "/athlete", &[]).await?.json(SLUG)?;
+                vec![json!({})]
+            }
+            other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
+        };
+        tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
+        Ok(FetchedResource { resource: resource.to_owned(), records })
+    }
+
+    /// `POST /oauth/deauthorize`, an expired access token refreshed first
+    /// ([`oauth::revoke_refreshing`]).
+    async fn revoke(&self, client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
+        oauth::revoke_refreshing(
+            &account.credentials,
+            |c| async move { self.deauthorize(&c).await },
+            || self.refresh_with(client, &account.credentials),
+        )
+        .await
+    }
+
+    fn push(
+        &self,
+        _client: &OauthClient,
+        verification_token: Option<&str>,
+        request: &PushRequest,
+    ) -> PushOutcome {
+        read_push(verification_token, request)
+    }
+
+    fn push_unsigned(&self, verification_token: Option<&str>, request: &PushRequest) -> Option<PushOutcome> {
+        Some(read_push(verification_token, request))
+    }
+
+    /// Strava keeps one subscription per application: listed with the app's credentials in the
+    /// query, created with them in the form with `callback_url` and `verify_token` (Strava then
+    /// calls the handshake). One to another callback URL is left alone and reported.
+    async fn ensure_subscriptions(
+        &self,
+        client: &OauthClient,
+        callback_url: &str,
+        verification_token: Option<&str>,
+    ) -> Result<usize, ProviderError> {
+        let Some(token) = verification_token else {
+            return Err(ProviderError::Unsupported(format!(
+                "{SLUG} needs a push verification token to subscribe"
+            )));
+        };
+        let url = self.subscriptions();
+        let creds =
+            [("client_id", client.client_id.as_str()), ("client_secret", client.client_secret.expose())];
+        let existing: Vec<Subscription> =
+            check(http::send(SLUG, self.http.get(&url).query(&creds)).await?)?.json(SLUG)?;
+        if existing.iter().any(|s| s.callback_url == callback_url) {
+            return Ok(0);
+        }
+        if !existing.is_empty() {
+            return Err(ProviderError::Api(format!(
+                "{SLUG} already pushes this application's events to another callback URL"
+            )));
+        }
+        let mut form: Vec<(&str, &str)> = creds.to_vec();
+        form.extend([("callback_url", callback_url), ("verify_token", token)]);
+        let body = serde_urlencoded::to_string(&form).map_err(|e| ProviderError::Api(e.to_string()))?;
+        let request =
+            self.http.post(&url).header("content-type", "application/x-www-form-urlencoded").body(body);
+        check(http::send(SLUG, request).await?)?;
+        Ok(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderMap;
+    use wearlab_domain::throttle::{ThrottleState, decide_app};
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn sport_types_become_slugs() {
+        assert_eq!(sport("Run"), "run");
+        assert_eq!(sport("MountainBikeRide"), "mountain_bike_ride");
+        assert_eq!(sport("EMountainBikeRide"), "e_mountain_bike_ride");
+        assert_eq!(sport("HighIntensityIntervalTraining"), "high_intensity_interval_training");
+    }
+
+    #[test]
+    fn zones_are_read_from_stravas_label() {
+        assert_eq!(iana_zone("(GMT-08:00) America/Los_Angeles").as_deref(), Some("America/Los_Angeles"));
+        assert_eq!(iana_zone("(GMT+00:00) Nowhere/Special"), None);
+    }
+
+    #[test]
+    fn a_detailed_activity_gives_its_calories() {
+        let a: Activity = serde_json::from_value(json!({"id": 1, "type": "Run", "calories": 537.9,
+            "start_date": "2013-12-12T19:36:41Z", "start_date_local": "2013-12-12T11:36:41Z",
+            "timezone": "(GMT-08:00) America/Los_Angeles", "elapsed_time": 3140, "distance": 5781.1}))
+        .unwrap();
+        let r = a.record().unwrap();
+        assert_eq!(r["calories"], 537.9);
+        assert_eq!(r["date"], "2013-12-12");
+        assert_eq!(r["time_end"], "2013-12-12T20:29:01Z");
+    }
+
+    #[test]
+    fn a_429_waits_for_stravas_quarter_hour_or_the_utc_midnight() {
+        let headers = |usage: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("x-readratelimit-limit", "100,1000".parse().unwrap());
+            h.insert("x-readratelimit-usage", usage.parse().unwrap());
+            h
+        };
+        assert_eq!(retry_after(&headers("101,400"), at("2026-11-25T10:14:30Z")), 30);
+        assert_eq!(retry_after(&headers("100,1000"), at("2026-11-25T23:50:00Z")), 600);
+        assert_eq!(
+            retry_after(&HeaderMap::new(), at("2026-11-25T10:14:30Z")),
+            http::DEFAULT_RETRY_AFTER_SECS
+        );
+    }
+
+    #[test]
+    fn the_app_windows_turn_over_when_stravas_do() {
+        let mut state = ThrottleState::default();
+        let start = at("2026-11-25T10:00:00Z");
+        for i in 0..100 {
+            assert_eq!(
+                decide_app(LIMITS, &mut state, start + Duration::seconds(i)),
+                wearlab_domain::throttle::Decision::Granted
+            );
+        }
+        // The 101st in the 10:00 quarter waits until 10:15:00, like Strava's own window.
+        assert_eq!(
+            decide_app(LIMITS, &mut state, at("2026-11-25T10:14:00Z")),
+            wearlab_domain::throttle::Decision::Wait(std::time::Duration::from_secs(60))
+        );
+        assert_eq!(
+            decide_app(LIMITS, &mut state, at("2026-11-25T10:15:00Z")),
+            wearlab_domain::throttle::Decision::Granted
+        );
+    }
+}
