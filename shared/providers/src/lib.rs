@@ -13,6 +13,7 @@ pub mod http;
 pub mod oauth;
 pub mod router;
 
+pub mod dexcom;
 pub mod oura;
 pub mod whoop;
 pub mod withings;
@@ -58,6 +59,8 @@ pub fn from_vars(sim: Arc<dyn Providers>, var: impl Fn(&str) -> Option<String>) 
     add(Arc::new(whoop::Whoop::new(config.clone())), config);
     let config = AppConfig::from_vars(withings::SLUG, withings::Withings::endpoints(), &var);
     add(Arc::new(withings::Withings::new(config.clone())), config);
+    let config = AppConfig::from_vars(dexcom::SLUG, dexcom::Dexcom::endpoints_from(&var), &var);
+    add(Arc::new(dexcom::Dexcom::new(config.clone()).with_public_url(var("WEARLAB_PUBLIC_URL"))), config);
     Arc::new(RealProviders::new(sim, routes).with_available(available))
 }
 
