@@ -119,7 +119,7 @@ impl Dexcom {
         let mut from = range.start.and_hms_opt(0, 0, 0).expect("midnight");
         let mut until = (range.end + Duration::days(1)).and_hms_opt(0, 0, 0).expect("midnight");
         if until - from > Duration::days(WINDOW_DAYS) {
-            let held = self.data_range(token).await?.egvs;
+            let held = self.data_range(token).await?.egvs.unwrap_or_default();
             match (held.start.and_then(|m| m.system_time), held.end.and_then(|m| m.system_time)) {
                 (Some(first), Some(last)) => {
                     let first = system_time(&first)?;
@@ -168,8 +168,9 @@ struct Egvs {
 struct DataRange {
     #[serde(default, rename = "userId")]
     user_id: Option<String>,
+    /// Absent or `null`: no readings, as `null` `start`/`end` times are in Dexcom's example.
     #[serde(default)]
-    egvs: Window,
+    egvs: Option<Window>,
 }
 
 #[derive(Deserialize, Default)]
@@ -323,6 +324,17 @@ mod tests {
         assert_eq!(egv_sample(&unknown, range()), None, "a number without its unit");
         let next_day = json!({"systemTime": "2026-11-22T00:00:00", "value": 135, "unit": "mg/dL"});
         assert_eq!(egv_sample(&next_day, range()), None);
+    }
+
+    #[test]
+    fn a_data_range_without_readings_reads() {
+        let empty: DataRange = serde_json::from_value(json!({"userId": "u", "egvs": null})).unwrap();
+        assert!(empty.egvs.is_none());
+        let example: DataRange = serde_json::from_value(
+            json!({"userId": "u", "egvs": {"start": {"systemTime": null}, "end": {"systemTime": null}}}),
+        )
+        .unwrap();
+        assert!(example.egvs.unwrap().start.unwrap().system_time.is_none());
     }
 
     #[test]
