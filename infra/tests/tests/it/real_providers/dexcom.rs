@@ -60,6 +60,23 @@ async fn glucose(r: &Real<FakeDexcom>, user: &str, start: &str, end: &str) -> Ve
         .unwrap_or_default()
 }
 
+/// A poll of the user's Dexcom connection, as the scheduler queues one.
+async fn poll_user(r: &Real<FakeDexcom>, user: &str) {
+    let job = PollJob {
+        team_id: r.t.team,
+        user_id: UserId::parse(user).unwrap(),
+        provider: "dexcom_v3".into(),
+        since: None,
+    };
+    poll(&r.t.deps, &job).await.unwrap();
+}
+
+/// A reading Dexcom received after the history was pulled.
+fn later_egv(id: &str, at: &str, value: f64, unit: &str) -> Value {
+    json!({"recordId": id, "systemTime": at, "displayTime": at, "value": value, "unit": unit,
+        "status": "ok", "trend": "flat"})
+}
+
 #[tokio::test]
 async fn real_dexcom_links_on_the_configured_host_and_pulls_glucose_in_its_unit() {
     let (r, host) = real_dexcom().await;
@@ -124,15 +141,8 @@ async fn dexcom_pushes_are_refused_and_a_poll_brings_a_new_reading() {
     assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
 
     // A reading uploaded later is fetched by the next poll.
-    r.fake.add_egv(json!({"recordId": "new-1", "systemTime": "2026-11-25T08:55:00",
-        "displayTime": "2026-11-25T08:55:00", "value": 112, "unit": "mg/dL", "status": "ok", "trend": "flat"}));
-    let job = PollJob {
-        team_id: r.t.team,
-        user_id: UserId::parse(&user).unwrap(),
-        provider: "dexcom_v3".into(),
-        since: None,
-    };
-    poll(&r.t.deps, &job).await.unwrap();
+    r.fake.add_egv(later_egv("new-1", "2026-11-25T08:55:00", 112.0, "mg/dL"));
+    poll_user(&r, &user).await;
     let today = glucose(&r, &user, "2026-11-25", "2026-11-25").await;
     assert_eq!(today.len(), 1, "{today:?}");
     assert_eq!((today[0]["value"].as_f64(), today[0]["unit"].as_str()), (Some(112.0), Some("mg/dL")));
@@ -150,4 +160,24 @@ async fn removing_a_dexcom_connection_calls_nothing_at_dexcom() {
     assert_eq!(r.fake.total_calls(), before, "Dexcom has no revoke endpoint");
     let key = wearlab_domain::keys::linking::connection(UserId::parse(&user).unwrap(), "dexcom_v3");
     assert!(r.t.deps.table.get(&key).await.unwrap().is_none(), "the credentials are gone");
+}
+
+#[tokio::test]
+async fn a_refused_dexcom_token_is_refreshed_with_the_teams_app_and_the_poll_goes_on() {
+    let (r, _) = real_dexcom().await;
+    let (user, _) = link_through(&r, "dexcom_v3", "dexcom-4").await;
+    drain(&r).await;
+    // Dexcom's access tokens last two hours; it refuses this one early.
+    r.fake.expire_access_tokens();
+    r.fake.add_egv(later_egv("new-2", "2026-11-25T08:50:00", 6.1, "mmol/L"));
+    poll_user(&r, &user).await;
+    let refresh =
+        r.fake.token_forms().into_iter().filter(|f| f["grant_type"] == "refresh_token").collect::<Vec<_>>();
+    assert_eq!(refresh.len(), 1);
+    assert_eq!(refresh[0]["client_id"], "team-dexcom-app", "the app that issued the credentials");
+    assert_eq!(refresh[0]["client_secret"], TEAM_DEXCOM_SECRET);
+    assert_eq!(connection_of(&r, &user, "dexcom_v3").await.status, ConnectionStatus::Connected);
+    let today = glucose(&r, &user, "2026-11-25", "2026-11-25").await;
+    assert_eq!(today.len(), 1, "{today:?}");
+    assert_eq!((today[0]["value"].as_f64(), today[0]["unit"].as_str()), (Some(6.1), Some("mmol/L")));
 }
