@@ -58,6 +58,12 @@ pub trait Adapter: Send + Sync + 'static {
         request: &PushRequest,
     ) -> PushOutcome;
 
+    /// Whether the provider sends push notifications at all. A provider without (Dexcom) has
+    /// its pushes refused as such, not as badly signed ones.
+    fn pushes(&self) -> bool {
+        true
+    }
+
     /// Per-user set-up once the account is linked (and again when it is relinked): Withings
     /// subscribes the user's notifications to `callback_url`. Nothing by default.
     async fn after_link(&self, _account: &ProviderAccount, _callback_url: &str) -> Result<(), ProviderError> {

@@ -13,6 +13,7 @@ pub mod http;
 pub mod oauth;
 pub mod router;
 
+pub mod dexcom;
 pub mod oura;
 pub mod strava;
 pub mod whoop;
@@ -69,6 +70,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(withings::Withings::new(config.clone())), config);
     let config = AppConfig::from_vars(strava::SLUG, strava::Strava::endpoints(), &var);
     add(Arc::new(strava::Strava::new(config.clone())), config);
+    let config = AppConfig::from_vars(dexcom::SLUG, dexcom::Dexcom::endpoints_from(&var), &var);
+    add(Arc::new(dexcom::Dexcom::new(config.clone()).with_public_url(var("WEARLAB_PUBLIC_URL"))), config);
     all
 }
 

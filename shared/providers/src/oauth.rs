@@ -156,3 +156,53 @@ where
         other => other,
     }
 }
+
+/// A code exchange at the token endpoint `url`, the client authenticated as `auth`: the
+/// credentials issued now. A refused code is `CredentialError`.
+pub async fn exchange(
+    provider: &str,
+    http_client: &reqwest::Client,
+    url: &str,
+    exchange: &wearlab_domain::ports::providers::CodeExchange,
+    auth: ClientAuth,
+) -> Result<ProviderCredentials, ProviderError> {
+    let form = authorization_code_form(exchange);
+    let answer = token_request(
+        provider,
+        http_client,
+        url,
+        &exchange.client,
+        auth,
+        form,
+        ProviderError::CredentialError,
+    )
+    .await?;
+    Ok(answer.into_credentials(Utc::now(), None))
+}
+
+/// A refresh at the token endpoint `url` (RFC 6749 section 6): `grant_type=refresh_token`, the
+/// refresh token, and the provider's `extra` fields. The provider's new refresh token is kept,
+/// the old one when it returns none; a refused refresh, or credentials without a refresh token,
+/// are `Revoked`.
+pub async fn refresh(
+    provider: &str,
+    http_client: &reqwest::Client,
+    url: &str,
+    client: &OauthClient,
+    auth: ClientAuth,
+    credentials: &ProviderCredentials,
+    extra: Vec<(&'static str, String)>,
+) -> Result<ProviderCredentials, ProviderError> {
+    let Some(refresh_token) = &credentials.refresh_token else {
+        return Err(ProviderError::Revoked(format!("{provider} credentials hold no refresh token")));
+    };
+    let mut form = vec![
+        ("grant_type", "refresh_token".to_owned()),
+        ("refresh_token", refresh_token.expose().to_owned()),
+    ];
+    form.extend(extra);
+    let now = Utc::now();
+    let answer =
+        token_request(provider, http_client, url, client, auth, form, ProviderError::Revoked).await?;
+    Ok(answer.into_credentials(now, Some(refresh_token)))
+}

@@ -201,6 +201,13 @@ impl Providers for RealProviders {
         }
     }
 
+    fn pushes(&self, provider: &str) -> bool {
+        match self.route(provider) {
+            Some(route) => route.adapter.pushes(),
+            None => self.sim.pushes(provider),
+        }
+    }
+
     async fn maintain_push_subscriptions(
         &self,
         public_url: &str,

@@ -135,26 +135,17 @@ impl Whoop {
         client: &OauthClient,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
-        let Some(refresh_token) = &credentials.refresh_token else {
-            return Err(ProviderError::Revoked(format!("{SLUG} credentials hold no refresh token")));
-        };
-        let now = Utc::now();
-        let form = vec![
-            ("grant_type", "refresh_token".to_owned()),
-            ("refresh_token", refresh_token.expose().to_owned()),
-            ("scope", "offline".to_owned()),
-        ];
-        let answer = oauth::token_request(
+        let extra = vec![("scope", "offline".to_owned())];
+        oauth::refresh(
             SLUG,
             &self.http,
             &self.config.endpoints.token,
             client,
             ClientAuth::Body,
-            form,
-            ProviderError::Revoked,
+            credentials,
+            extra,
         )
-        .await?;
-        Ok(answer.into_credentials(now, Some(refresh_token)))
+        .await
     }
 
     async fn delete_access(&self, credentials: &ProviderCredentials) -> Result<(), ProviderError> {

@@ -27,6 +27,7 @@ use wearlab_providers::{Adapter, RealProviders, Route};
 use crate::helpers::TestApp;
 use crate::linking::{link_token, path_of, query_param};
 
+mod dexcom;
 mod strava;
 mod whoop_withings;
 

@@ -39,6 +39,11 @@ struct Named {
 
 pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Result<PushReply, DomainError> {
     let slug = &known_provider(provider)?.slug;
+    if !deps.providers.pushes(slug) {
+        return Err(DomainError::NotFound(format!(
+            "{slug} sends no push notifications: Wearlab pulls its data"
+        )));
+    }
     // Providers that sign with each connection's own app (WHOOP for a team's app) name their
     // user first: the apps of that user's connections are the candidates, the platform's last.
     let named = match deps.providers.push_claimed_user(slug, request) {

@@ -302,6 +302,13 @@ pub trait Providers: Send + Sync + 'static {
         None
     }
 
+    /// Whether `provider` sends push notifications on this deployment. `false` (a real provider
+    /// without webhooks, e.g. Dexcom) makes the push endpoint refuse its pushes as unknown rather
+    /// than as unsigned. The simulator, and every provider by default: `true`.
+    fn pushes(&self, _provider: &str) -> bool {
+        true
+    }
+
     /// Creates or renews the app-wide push subscriptions of every real provider that has them,
     /// pointing at `<public_url>/v2/provider_webhooks/<provider>`. Per provider: how many were
     /// created or renewed, or why not.

@@ -3,6 +3,7 @@
 //! providers' published OpenAPI examples and schemas), so the adapters are tested without the
 //! internet. Each fake counts the calls it gets, so tests can assert what reached the provider.
 
+pub mod dexcom;
 pub mod oura;
 pub mod strava;
 pub mod whoop;
