@@ -88,6 +88,50 @@ pub async fn token_request(
     http::check(provider, answer)?.json(provider)
 }
 
+/// A code exchange (RFC 6749 section 4.1.3) at the token endpoint `url`, the exchange's client
+/// authenticated as `auth`: a refused code or client is `CredentialError`.
+pub async fn exchange(
+    provider: &str,
+    http_client: &reqwest::Client,
+    url: &str,
+    exchange: &wearlab_domain::ports::providers::CodeExchange,
+    auth: ClientAuth,
+) -> Result<ProviderCredentials, ProviderError> {
+    let form = authorization_code_form(exchange);
+    let answer = token_request(
+        provider,
+        http_client,
+        url,
+        &exchange.client,
+        auth,
+        form,
+        ProviderError::CredentialError,
+    )
+    .await?;
+    Ok(answer.into_credentials(Utc::now(), None))
+}
+
+/// A refresh (RFC 6749 section 6) at the token endpoint `url` with `client` authenticated as
+/// `auth`: credentials without a refresh token, or a refused one, are `Revoked`; when the
+/// provider sends no new refresh token the old one is kept.
+pub async fn refresh(
+    provider: &str,
+    http_client: &reqwest::Client,
+    url: &str,
+    client: &OauthClient,
+    auth: ClientAuth,
+    credentials: &ProviderCredentials,
+) -> Result<ProviderCredentials, ProviderError> {
+    let refresh = credentials
+        .refresh_token
+        .as_ref()
+        .ok_or_else(|| ProviderError::Revoked(format!("{provider} credentials hold no refresh token")))?;
+    let form = vec![("grant_type", "refresh_token".into()), ("refresh_token", refresh.expose().to_owned())];
+    let answer =
+        token_request(provider, http_client, url, client, auth, form, ProviderError::Revoked).await?;
+    Ok(answer.into_credentials(Utc::now(), Some(refresh)))
+}
+
 /// The consent page URL (RFC 6749 section 4.1.1): `authorize` with `response_type=code`, the
 /// client, the callback, `scope` written as the provider separates it, and the state.
 pub fn authorize_url(

@@ -389,17 +389,9 @@ impl Adapter for Oura {
     }
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        let answer = oauth::token_request(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            &exchange.client,
-            ClientAuth::Body,
-            oauth::authorization_code_form(exchange),
-            ProviderError::CredentialError,
-        )
-        .await?;
-        let credentials = answer.into_credentials(Utc::now(), None);
+        let credentials =
+            oauth::exchange(SLUG, &self.http, &self.config.endpoints.token, exchange, ClientAuth::Body)
+                .await?;
         let info = self.personal_info(credentials.access_token.expose()).await?;
         let id = info
             .get("id")
@@ -414,21 +406,8 @@ impl Adapter for Oura {
         client: &OauthClient,
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
-        let refresh = credentials
-            .refresh_token
-            .as_ref()
-            .ok_or_else(|| ProviderError::Revoked(format!("{SLUG} credentials hold no refresh token")))?;
-        let answer = oauth::token_request(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            client,
-            ClientAuth::Body,
-            vec![("grant_type", "refresh_token".into()), ("refresh_token", refresh.expose().to_owned())],
-            ProviderError::Revoked,
-        )
-        .await?;
-        Ok(answer.into_credentials(Utc::now(), Some(refresh)))
+        oauth::refresh(SLUG, &self.http, &self.config.endpoints.token, client, ClientAuth::Body, credentials)
+            .await
     }
 
     async fn fetch(

@@ -3,6 +3,7 @@
 //! providers' published OpenAPI examples and schemas), so the adapters are tested without the
 //! internet. Each fake counts the calls it gets, so tests can assert what reached the provider.
 
+pub mod google_health;
 pub mod oura;
 pub mod whoop;
 pub mod withings;

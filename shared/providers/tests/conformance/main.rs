@@ -3,6 +3,7 @@
 //! across pages with units mapped, handles 401/429/5xx, answers the push handshake, checks
 //! push signatures and revokes.
 
+mod google_health;
 mod oura;
 mod whoop;
 mod withings;
