@@ -33,11 +33,13 @@ https://www.googleapis.com/auth/googlehealth.health_metrics_and_measurements.rea
 https://www.googleapis.com/auth/googlehealth.sleep.readonly";
 
 /// Per project: 120,000 requests a minute and 86.4 M a day (D:developers.google.com/health/
-/// rate-limits). The 300 a minute per user is Google's own 429, retried like any other.
+/// rate-limits).
 const LIMITS: &[RateWindow] = &[
     RateWindow { requests: 120_000, window_secs: 60 },
     RateWindow { requests: 86_400_000, window_secs: 86_400 },
 ];
+/// Per user: 300 requests a minute (same source).
+const USER_LIMITS: &[RateWindow] = &[RateWindow { requests: 300, window_secs: 60 }];
 
 /// The catalog resources this adapter fills; `fetch` refuses any other.
 const RESOURCES: &[&str] =
@@ -547,6 +549,10 @@ impl Adapter for GoogleHealth {
 
     fn app_limits(&self) -> &'static [RateWindow] {
         LIMITS
+    }
+
+    fn user_limits(&self) -> &'static [RateWindow] {
+        USER_LIMITS
     }
 
     /// Google's consent page with `access_type=offline` and `prompt=consent` (a refresh token

@@ -254,7 +254,7 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
 }
 
 #[test]
-fn app_limits_are_googles_published_ones() {
+fn app_and_user_limits_are_googles_published_ones() {
     let adapter =
         GoogleHealth::new(AppConfig::from_vars("google_health", GoogleHealth::endpoints(), |_| None));
     assert_eq!(
@@ -264,6 +264,7 @@ fn app_limits_are_googles_published_ones() {
             RateWindow { requests: 86_400_000, window_secs: 86_400 }
         ]
     );
+    assert_eq!(adapter.user_limits(), &[RateWindow { requests: 300, window_secs: 60 }]);
     assert_eq!(adapter.slug(), "google_health");
     assert_eq!(GoogleHealth::endpoints().api, "https://health.googleapis.com");
     assert_eq!(GoogleHealth::endpoints().token, "https://oauth2.googleapis.com/token");

@@ -16,8 +16,10 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
 use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
+use wearlab_providers::google_health::GoogleHealth;
+use wearlab_providers::{AppConfig, RealProviders, Route};
 
-use super::{Real, connection_of, drain, link_through, real_stack, summaries};
+use super::{Real, TIGHT, Tight, connection_of, drain, link_through, real_stack, summaries};
 
 const PUSH_SECRET: &str = "Bearer gh-subscriber-secret";
 
@@ -156,4 +158,50 @@ async fn removing_a_google_health_connection_calls_nothing_at_google() {
         "google_health",
     );
     assert!(r.t.deps.table.get(&key).await.unwrap().is_none(), "the connection and its tokens are gone");
+}
+
+/// The fetches that reached the fake: every data call, except that a `body` fetch reads
+/// `weight` and `body-fat` and counts once, as the throttle counts it.
+fn fetches(fake: &GoogleHealthFake) -> usize {
+    wearlab_providers::google_health::DATA_TYPES
+        .iter()
+        .filter(|(t, _)| *t != "body-fat")
+        .map(|(t, _)| fake.calls(t))
+        .sum()
+}
+
+#[tokio::test]
+async fn the_published_limit_per_user_holds_across_the_users_connections() {
+    let fake = GoogleHealthFake::start(&app()).await;
+    fake.set_page_size(10_000);
+    let config: AppConfig = fake.config(&app(), Some(PUSH_SECRET));
+    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 22, 9, 0, 0).unwrap()));
+    let r = real_stack(fake, clock, |sim| {
+        let route = Route {
+            adapter: Arc::new(Tight { inner: GoogleHealth::new(config.clone()), app: &[], user: TIGHT }),
+            config,
+        };
+        Arc::new(RealProviders::new(sim, vec![route]))
+    })
+    .await;
+    // Three fetches a minute per Google user, no app limit. Two Wearlab users linked to the
+    // same Google user (the fake has one) share one window.
+    let users = [
+        link_through(&r, "google_health", "gh-4").await.0,
+        link_through(&r, "google_health", "gh-5").await.0,
+    ];
+    let mut seen = fetches(&r.fake);
+    let mut minutes = 0;
+    while summaries(&r, "sleep", &users[0]).await.is_empty()
+        || summaries(&r, "sleep", &users[1]).await.is_empty()
+    {
+        drain(&r).await;
+        let now = fetches(&r.fake);
+        assert!(now - seen <= 3, "{} fetches for one Google user in one minute", now - seen);
+        seen = now;
+        r.t.clock.advance(chrono::Duration::seconds(60));
+        minutes += 1;
+        assert!(minutes < 120, "the pulls did not finish");
+    }
+    assert!(minutes > 2, "the limit made the pulls wait ({minutes} minutes)");
 }
