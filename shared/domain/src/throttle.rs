@@ -144,11 +144,32 @@ pub async fn take_app(
     app: &str,
     windows: &[RateWindow],
 ) -> Result<Decision, DomainError> {
+    take_windows(deps, Key::new(format!("APPLIMIT#{provider}#{}", key_part(app)), "#"), windows).await
+}
+
+/// Counts one request for the provider's user `user` (the provider's id of the user) against
+/// the provider's published per-user limits, shared by every worker instance and every
+/// connection of that provider user.
+pub async fn take_user(
+    deps: &Deps,
+    provider: &str,
+    user: &str,
+    windows: &[RateWindow],
+) -> Result<Decision, DomainError> {
+    take_windows(deps, Key::new(format!("USERLIMIT#{provider}#{}", key_part(user)), "#"), windows).await
+}
+
+/// One request under `windows` at `key`; nothing is stored when there are no windows.
+async fn take_windows(deps: &Deps, key: Key, windows: &[RateWindow]) -> Result<Decision, DomainError> {
     if windows.is_empty() {
         return Ok(Decision::Granted);
     }
-    let key = Key::new(format!("APPLIMIT#{provider}#{}", app.replace('%', "%25").replace('#', "%23")), "#");
     update_at(deps, key, |state, now| decide_app(windows, state, now)).await
+}
+
+/// An id as one part of a `#`-separated key.
+fn key_part(id: &str) -> String {
+    id.replace('%', "%25").replace('#', "%23")
 }
 
 fn key(team: TeamId, provider: &str) -> Key {

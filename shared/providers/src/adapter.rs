@@ -18,6 +18,12 @@ pub trait Adapter: Send + Sync + 'static {
     /// The provider's published limits for one OAuth application (all its users together).
     fn app_limits(&self) -> &'static [RateWindow];
 
+    /// The provider's published limits for one of its users (Google Health: 300 a minute);
+    /// none by default.
+    fn user_limits(&self) -> &'static [RateWindow] {
+        &[]
+    }
+
     /// The consent page at the provider, with this provider's scopes.
     fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError>;
 

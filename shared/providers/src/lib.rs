@@ -14,6 +14,7 @@ pub mod oauth;
 pub mod router;
 
 pub mod dexcom;
+pub mod google_health;
 pub mod oura;
 pub mod strava;
 pub mod whoop;
@@ -72,6 +73,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(strava::Strava::new(config.clone())), config);
     let config = AppConfig::from_vars(dexcom::SLUG, dexcom::Dexcom::endpoints_from(&var), &var);
     add(Arc::new(dexcom::Dexcom::new(config.clone()).with_public_url(var("WEARLAB_PUBLIC_URL"))), config);
+    let config = AppConfig::from_vars(google_health::SLUG, google_health::GoogleHealth::endpoints(), &var);
+    add(Arc::new(google_health::GoogleHealth::new(config.clone())), config);
     all
 }
 
@@ -156,5 +159,28 @@ mod tests {
             k.starts_with("WEARLAB_PROVIDER_OURA_CLIENT_").then(|| "x".to_owned())
         });
         assert!(!description(configured.as_ref(), "oura").contains(DEMO_ONLY_NOTE));
+    }
+
+    #[test]
+    fn google_health_is_an_oauth_provider_listing_exactly_what_its_adapter_fills() {
+        use wearlab_domain::catalog::catalog;
+        let entry = catalog().get(google_health::SLUG).expect("google_health in the catalog");
+        assert!(entry.is_oauth());
+        assert!(entry.description.contains("Fitbit connections cannot be carried over"));
+        let adapter = google_health::GoogleHealth::new(AppConfig::from_vars(
+            google_health::SLUG,
+            google_health::GoogleHealth::endpoints(),
+            |_| None,
+        ));
+        let mut expected: Vec<&str> = adapter.resources().to_vec();
+        expected.push("connection");
+        let listed: Vec<&str> = entry.supported_resources.iter().map(|r| r.as_str()).collect();
+        assert_eq!(listed, expected);
+
+        let configured = from_vars(wearlab_sim::providers(), |k| {
+            k.starts_with("WEARLAB_PROVIDER_GOOGLE_HEALTH_CLIENT_").then(|| "x".to_owned())
+        });
+        let url = configured.authorize_url("google_health", &request()).unwrap();
+        assert!(url.starts_with("https://accounts.google.com/o/oauth2/v2/auth?"), "{url}");
     }
 }

@@ -167,6 +167,10 @@ impl Providers for RealProviders {
         self.real(provider, credentials).map(|r| r.adapter.app_limits().to_vec()).unwrap_or_default()
     }
 
+    fn user_limits(&self, provider: &str, credentials: &ProviderCredentials) -> Vec<RateWindow> {
+        self.real(provider, credentials).map(|r| r.adapter.user_limits().to_vec()).unwrap_or_default()
+    }
+
     fn push(&self, provider: &str, client: Option<&OauthClient>, request: &PushRequest) -> PushOutcome {
         let Some(route) = self.route(provider) else {
             return self.sim.push(provider, client, request);

@@ -190,7 +190,7 @@ fn parse_offset(s: &str) -> Option<FixedOffset> {
 
 /// The IANA zone of a whole-hour offset (`Etc/GMT-1` is UTC+1: the Etc names' sign is
 /// reversed); none for offsets such as +05:30, whose records fall back to the user's zone.
-fn etc_zone(offset: FixedOffset) -> Option<String> {
+pub(crate) fn etc_zone(offset: FixedOffset) -> Option<String> {
     let secs = offset.local_minus_utc();
     if secs % 3600 != 0 {
         return None;
@@ -210,7 +210,7 @@ fn local(t: DateTime<Utc>, offset: Option<&str>) -> (NaiveDate, Option<String>) 
     }
 }
 
-fn with_zone(mut record: Value, zone: Option<String>) -> Value {
+pub(crate) fn with_zone(mut record: Value, zone: Option<String>) -> Value {
     if let (Some(zone), Some(map)) = (zone, record.as_object_mut()) {
         map.insert("timezone".into(), Value::String(zone));
     }

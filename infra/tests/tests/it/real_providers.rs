@@ -28,6 +28,7 @@ use crate::helpers::TestApp;
 use crate::linking::{link_token, path_of, query_param};
 
 mod dexcom;
+mod google_health;
 mod strava;
 mod whoop_withings;
 
@@ -437,34 +438,43 @@ async fn oura_push_subscriptions_are_kept_by_the_sweep_at_most_hourly() {
     assert_eq!(r.fake.subscriptions().len(), 10);
 }
 
-/// Oura with a published limit of three requests a minute for the app.
-struct Tight(Oura);
+/// A real adapter with tighter published limits than its own (`app` for the OAuth app, `user`
+/// for one provider user), so that they can be seen holding without thousands of calls.
+struct Tight<A> {
+    inner: A,
+    app: &'static [RateWindow],
+    user: &'static [RateWindow],
+}
 
+/// Three requests a minute.
 const TIGHT: &[RateWindow] = &[RateWindow { requests: 3, window_secs: 60 }];
 
 #[async_trait::async_trait]
-impl Adapter for Tight {
+impl<A: Adapter> Adapter for Tight<A> {
     fn slug(&self) -> &'static str {
-        self.0.slug()
+        self.inner.slug()
     }
     fn resources(&self) -> &'static [&'static str] {
-        self.0.resources()
+        self.inner.resources()
     }
     fn app_limits(&self) -> &'static [RateWindow] {
-        TIGHT
+        self.app
+    }
+    fn user_limits(&self) -> &'static [RateWindow] {
+        self.user
     }
     fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        self.0.authorize_url(request)
+        self.inner.authorize_url(request)
     }
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        self.0.exchange_code(exchange).await
+        self.inner.exchange_code(exchange).await
     }
     async fn refresh(
         &self,
         c: &OauthClient,
         creds: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError> {
-        self.0.refresh(c, creds).await
+        self.inner.refresh(c, creds).await
     }
     async fn fetch(
         &self,
@@ -472,13 +482,13 @@ impl Adapter for Tight {
         resource: &str,
         range: DateRange,
     ) -> Result<FetchedResource, ProviderError> {
-        self.0.fetch(a, resource, range).await
+        self.inner.fetch(a, resource, range).await
     }
     async fn revoke(&self, c: &OauthClient, a: &ProviderAccount) -> Result<(), ProviderError> {
-        self.0.revoke(c, a).await
+        self.inner.revoke(c, a).await
     }
     fn push(&self, c: &OauthClient, token: Option<&str>, request: &PushRequest) -> PushOutcome {
-        self.0.push(c, token, request)
+        self.inner.push(c, token, request)
     }
 }
 
@@ -492,7 +502,7 @@ fn data_calls(fake: &OuraFake) -> usize {
 
 #[tokio::test]
 async fn the_apps_published_limit_holds_across_its_users() {
-    let r = real_oura_with(|oura| Arc::new(Tight(oura))).await;
+    let r = real_oura_with(|oura| Arc::new(Tight { inner: oura, app: TIGHT, user: &[] })).await;
     r.fake.set_page_size(1000);
     let users = [linked_user(&r, "oura-7").await, linked_user(&r, "oura-8").await];
     let linking_calls = data_calls(&r.fake);

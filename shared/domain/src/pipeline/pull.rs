@@ -247,8 +247,9 @@ async fn account(deps: &Deps, conn: &ConnectionRecord) -> Result<ProviderAccount
     refresh::usable_account(deps, conn, None).await
 }
 
-/// One fetch, within the provider's limits for the OAuth app (all its users, every instance;
-/// over them it is `RateLimited` until the window turns over, as a 429 would be); an access
+/// One fetch, within the provider's limits for the OAuth app (all its users, every instance)
+/// and for the provider's user (over them it is `RateLimited` until the window turns over, as
+/// a 429 would be); an access
 /// token the provider refused (expired early, rotated elsewhere) is refreshed and the fetch
 /// tried once more.
 async fn fetch(
@@ -260,19 +261,26 @@ async fn fetch(
 ) -> Result<FetchedResource, ProviderError> {
     let limits = deps.providers.app_limits(&conn.provider, &account.credentials);
     let app = conn.team_app_client_id.as_deref().unwrap_or("platform");
-    match throttle::take_app(deps, &conn.provider, app, &limits).await {
-        Ok(Decision::Granted) => {}
-        Ok(Decision::Wait(wait)) => {
-            return Err(ProviderError::RateLimited { retry_after_secs: wait.as_secs().max(1) });
-        }
-        Err(e) => return Err(ProviderError::Api(e.to_string())),
-    }
+    within(throttle::take_app(deps, &conn.provider, app, &limits).await)?;
+    let limits = deps.providers.user_limits(&conn.provider, &account.credentials);
+    within(throttle::take_user(deps, &conn.provider, &account.external_user_id, &limits).await)?;
     match deps.providers.fetch(&conn.provider, account, resource, range).await {
         Err(ProviderError::AccessTokenRefused) => {
             *account = refresh::usable_account(deps, conn, Some(&account.credentials.access_token)).await?;
             deps.providers.fetch(&conn.provider, account, resource, range).await
         }
         other => other,
+    }
+}
+
+/// A throttle's decision as a fetch's: a wait is the provider's 429 until the window turns over.
+fn within(decision: Result<Decision, DomainError>) -> Result<(), ProviderError> {
+    match decision {
+        Ok(Decision::Granted) => Ok(()),
+        Ok(Decision::Wait(wait)) => {
+            Err(ProviderError::RateLimited { retry_after_secs: wait.as_secs().max(1) })
+        }
+        Err(e) => Err(ProviderError::Api(e.to_string())),
     }
 }
 

@@ -275,6 +275,13 @@ pub trait Providers: Send + Sync + 'static {
         vec![]
     }
 
+    /// The provider's published limits for one of its users (all that user's requests, every
+    /// app), when `credentials` reach the real provider (none for the simulator and for
+    /// providers that publish none).
+    fn user_limits(&self, _provider: &str, _credentials: &ProviderCredentials) -> Vec<RateWindow> {
+        vec![]
+    }
+
     /// Reads a request `provider` sent to Wearlab's push endpoint: its handshake, notices of
     /// changed data (signature checked with `client`'s secret: a team's own OAuth app, or the
     /// platform's app when `None`), or a refusal. Providers without push refuse.

@@ -4,6 +4,7 @@
 //! internet. Each fake counts the calls it gets, so tests can assert what reached the provider.
 
 pub mod dexcom;
+pub mod google_health;
 pub mod oura;
 pub mod strava;
 pub mod whoop;

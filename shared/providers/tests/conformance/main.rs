@@ -4,6 +4,7 @@
 //! push signatures and revokes.
 
 mod dexcom;
+mod google_health;
 mod oura;
 mod strava;
 mod whoop;

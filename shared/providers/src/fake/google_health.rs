@@ -1,0 +1,423 @@
+//! A local Google Health API: Google's consent page (redirects straight back with a code), the
+//! token endpoint (client in the body; a refresh answers no new refresh token),
+//! `/v4/users/me/identity`, and `/v4/users/me/dataTypes/{type}/dataPoints` from
+//! `fixtures/google_health/` with the AIP-160 civil-time `filter` checked and applied, newest
+//! first, paged by `pageToken`, and Google's 300 requests a minute per user. It counts calls,
+//! keeps the queries and can be told to fail data calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use serde_json::{Value, json};
+use wearlab_domain::crypto::Secret;
+use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
+
+use crate::config::{AppConfig, Endpoints};
+use crate::google_health::{self, Kind, PAGE_SIZE, SESSION_PAGE_SIZE};
+
+/// The user every code is for (the fixture's `healthUserId`, GH-DISC's `users/abcd1234` example).
+pub const USER_ID: &str = "abcd1234";
+/// GH-DISC: the user's requests a minute (D:developers.google.com/health/rate-limits).
+pub const PER_USER_PER_MINUTE: usize = 300;
+
+const IDENTITY: &str = include_str!("../../fixtures/google_health/identity.json");
+/// The notification fixture (a `steps` change of the fixture user).
+pub const NOTIFICATION: &str = include_str!("../../fixtures/google_health/notification.json");
+const COLLECTIONS: [(&str, &str); 9] = [
+    ("steps", include_str!("../../fixtures/google_health/steps.json")),
+    ("distance", include_str!("../../fixtures/google_health/distance.json")),
+    ("heart-rate", include_str!("../../fixtures/google_health/heart-rate.json")),
+    ("weight", include_str!("../../fixtures/google_health/weight.json")),
+    ("body-fat", include_str!("../../fixtures/google_health/body-fat.json")),
+    (
+        "daily-heart-rate-variability",
+        include_str!("../../fixtures/google_health/daily-heart-rate-variability.json"),
+    ),
+    ("daily-oxygen-saturation", include_str!("../../fixtures/google_health/daily-oxygen-saturation.json")),
+    ("exercise", include_str!("../../fixtures/google_health/exercise.json")),
+    ("sleep", include_str!("../../fixtures/google_health/sleep.json")),
+];
+
+#[derive(Default)]
+struct Inner {
+    client_id: String,
+    client_secret: String,
+    serial: u64,
+    /// Code -> whether the consent asked for offline access (a refresh token).
+    codes: HashMap<String, bool>,
+    access: HashMap<String, ()>,
+    refresh: HashMap<String, ()>,
+    calls: HashMap<String, usize>,
+    queries: HashMap<String, Vec<HashMap<String, String>>>,
+    authorize_queries: Vec<HashMap<String, String>>,
+    failures: Vec<u16>,
+    page_size: usize,
+    added: HashMap<String, Vec<Value>>,
+    /// The user's data calls in the current minute: (minute, count).
+    minute: (i64, usize),
+    per_user_limit: usize,
+}
+
+impl Inner {
+    fn count(&mut self, what: &str) {
+        *self.calls.entry(what.to_owned()).or_default() += 1;
+    }
+
+    fn access_token(&mut self) -> String {
+        self.serial += 1;
+        let access = format!("gh-at-{}", self.serial);
+        self.access.insert(access.clone(), ());
+        access
+    }
+
+    fn refresh_token(&mut self) -> String {
+        self.serial += 1;
+        let refresh = format!("gh-rt-{}", self.serial);
+        self.refresh.insert(refresh.clone(), ());
+        refresh
+    }
+}
+
+type Shared = Arc<Mutex<Inner>>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Inner> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Clone)]
+pub struct GoogleHealthFake {
+    base: String,
+    inner: Shared,
+}
+
+impl GoogleHealthFake {
+    /// A fake Google Health API on a loopback port that knows the OAuth app `client`.
+    pub async fn start(client: &OauthClient) -> Self {
+        let inner = Arc::new(Mutex::new(Inner {
+            client_id: client.client_id.clone(),
+            client_secret: client.client_secret.expose().to_owned(),
+            page_size: 2,
+            per_user_limit: PER_USER_PER_MINUTE,
+            ..Inner::default()
+        }));
+        let app = Router::new()
+            .route("/o/oauth2/v2/auth", get(authorize))
+            .route("/token", post(token))
+            .route("/v4/users/me/identity", get(identity))
+            .route("/v4/users/me/dataTypes/{data_type}/dataPoints", get(data_points))
+            .with_state(inner.clone());
+        Self { base: super::serve(app).await, inner }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    pub fn endpoints(&self) -> Endpoints {
+        Endpoints {
+            authorize: format!("{}/o/oauth2/v2/auth", self.base),
+            token: format!("{}/token", self.base),
+            api: self.base.clone(),
+        }
+    }
+
+    /// The adapter configuration pointing at this fake.
+    pub fn config(&self, client: &OauthClient, push_token: Option<&str>) -> AppConfig {
+        AppConfig {
+            endpoints: self.endpoints(),
+            platform_client: Some(client.clone()),
+            push_token: push_token.map(Secret::new),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    /// How many calls reached `what`: `authorize`, `token:authorization_code`,
+    /// `token:refresh_token`, `identity`, or a data type (`steps`, `heart-rate`, ...).
+    pub fn calls(&self, what: &str) -> usize {
+        self.lock().calls.get(what).copied().unwrap_or(0)
+    }
+
+    /// The query of every call to a data type's `dataPoints`, in order.
+    pub fn queries(&self, data_type: &str) -> Vec<HashMap<String, String>> {
+        self.lock().queries.get(data_type).cloned().unwrap_or_default()
+    }
+
+    /// The query of every consent page request, in order.
+    pub fn authorize_queries(&self) -> Vec<HashMap<String, String>> {
+        self.lock().authorize_queries.clone()
+    }
+
+    /// The next `times` data calls answer `status`.
+    pub fn fail_next(&self, status: u16, times: usize) {
+        self.lock().failures.extend(std::iter::repeat_n(status, times));
+    }
+
+    /// Every access token issued so far is refused (401) from now on.
+    pub fn expire_access_tokens(&self) {
+        self.lock().access.clear();
+    }
+
+    /// Every refresh token issued so far is refused (the user removed the app's access).
+    pub fn revoke_refresh_tokens(&self) {
+        self.lock().refresh.clear();
+    }
+
+    /// Data points per page (2 by default, so every fixture spans pages).
+    pub fn set_page_size(&self, n: usize) {
+        self.lock().page_size = n.max(1);
+    }
+
+    /// The user's data calls allowed a minute (Google's 300 by default).
+    pub fn set_per_user_limit(&self, n: usize) {
+        self.lock().per_user_limit = n;
+    }
+
+    /// New data at Google: `point` (a whole `DataPoint`) joins `data_type`.
+    pub fn add_point(&self, data_type: &str, point: Value) {
+        self.lock().added.entry(data_type.to_owned()).or_default().push(point);
+    }
+
+    /// An account as a code exchange would have linked it.
+    pub fn account(&self) -> ProviderAccount {
+        let mut inner = self.lock();
+        let (access, refresh) = (inner.access_token(), inner.refresh_token());
+        ProviderAccount {
+            external_user_id: USER_ID.into(),
+            credentials: ProviderCredentials {
+                access_token: Secret::new(access),
+                refresh_token: Some(Secret::new(refresh)),
+                expires_at: None,
+                scopes: vec![],
+            },
+        }
+    }
+}
+
+/// A POST to the subscriber endpoint as Google sends it: JSON `body`, and `Authorization` when
+/// given (the subscriber's secret, sent as the whole header value).
+pub fn push(authorization: Option<&str>, body: &str) -> PushRequest {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if let Some(a) = authorization {
+        headers.push(("authorization".to_owned(), a.to_owned()));
+    }
+    PushRequest { method: "POST".into(), query: vec![], headers, body: body.as_bytes().to_vec() }
+}
+
+/// Google's verification POST (GH-DISC `subscribers.create`).
+pub const VERIFICATION: &str = r#"{"type": "verification"}"#;
+
+/// Google's error body (`Status`: code, message).
+fn error(status: StatusCode, message: &str) -> Response {
+    let body = json!({"error": {"code": status.as_u16(), "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+fn oauth_error(status: StatusCode, error: &str) -> Response {
+    (status, axum::Json(json!({"error": error}))).into_response()
+}
+
+async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let mut inner = lock(&s);
+    inner.count("authorize");
+    inner.authorize_queries.push(q.clone());
+    let (Some(client_id), Some(redirect), Some(state)) =
+        (q.get("client_id"), q.get("redirect_uri"), q.get("state"))
+    else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
+    };
+    if *client_id != inner.client_id || q.get("response_type").map(String::as_str) != Some("code") {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_client");
+    }
+    let offline = q.get("access_type").map(String::as_str) == Some("offline");
+    inner.serial += 1;
+    let code = format!("gh-code-{}", inner.serial);
+    inner.codes.insert(code.clone(), offline);
+    let Ok(mut url) = url::Url::parse(redirect) else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
+    };
+    url.query_pairs_mut().append_pair("code", &code).append_pair("state", state);
+    (StatusCode::FOUND, [(header::LOCATION, url.to_string())]).into_response()
+}
+
+async fn token(State(s): State<Shared>, body: Bytes) -> Response {
+    let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let mut inner = lock(&s);
+    let grant = form.get("grant_type").cloned().unwrap_or_default();
+    inner.count(&format!("token:{grant}"));
+    // Google takes the client in the body (PROVIDERS.md section 11: "Token auth: body").
+    if form.get("client_id") != Some(&inner.client_id)
+        || form.get("client_secret") != Some(&inner.client_secret)
+    {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
+    }
+    match grant.as_str() {
+        "authorization_code" => {
+            let code = form.get("code").cloned().unwrap_or_default();
+            let Some(offline) = inner.codes.remove(&code) else {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+            };
+            let mut answer = json!({"access_token": inner.access_token(), "expires_in": 3599,
+                "token_type": "Bearer", "scope": google_health::SCOPES});
+            if offline {
+                answer["refresh_token"] = json!(inner.refresh_token());
+            }
+            axum::Json(answer).into_response()
+        }
+        "refresh_token" => {
+            let rt = form.get("refresh_token").cloned().unwrap_or_default();
+            if !inner.refresh.contains_key(&rt) {
+                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+            }
+            // No new refresh token: the one the client holds stays valid.
+            axum::Json(json!({"access_token": inner.access_token(), "expires_in": 3599,
+                "token_type": "Bearer", "scope": google_health::SCOPES}))
+            .into_response()
+        }
+        _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
+    }
+}
+
+/// The bearer check, the configured failures and the per-user minute every call goes through.
+fn admit(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<Response>> {
+    inner.count(what);
+    if !inner.failures.is_empty() {
+        let status = inner.failures.remove(0);
+        let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Err(Box::new(error(code, "fake failure")));
+    }
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !inner.access.contains_key(token) {
+        return Err(Box::new(error(
+            StatusCode::UNAUTHORIZED,
+            "Request had invalid authentication credentials.",
+        )));
+    }
+    let minute = Utc::now().timestamp() / 60;
+    if inner.minute.0 != minute {
+        inner.minute = (minute, 0);
+    }
+    inner.minute.1 += 1;
+    if inner.minute.1 > inner.per_user_limit {
+        return Err(Box::new(error(StatusCode::TOO_MANY_REQUESTS, "Quota exceeded")));
+    }
+    Ok(())
+}
+
+async fn identity(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    let mut inner = lock(&s);
+    if let Err(r) = admit(&mut inner, &headers, "identity") {
+        return *r;
+    }
+    axum::Json(serde_json::from_str::<Value>(IDENTITY).unwrap_or_default()).into_response()
+}
+
+/// A data point's local (civil) time that `kind`'s filter compares, from its physical time and
+/// UTC offset.
+fn civil(value: &Value, kind: Kind) -> Option<NaiveDateTime> {
+    let at = |v: &Value, t: &str, o: &str| -> Option<NaiveDateTime> {
+        let physical = DateTime::parse_from_rfc3339(v.get(t)?.as_str()?).ok()?;
+        let offset = google_health::parse_offset(v.get(o))?;
+        Some(physical.with_timezone(&offset).naive_local())
+    };
+    match kind {
+        Kind::Interval | Kind::Session => at(value.get("interval")?, "startTime", "startUtcOffset"),
+        Kind::Sleep => at(value.get("interval")?, "endTime", "endUtcOffset"),
+        Kind::Sample => at(value.get("sampleTime")?, "physicalTime", "utcOffset"),
+        Kind::Daily => {
+            let d = value.get("date")?;
+            let part = |k: &str| d.get(k).and_then(Value::as_u64);
+            NaiveDate::from_ymd_opt(part("year")? as i32, part("month")? as u32, part("day")? as u32)?
+                .and_hms_opt(0, 0, 0)
+        }
+    }
+}
+
+/// A civil literal: `YYYY-MM-DD[THH:mm:ss]`.
+fn literal(s: &str) -> Option<NaiveDateTime> {
+    let s = s.trim().strip_prefix('"')?.strip_suffix('"')?;
+    s.parse::<NaiveDateTime>().ok().or_else(|| s.parse::<NaiveDate>().ok()?.and_hms_opt(0, 0, 0))
+}
+
+/// `field >= "a" AND field < "b"` (either bound alone too), for the one field GH-DISC allows
+/// for this data type; anything else is Google's 400.
+fn bounds(filter: &str, field: &str) -> Option<(Option<NaiveDateTime>, Option<NaiveDateTime>)> {
+    let (mut from, mut to) = (None, None);
+    for term in filter.split(" AND ") {
+        let rest = term.trim().strip_prefix(field)?.trim_start();
+        if let Some(v) = rest.strip_prefix(">=") {
+            from = Some(literal(v)?);
+        } else if let Some(v) = rest.strip_prefix('<') {
+            to = Some(literal(v)?);
+        } else {
+            return None;
+        }
+    }
+    Some((from, to))
+}
+
+async fn data_points(
+    State(s): State<Shared>,
+    Path(data_type): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let mut inner = lock(&s);
+    let Some(kind) = google_health::DATA_TYPES.iter().find(|(t, _)| *t == data_type).map(|(_, k)| *k) else {
+        return error(StatusCode::NOT_FOUND, "unknown data type");
+    };
+    inner.queries.entry(data_type.clone()).or_default().push(q.clone());
+    if let Err(r) = admit(&mut inner, &headers, &data_type) {
+        return *r;
+    }
+    let field = google_health::filter_field(&data_type).unwrap_or_default();
+    let (from, to) = match q.get("filter").map(|f| bounds(f, &field)) {
+        None => (None, None),
+        Some(Some(b)) => b,
+        Some(None) => return error(StatusCode::BAD_REQUEST, "invalid filter"),
+    };
+    let max =
+        if kind == Kind::Session || kind == Kind::Sleep { SESSION_PAGE_SIZE } else { PAGE_SIZE } as usize;
+    let asked = q.get("pageSize").and_then(|v| v.parse::<usize>().ok()).unwrap_or(max).min(max);
+    let size = asked.min(inner.page_size).max(1);
+    let key = google_health::value_key(&data_type);
+    let fixture = COLLECTIONS.iter().find(|(t, _)| *t == data_type).map(|(_, f)| *f).unwrap_or("{}");
+    let all: Value = serde_json::from_str(fixture).unwrap_or_default();
+    let added = inner.added.get(&data_type).cloned().unwrap_or_default();
+    let mut points: Vec<(NaiveDateTime, Value)> = all["dataPoints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(added.iter())
+        .filter_map(|p| Some((civil(p.get(&key)?, kind)?, p.clone())))
+        .filter(|(t, _)| from.is_none_or(|f| *t >= f) && to.is_none_or(|e| *t < e))
+        .collect();
+    // GH-DISC: "ordered by the interval start time in descending order".
+    points.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let offset: usize = match q.get("pageToken").map(|t| t.parse()) {
+        None => 0,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "invalid page token"),
+    };
+    let end = (offset + size).min(points.len());
+    let page: Vec<Value> =
+        points.get(offset..end).unwrap_or_default().iter().map(|(_, p)| p.clone()).collect();
+    let mut body = json!({"dataPoints": page});
+    if end < points.len() {
+        body["nextPageToken"] = json!(end.to_string());
+    }
+    axum::Json(body).into_response()
+}
