@@ -14,6 +14,7 @@ pub mod oauth;
 pub mod router;
 
 pub mod oura;
+pub mod polar;
 pub mod whoop;
 pub mod withings;
 
@@ -58,6 +59,8 @@ pub fn from_vars(sim: Arc<dyn Providers>, var: impl Fn(&str) -> Option<String>) 
     add(Arc::new(whoop::Whoop::new(config.clone())), config);
     let config = AppConfig::from_vars(withings::SLUG, withings::Withings::endpoints(), &var);
     add(Arc::new(withings::Withings::new(config.clone())), config);
+    let config = AppConfig::from_vars(polar::SLUG, polar::Polar::endpoints(), &var);
+    add(Arc::new(polar::Polar::new(config.clone())), config);
     Arc::new(RealProviders::new(sim, routes).with_available(available))
 }
 

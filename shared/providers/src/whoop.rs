@@ -171,11 +171,11 @@ fn window(range: DateRange) -> (DateTime<Utc>, DateTime<Utc>) {
     (midnight(range.start) - Duration::days(1), midnight(range.end) + Duration::days(2))
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
+pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-fn in_range(range: DateRange, day: NaiveDate) -> bool {
+pub(crate) fn in_range(range: DateRange, day: NaiveDate) -> bool {
     range.start <= day && day <= range.end
 }
 
@@ -199,7 +199,7 @@ fn parse_offset(s: &str) -> Option<FixedOffset> {
 
 /// The IANA zone of a whole-hour offset (`Etc/GMT-1` is UTC+1: the Etc names' sign is
 /// reversed); none for offsets such as +05:30, whose records fall back to the user's zone.
-fn etc_zone(offset: FixedOffset) -> Option<String> {
+pub(crate) fn etc_zone(offset: FixedOffset) -> Option<String> {
     let secs = offset.local_minus_utc();
     if secs % 3600 != 0 {
         return None;
@@ -219,7 +219,7 @@ fn local(t: DateTime<Utc>, offset: Option<&str>) -> (NaiveDate, Option<String>) 
     }
 }
 
-fn with_zone(mut record: Value, zone: Option<String>) -> Value {
+pub(crate) fn with_zone(mut record: Value, zone: Option<String>) -> Value {
     if let (Some(zone), Some(map)) = (zone, record.as_object_mut()) {
         map.insert("timezone".into(), Value::String(zone));
     }

@@ -4,6 +4,7 @@
 //! internet. Each fake counts the calls it gets, so tests can assert what reached the provider.
 
 pub mod oura;
+pub mod polar;
 pub mod whoop;
 pub mod withings;
 

@@ -4,5 +4,6 @@
 //! push signatures and revokes.
 
 mod oura;
+mod polar;
 mod whoop;
 mod withings;
