@@ -27,6 +27,7 @@ use wearlab_providers::{Adapter, RealProviders, Route};
 use crate::helpers::TestApp;
 use crate::linking::{link_token, path_of, query_param};
 
+mod polar;
 mod whoop_withings;
 
 const PUSH_TOKEN: &str = "oura-push-token";
