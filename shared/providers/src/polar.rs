@@ -62,6 +62,11 @@ const LIMITS: &[RateWindow] =
 pub const MAX_RANGE_DAYS: i64 = 28;
 /// How far back `from` may be (same source: "cannot be older than 365 days from today").
 pub const MAX_DAYS_BACK: i64 = 365;
+/// The days the lists without a range cover: sleep and Nightly Recharge the last 28
+/// (POLAR-SPEC `listNights`, `listNightlyRecharge`), exercises the last 30
+/// (`listExercisesWithoutTransaction`).
+const NIGHTS_LIST_DAYS: i64 = 28;
+const EXERCISES_LIST_DAYS: i64 = 30;
 
 /// The events Wearlab's webhook subscribes to: those whose resources `fetch` fills.
 pub const WEBHOOK_EVENTS: [&str; 5] =
@@ -153,6 +158,9 @@ impl Polar {
 
     async fn heartrate(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
         let docs = self.ranged(token, "/v3/users/continuous-heart-rate", range).await?;
+        if docs.is_empty() {
+            return Ok(vec![]);
+        }
         let nights = self.nights(token).await?;
         let offsets: BTreeMap<NaiveDate, FixedOffset> =
             nights.iter().filter_map(|s| Some((s.date?, *s.sleep_start_time?.offset()))).collect();
@@ -188,6 +196,9 @@ impl Polar {
             parse::<Option<Recharges>>(self.get(token, "/v3/users/nightly-recharge", &[]).await?)?
                 .map(|r| r.recharges)
                 .unwrap_or_default();
+        if !recharges.iter().any(|r| r.date.is_some_and(|d| in_range(range, d))) {
+            return Ok(vec![]);
+        }
         let nights = self.nights(token).await?;
         Ok(recharges
             .iter()
@@ -203,6 +214,12 @@ impl Polar {
             })
             .collect())
     }
+}
+
+/// Whether a list covering the last `days` days can hold anything of `range`: a history chunk
+/// older than that is answered empty without a call (a day of margin for the user's zone).
+fn listed(range: DateRange, days: i64) -> bool {
+    range.end >= Utc::now().date_naive() - Duration::days(days + 1)
 }
 
 /// A Polar document as `T`, else `Api`.
@@ -579,6 +596,14 @@ impl Adapter for Polar {
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
+            "workouts" | "sleep" | "hrv"
+                if !listed(
+                    range,
+                    if resource == "workouts" { EXERCISES_LIST_DAYS } else { NIGHTS_LIST_DAYS },
+                ) =>
+            {
+                vec![]
+            }
             "workouts" => {
                 let docs = self.get(token, "/v3/exercises", &[]).await?;
                 workout_records(parse::<Option<Vec<Exercise>>>(docs)?.unwrap_or_default(), range)

@@ -215,6 +215,22 @@ async fn long_ranges_are_asked_in_28_day_windows_no_older_than_365_days() {
 }
 
 #[tokio::test]
+async fn ranges_older_than_polars_lists_cost_no_call() {
+    let (fake, polar) = setup().await;
+    let account = fake.account();
+    let today = Utc::now().date_naive();
+    let old = DateRange { start: today - Duration::days(90), end: today - Duration::days(60) };
+    for resource in ["workouts", "sleep", "hrv"] {
+        assert!(polar.fetch(&account, resource, old).await.unwrap().records.is_empty());
+    }
+    let asked = ["exercises", "sleep", "nightly-recharge"].map(|r| fake.calls(r));
+    assert_eq!(asked, [0, 0, 0], "the lists hold the last 28 or 30 days only");
+    // Activity and heart rate take ranges: asked.
+    polar.fetch(&account, "activity", old).await.unwrap();
+    assert_eq!(fake.calls("activities"), 2);
+}
+
+#[tokio::test]
 async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let (fake, polar) = setup().await;
     let account = fake.account();

@@ -14,9 +14,11 @@ use http::{Method, StatusCode};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::keys;
+use wearlab_domain::pipeline::pull::{PollJob, poll};
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
-use wearlab_providers::fake::polar::{self as fake, FakePolar, USER_ID, WEBHOOK_EXERCISE};
+use wearlab_models::ConnectionStatus;
+use wearlab_providers::fake::polar::{self as fake, Failure, FakePolar, USER_ID, WEBHOOK_EXERCISE};
 
 use super::whoop_withings::host_vars;
 use super::{Real, connection_of, consent_through, drain, link_through, real_stack, summaries};
@@ -136,4 +138,22 @@ async fn removing_a_polar_connection_deregisters_the_user_at_polar() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.calls("deregister"), 1);
     assert!(!r.fake.registration().0, "DELETE /v3/users/{{user-id}}");
+}
+
+#[tokio::test]
+async fn a_token_polar_refuses_ends_the_connection_as_there_is_no_refresh_token() {
+    let r = real_polar().await;
+    let (user, _) = link_through(&r, "polar", "polar-5").await;
+    drain(&r).await;
+    let job = PollJob {
+        team_id: r.t.team,
+        user_id: UserId::parse(&user).unwrap(),
+        provider: "polar".into(),
+        since: None,
+    };
+    r.fake.set_failure(Some(Failure::Unauthorized));
+    poll(&r.t.deps, &job).await.unwrap();
+    assert_eq!(connection_of(&r, &user, "polar").await.status, ConnectionStatus::Error);
+    assert_eq!(published(&r, "provider.connection.error").len(), 1);
+    assert_eq!(r.fake.calls("token"), 1, "the link's exchange only: nothing to refresh with");
 }
