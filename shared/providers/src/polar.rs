@@ -596,14 +596,8 @@ impl Adapter for Polar {
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "workouts" | "sleep" | "hrv"
-                if !listed(
-                    range,
-                    if resource == "workouts" { EXERCISES_LIST_DAYS } else { NIGHTS_LIST_DAYS },
-                ) =>
-            {
-                vec![]
-            }
+            "workouts" if !listed(range, EXERCISES_LIST_DAYS) => vec![],
+            "sleep" | "hrv" if !listed(range, NIGHTS_LIST_DAYS) => vec![],
             "workouts" => {
                 let docs = self.get(token, "/v3/exercises", &[]).await?;
                 workout_records(parse::<Option<Vec<Exercise>>>(docs)?.unwrap_or_default(), range)
@@ -615,11 +609,11 @@ impl Adapter for Polar {
             "profile" => vec![profile_record(&self.physical_info(token).await?)],
             "body" => {
                 let today = Utc::now().date_naive();
-                match self.physical_info(token).await?.weight {
-                    Some(kg) if in_range(range, today) => {
-                        vec![json!({"date": today.to_string(), "weight_kg": kg})]
-                    }
-                    _ => vec![],
+                if !in_range(range, today) {
+                    vec![]
+                } else {
+                    let weight = self.physical_info(token).await?.weight;
+                    weight.map(|kg| json!({"date": today.to_string(), "weight_kg": kg})).into_iter().collect()
                 }
             }
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
