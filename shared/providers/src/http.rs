@@ -73,14 +73,15 @@ pub fn check(provider: &str, answer: Answer) -> Result<Answer, ProviderError> {
     })
 }
 
-/// Seconds to wait after a 429: `Retry-After` (seconds), else `X-RateLimit-Reset` read as an
-/// epoch time when it is one (Oura) or as seconds from now when it is small (WHOOP), else
+/// Seconds to wait after a 429: `Retry-After` (seconds), else `X-RateLimit-Reset` (or Polar's
+/// `RateLimit-Reset`) read as an epoch time when it is one (Oura) or as seconds from now when it
+/// is small (WHOOP), else
 /// [`DEFAULT_RETRY_AFTER_SECS`]. At least 1.
 pub fn retry_after(headers: &HeaderMap, now_epoch: i64) -> u64 {
     let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<i64>().ok();
     let secs = if let Some(s) = number("retry-after") {
         s
-    } else if let Some(reset) = number("x-ratelimit-reset") {
+    } else if let Some(reset) = number("x-ratelimit-reset").or_else(|| number("ratelimit-reset")) {
         if reset > 1_000_000_000 { reset - now_epoch } else { reset }
     } else {
         DEFAULT_RETRY_AFTER_SECS as i64
@@ -105,6 +106,7 @@ mod tests {
         assert_eq!(retry_after(&headers(&[("retry-after", "17")]), 0), 17);
         assert_eq!(retry_after(&headers(&[("x-ratelimit-reset", "1700000030")]), 1_700_000_000), 30);
         assert_eq!(retry_after(&headers(&[("x-ratelimit-reset", "42")]), 1_700_000_000), 42);
+        assert_eq!(retry_after(&headers(&[("ratelimit-reset", "300")]), 1_700_000_000), 300);
         assert_eq!(retry_after(&headers(&[]), 0), DEFAULT_RETRY_AFTER_SECS);
         assert_eq!(retry_after(&headers(&[("retry-after", "0")]), 0), 1);
     }

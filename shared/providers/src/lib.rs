@@ -16,6 +16,7 @@ pub mod router;
 pub mod dexcom;
 pub mod google_health;
 pub mod oura;
+pub mod polar;
 pub mod strava;
 pub mod whoop;
 pub mod withings;
@@ -75,6 +76,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(dexcom::Dexcom::new(config.clone()).with_public_url(var("WEARLAB_PUBLIC_URL"))), config);
     let config = AppConfig::from_vars(google_health::SLUG, google_health::GoogleHealth::endpoints(), &var);
     add(Arc::new(google_health::GoogleHealth::new(config.clone())), config);
+    let config = AppConfig::from_vars(polar::SLUG, polar::Polar::endpoints(), &var);
+    add(Arc::new(polar::Polar::new(config.clone())), config);
     all
 }
 

@@ -30,6 +30,9 @@ pub struct TokenAnswer {
     /// Space- or comma-separated, as the provider writes it.
     #[serde(default)]
     pub scope: Option<String>,
+    /// The provider's own fields beside the standard ones (Polar's `x_user_id`).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl TokenAnswer {

@@ -162,11 +162,11 @@ fn window(range: DateRange) -> (DateTime<Utc>, DateTime<Utc>) {
     (midnight(range.start) - Duration::days(1), midnight(range.end) + Duration::days(2))
 }
 
-fn rfc3339(t: DateTime<Utc>) -> String {
+pub(crate) fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-fn in_range(range: DateRange, day: NaiveDate) -> bool {
+pub(crate) fn in_range(range: DateRange, day: NaiveDate) -> bool {
     range.start <= day && day <= range.end
 }
 

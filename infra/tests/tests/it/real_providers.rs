@@ -29,6 +29,7 @@ use crate::linking::{link_token, path_of, query_param};
 
 mod dexcom;
 mod google_health;
+mod polar;
 mod strava;
 mod whoop_withings;
 

@@ -6,6 +6,7 @@
 pub mod dexcom;
 pub mod google_health;
 pub mod oura;
+pub mod polar;
 pub mod strava;
 pub mod whoop;
 pub mod withings;

@@ -6,6 +6,7 @@
 mod dexcom;
 mod google_health;
 mod oura;
+mod polar;
 mod strava;
 mod whoop;
 mod withings;

@@ -39,7 +39,7 @@ fn clock() -> Arc<ManualClock> {
 }
 
 /// The variables pointing `slug` at a fake's `endpoints`.
-fn host_vars(slug: &str, endpoints: &Endpoints) -> HashMap<String, String> {
+pub(super) fn host_vars(slug: &str, endpoints: &Endpoints) -> HashMap<String, String> {
     let prefix = format!("WEARLAB_PROVIDER_{}_", slug.to_ascii_uppercase());
     HashMap::from([
         (format!("{prefix}AUTHORIZE_URL"), endpoints.authorize.clone()),
