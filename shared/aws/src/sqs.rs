@@ -178,41 +178,60 @@ where
     F: Fn(Envelope, u32) -> Fut,
     Fut: Future<Output = Outcome>,
 {
+    // The batch's messages are handled at once: each mostly waits on a provider or on
+    // DynamoDB, and the invocation lasts as long as the slowest rather than the sum.
+    let failures = futures_util::future::join_all(
+        event.records.into_iter().map(|record| handle_record(queue, name, record, &handler)),
+    )
+    .await;
     let mut response = SqsBatchResponse::default();
-    for record in event.records {
-        let id = record.message_id.clone().unwrap_or_default();
-        let attempt =
-            record.attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1);
-        let envelope = match record.body.as_deref().map(serde_json::from_str::<Envelope>) {
-            Some(Ok(e)) => e,
-            _ => {
-                // Unreadable: let it fail its way to the dead-letter queue, where it can be inspected.
-                tracing::error!(message_id = %id, "unreadable queue message");
-                response.add_failure(id);
-                continue;
-            }
-        };
-        let outcome = match Outcome::not_due(&envelope, queue.clock.now()) {
-            Some(wait) => wait,
-            None => handler(envelope.clone(), attempt).await,
-        };
-        match outcome {
-            Outcome::Ack => {}
-            Outcome::RetryAfter(wait) => {
-                let later = queue.clock.now() + chrono::Duration::from_std(wait).unwrap_or_default();
-                let resend = Outgoing { body: envelope.body, not_before: Some(later) };
-                if let Err(e) = queue.send(name, vec![resend]).await {
-                    tracing::warn!(message_id = %id, error = %e, "could not re-send for later; returning it");
-                    response.add_failure(id);
-                }
-            }
-            Outcome::Fail(reason) => {
-                tracing::warn!(message_id = %id, attempt, reason = %reason, "message failed");
-                response.add_failure(id);
-            }
-        }
+    for id in failures.into_iter().flatten() {
+        response.add_failure(id);
     }
     response
+}
+
+/// One message of [`handle_sqs_batch`]: its id when it must return to the queue.
+async fn handle_record<F, Fut>(
+    queue: &SqsQueue,
+    name: QueueName,
+    record: aws_lambda_events::sqs::SqsMessage,
+    handler: &F,
+) -> Option<String>
+where
+    F: Fn(Envelope, u32) -> Fut,
+    Fut: Future<Output = Outcome>,
+{
+    let id = record.message_id.clone().unwrap_or_default();
+    let attempt = record.attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1);
+    let envelope = match record.body.as_deref().map(serde_json::from_str::<Envelope>) {
+        Some(Ok(e)) => e,
+        _ => {
+            // Unreadable: let it fail its way to the dead-letter queue, where it can be inspected.
+            tracing::error!(message_id = %id, "unreadable queue message");
+            return Some(id);
+        }
+    };
+    let outcome = match Outcome::not_due(&envelope, queue.clock.now()) {
+        Some(wait) => wait,
+        None => handler(envelope.clone(), attempt).await,
+    };
+    match outcome {
+        Outcome::Ack => None,
+        Outcome::RetryAfter(wait) => {
+            let later = queue.clock.now() + chrono::Duration::from_std(wait).unwrap_or_default();
+            let resend = Outgoing { body: envelope.body, not_before: Some(later) };
+            if let Err(e) = queue.send(name, vec![resend]).await {
+                tracing::warn!(message_id = %id, error = %e, "could not re-send for later; returning it");
+                return Some(id);
+            }
+            None
+        }
+        Outcome::Fail(reason) => {
+            tracing::warn!(message_id = %id, attempt, reason = %reason, "message failed");
+            Some(id)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -157,13 +157,21 @@ impl TableQueue {
         Fut: Future<Output = Outcome>,
     {
         let batch = self.receive(q, BATCH).await?;
-        for msg in &batch {
-            let outcome = match Outcome::not_due(&msg.envelope, self.clock.now()) {
-                Some(wait) => wait,
-                None => handler(msg.envelope.clone(), msg.attempt).await,
-            };
-            self.settle(q, msg, outcome).await?;
-        }
+        // The batch's messages are handled at once, as the workers do with an SQS batch on
+        // Lambda: each mostly waits (on a provider, on its commits), and concurrent writes share
+        // the embedded table's commits.
+        let settled = futures_util::future::join_all(batch.iter().map(|msg| {
+            let handler = &handler;
+            async move {
+                let outcome = match Outcome::not_due(&msg.envelope, self.clock.now()) {
+                    Some(wait) => wait,
+                    None => handler(msg.envelope.clone(), msg.attempt).await,
+                };
+                self.settle(q, msg, outcome).await
+            }
+        }))
+        .await;
+        settled.into_iter().collect::<Result<Vec<()>, _>>()?;
         Ok(batch.len())
     }
 
