@@ -50,7 +50,7 @@ const DATE_FORMAT: &str = "%Y-%m-%dT%H:%M:%S";
 const GLUCOSE_UNITS: [&str; 2] = ["mg/dL", "mmol/L"];
 
 pub struct Dexcom {
-    http: reqwest::Client,
+    http: http::SharedClient,
     config: AppConfig,
     /// The deployment's public URL (`WEARLAB_PUBLIC_URL`), from which the callback given at the
     /// link is rebuilt for refreshes: Dexcom's token form carries `redirect_uri` (§9 Token).

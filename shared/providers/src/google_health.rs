@@ -117,7 +117,7 @@ pub fn value_key(data_type: &str) -> String {
 }
 
 pub struct GoogleHealth {
-    http: reqwest::Client,
+    http: http::SharedClient,
     config: AppConfig,
 }
 

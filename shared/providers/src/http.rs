@@ -2,6 +2,7 @@
 //! `ProviderError`. Messages name the provider and the status, never a token or a body that
 //! could hold personal data.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use reqwest::StatusCode;
@@ -13,14 +14,34 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 /// Retry-After when a provider answers 429 without saying when.
 pub const DEFAULT_RETRY_AFTER_SECS: u64 = 60;
 
-/// The client adapters use: redirects not followed (an API answer is final), a deadline.
-pub fn client() -> reqwest::Client {
+/// The client adapters use: redirects not followed (an API answer is final), a deadline. One
+/// for the process, built at its first use: building a client loads the TLS roots, which every
+/// Lambda init would otherwise pay once per adapter, whether a provider is called or not.
+static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
     reqwest::Client::builder()
         .timeout(TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent("Wearlab/1")
         .build()
         .expect("the HTTP client builds")
+});
+
+/// A handle on the process's provider HTTP client ([`client`]); it dereferences to the
+/// `reqwest::Client`, building it on first use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SharedClient;
+
+impl std::ops::Deref for SharedClient {
+    type Target = reqwest::Client;
+
+    fn deref(&self) -> &reqwest::Client {
+        &CLIENT
+    }
+}
+
+/// The handle adapters keep; nothing is built until a provider is called.
+pub fn client() -> SharedClient {
+    SharedClient
 }
 
 /// An answer read whole.

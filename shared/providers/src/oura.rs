@@ -53,7 +53,7 @@ pub const PUSH_TOLERANCE_SECS: i64 = 300;
 const PHASE_SECS: i64 = 300;
 
 pub struct Oura {
-    http: reqwest::Client,
+    http: http::SharedClient,
     config: AppConfig,
 }
 

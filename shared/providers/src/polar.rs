@@ -73,7 +73,7 @@ pub const WEBHOOK_EVENTS: [&str; 5] =
     ["EXERCISE", "SLEEP", "CONTINUOUS_HEART_RATE", "ACTIVITY_SUMMARY", "PHYSICAL_INFORMATION"];
 
 pub struct Polar {
-    http: reqwest::Client,
+    http: http::SharedClient,
     config: AppConfig,
 }
 

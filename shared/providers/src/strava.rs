@@ -64,7 +64,7 @@ const QUARTER_HOUR_SECS: i64 = 900;
 
 pub struct Strava {
     config: AppConfig,
-    http: reqwest::Client,
+    http: http::SharedClient,
 }
 
 impl Strava {

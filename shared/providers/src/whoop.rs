@@ -70,7 +70,7 @@ const KJ_PER_KCAL: f64 = 4.184;
 
 pub struct Whoop {
     config: AppConfig,
-    http: reqwest::Client,
+    http: http::SharedClient,
 }
 
 impl Whoop {

@@ -645,7 +645,7 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
 
 pub struct Withings {
     config: AppConfig,
-    http: reqwest::Client,
+    http: http::SharedClient,
 }
 
 impl Withings {

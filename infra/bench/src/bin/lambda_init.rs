@@ -139,6 +139,7 @@ async fn init_time(f: &Function, extra_env: &[(String, String)]) -> Result<Durat
         .env("WEARLAB_PULL_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-pull")
         .env("WEARLAB_BULK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-bulk")
         .env("WEARLAB_WEBHOOK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-webhook")
+        .env("WEARLAB_BULK_DLQ_ARN", "arn:aws:sqs:us-east-1:123456789012:wearlab-bench-bulk-dlq")
         .envs(extra_env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
