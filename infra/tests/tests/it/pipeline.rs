@@ -471,8 +471,50 @@ async fn pipeline_erasure_leaves_no_data_item() {
     let left =
         query_all(t.deps.table.as_ref(), Query::partition(keys::user_partition(uid)), 10).await.unwrap();
     assert!(left.is_empty(), "{:?}", left.iter().map(|i| &i.key.sk).collect::<Vec<_>>());
-    let polled = query_all(t.deps.table.as_ref(), Query::gsi1(keys::pipeline::POLL_INDEX), 10).await.unwrap();
-    assert!(polled.is_empty(), "no longer polled");
+    for partition in keys::pipeline::poll_index_partitions() {
+        let polled = query_all(t.deps.table.as_ref(), Query::gsi1(partition), 10).await.unwrap();
+        assert!(polled.is_empty(), "no longer polled");
+    }
+}
+
+#[tokio::test]
+async fn pipeline_poll_index_is_sharded_by_user_and_still_reads_the_legacy_partition() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    let mut users = Vec::new();
+    for i in 0..8 {
+        let user = user_with(&t, &format!("pl-shard-{i}")).await;
+        connect(&t, &user, "oura").await;
+        users.push(UserId::parse(&user).unwrap());
+    }
+    drain(&t).await;
+    let mut shards = std::collections::BTreeSet::new();
+    for &user in &users {
+        let item = t.deps.table.get(&keys::pipeline::sync(user, "oura")).await.unwrap().unwrap();
+        let index = item.gsi1.expect("indexed for the poll");
+        assert_eq!(index.pk, keys::pipeline::poll_index(user));
+        assert!(index.pk.starts_with("POLL#") && index.pk.len() == "POLL#00".len(), "{}", index.pk);
+        shards.insert(index.pk);
+    }
+    assert!(shards.len() > 1, "8 random users share one of 64 shards: {shards:?}");
+    // An entry written before the shards: the poll still finds it and moves it to its shard.
+    let legacy = users[0];
+    let item = t.deps.table.get(&keys::pipeline::sync(legacy, "oura")).await.unwrap().unwrap();
+    let index = item.gsi1.clone().unwrap();
+    let old = wearlab_domain::ports::Item::new(item.key.clone(), item.body.clone())
+        .with_gsi1(keys::pipeline::LEGACY_POLL_INDEX, index.sk);
+    t.deps.table.put(old, wearlab_domain::ports::Condition::None).await.unwrap();
+    t.clock.advance(Duration::days(1));
+    stack.schedule_poll().await.unwrap();
+    drain(&t).await;
+    let polled: std::collections::BTreeSet<String> =
+        events(&t, "daily.data.heartrate.created").into_iter().map(|e| e.user_id.to_string()).collect();
+    assert_eq!(polled.len(), users.len(), "every connection polled once, the legacy entry's too");
+    let item = t.deps.table.get(&keys::pipeline::sync(legacy, "oura")).await.unwrap().unwrap();
+    assert_eq!(item.gsi1.unwrap().pk, keys::pipeline::poll_index(legacy), "moved to its shard");
+    let left =
+        query_all(t.deps.table.as_ref(), Query::gsi1(keys::pipeline::LEGACY_POLL_INDEX), 10).await.unwrap();
+    assert!(left.is_empty());
 }
 
 /// The simulator, except that one chunk of one resource fails once, and that a poll (a range

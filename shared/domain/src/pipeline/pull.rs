@@ -519,7 +519,7 @@ async fn finish(
     if deps.table.get(&keys::sync(user, &provider)).await?.is_none() {
         let sync = SyncRecord { team_id: team, provider: provider.clone(), through: p.end };
         let item = Item::new(keys::sync(user, &provider), to_body(&sync))
-            .with_gsi1(keys::POLL_INDEX, keys::poll_index_sort(team, user, &provider));
+            .with_gsi1(keys::poll_index(user), keys::poll_index_sort(team, user, &provider));
         deps.table.put(item, Condition::NotExists).await.or_else(|e| match e {
             StoreError::ConditionFailed { .. } => Ok(()),
             e => Err(e),
@@ -529,35 +529,40 @@ async fn finish(
     Ok(Outcome::Ack)
 }
 
-/// The scheduled run: one poll job per polled connection. Returns how many were sent.
+/// The scheduled run: one poll job per polled connection, read shard by shard from the poll
+/// index. Returns how many were sent.
 pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
-    let mut cursor = None;
     let mut sent = 0;
-    loop {
-        let page = deps.table.query(Query::gsi1(keys::POLL_INDEX).limit(POLL_PAGE).after(cursor)).await?;
-        let mut jobs = Vec::new();
-        for item in &page.items {
-            let Some(user) = item.key.pk.strip_prefix("USER#").and_then(UserId::parse) else { continue };
-            let s: SyncRecord = item.decode()?;
-            jobs.push(Outgoing::now(
-                PullMessage::Job(Job::Poll(PollJob {
-                    team_id: s.team_id,
-                    user_id: user,
-                    provider: s.provider,
-                    since: None,
-                }))
-                .body(),
-            ));
-        }
-        sent += jobs.len();
-        if !jobs.is_empty() {
-            deps.queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
-        }
-        match page.next_cursor {
-            Some(c) => cursor = Some(c),
-            None => return Ok(sent),
+    for partition in keys::poll_index_partitions() {
+        let mut cursor = None;
+        loop {
+            let page =
+                deps.table.query(Query::gsi1(partition.clone()).limit(POLL_PAGE).after(cursor)).await?;
+            let mut jobs = Vec::new();
+            for item in &page.items {
+                let Some(user) = item.key.pk.strip_prefix("USER#").and_then(UserId::parse) else { continue };
+                let s: SyncRecord = item.decode()?;
+                jobs.push(Outgoing::now(
+                    PullMessage::Job(Job::Poll(PollJob {
+                        team_id: s.team_id,
+                        user_id: user,
+                        provider: s.provider,
+                        since: None,
+                    }))
+                    .body(),
+                ));
+            }
+            sent += jobs.len();
+            if !jobs.is_empty() {
+                deps.queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
         }
     }
+    Ok(sent)
 }
 
 /// Polls one connection: fetches from shortly before the last polled day to today, stores what
@@ -686,7 +691,7 @@ pub async fn poll_until(
     if pending.is_empty() {
         let sync = SyncRecord { through: end, ..sync };
         let item = Item::new(sync_key, to_body(&sync))
-            .with_gsi1(keys::POLL_INDEX, keys::poll_index_sort(team, user_id, provider));
+            .with_gsi1(keys::poll_index(user_id), keys::poll_index_sort(team, user_id, provider));
         deps.table.put(item, Condition::None).await?;
     }
     Ok(Polled::Polled { done, failed, pending })
