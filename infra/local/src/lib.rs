@@ -48,7 +48,7 @@ impl LocalStack {
     /// A stack on a redb file under `data_dir`, on the system clock. Secrets at rest are sealed
     /// with `WEARLAB_DATA_KEY`, or a key generated on first start into `data_dir/data_key`.
     pub fn open(data_dir: &Path) -> Result<Self, DomainError> {
-        let table = RedbTable::open(&data_dir.join("wearlab.redb"))?;
+        let table = RedbTable::open_with_cache(&data_dir.join("wearlab.redb"), cache_bytes()?)?;
         let key = local_data_key(data_dir)?;
         // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md).
         Ok(Self::with(table, Arc::new(SystemClock), key, wearlab_providers::from_env))
@@ -359,6 +359,25 @@ impl EventsQuery {
     }
 }
 
+/// The embedded table's page cache: `WEARLAB_CACHE_MB` mebibytes (1 to 65,536), else
+/// [`wearlab_embedded::DEFAULT_CACHE_BYTES`]. It bounds most of the process's memory
+/// beyond the requests in flight (docs/PERFORMANCE.md, section 5).
+fn cache_bytes() -> Result<usize, DomainError> {
+    cache_bytes_of(std::env::var("WEARLAB_CACHE_MB").ok().as_deref())
+}
+
+fn cache_bytes_of(setting: Option<&str>) -> Result<usize, DomainError> {
+    match setting {
+        None => Ok(wearlab_embedded::DEFAULT_CACHE_BYTES),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(mb @ 1..=65_536) => Ok(mb * 1024 * 1024),
+            _ => Err(DomainError::Rejected(format!(
+                "WEARLAB_CACHE_MB must be a whole number of mebibytes from 1 to 65536, not {v:?}"
+            ))),
+        },
+    }
+}
+
 /// The local data key: `WEARLAB_DATA_KEY` (base64 of 32 bytes) if set, else the key kept in
 /// `data_dir/data_key`, generated on first start (mode 0600, like the API key file).
 fn local_data_key(data_dir: &Path) -> Result<DataKey, DomainError> {
@@ -399,4 +418,20 @@ fn serde_json_event() -> serde_json::Value {
 /// Where the local stack keeps its data and its key.
 pub fn data_dir() -> PathBuf {
     std::env::var_os("WEARLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".local"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_setting_is_mebibytes_within_bounds_or_refused_by_name() {
+        assert_eq!(cache_bytes_of(None).unwrap(), wearlab_embedded::DEFAULT_CACHE_BYTES);
+        assert_eq!(cache_bytes_of(Some("16")).unwrap(), 16 * 1024 * 1024);
+        assert_eq!(cache_bytes_of(Some(" 1 ")).unwrap(), 1024 * 1024);
+        for bad in ["0", "-1", "65537", "64MB", ""] {
+            let e = cache_bytes_of(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("WEARLAB_CACHE_MB"), "{bad}: {e}");
+        }
+    }
 }

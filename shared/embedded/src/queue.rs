@@ -262,9 +262,18 @@ impl TableQueue {
         Ok(Redriven { queue: q.as_str().into(), moved })
     }
 
+    /// Messages waiting or in flight, oldest first (tests, debugging).
+    pub async fn waiting(&self, q: QueueName) -> Result<Vec<Envelope>, StoreError> {
+        self.envelopes(partition(q)).await
+    }
+
     /// Dead-lettered message bodies.
     pub async fn dead_lettered(&self, q: QueueName) -> Result<Vec<Envelope>, StoreError> {
-        query_all(self.table.as_ref(), Query::partition(dead_letters(q)), 10_000_000)
+        self.envelopes(dead_letters(q)).await
+    }
+
+    async fn envelopes(&self, partition: String) -> Result<Vec<Envelope>, StoreError> {
+        query_all(self.table.as_ref(), Query::partition(partition), 10_000_000)
             .await?
             .iter()
             .map(|i| i.decode::<Stored>().map(|s| s.envelope))

@@ -38,11 +38,21 @@ struct Write {
 /// Most callers' writes committed together.
 const GROUP_MAX: usize = 256;
 
+/// redb's page cache unless the caller picks one: redb's own default is 1 GiB, which a long
+/// pull fills and a laptop then holds; pages beyond the cache are read from the file (the
+/// operating system's page cache usually has them).
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
 impl RedbTable {
-    /// Opens (or creates) the table file.
+    /// Opens (or creates) the table file with the default page cache ([`DEFAULT_CACHE_BYTES`]).
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with_cache(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens (or creates) the table file with a page cache of at most `cache_bytes`.
     /// The file holds health data: it is readable by its owner only (0600), and a directory
     /// created for it is the owner's only (0700), like the key files beside it.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
+    pub fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             let mut builder = std::fs::DirBuilder::new();
             builder.recursive(true);
@@ -64,12 +74,13 @@ impl RedbTable {
                 .map_err(unavailable)?;
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(unavailable)?;
         }
-        Self::init(Database::create(path).map_err(unavailable)?)
+        Self::init(Database::builder().set_cache_size(cache_bytes).create(path).map_err(unavailable)?)
     }
 
     /// A table in memory, for tests and benchmarks.
     pub fn in_memory() -> Self {
         let db = Database::builder()
+            .set_cache_size(DEFAULT_CACHE_BYTES)
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .expect("in-memory redb opens");
         Self::init(db).expect("in-memory redb initialises")

@@ -7,6 +7,7 @@ mod architecture;
 mod audit;
 mod bulk;
 mod contract;
+mod crash;
 mod fair_use;
 mod hardening;
 mod helpers;
