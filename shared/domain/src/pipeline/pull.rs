@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use chrono::{Days, NaiveDate};
 use chrono_tz::Tz;
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use wearlab_models::data::HistoricalPullCompleted;
 use wearlab_models::{ConnectionStatus, EventEnvelope};
@@ -395,95 +396,192 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
     };
     let prefs = preferences(deps, team).await?;
     let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
-    let mut order: Vec<String> = p.resources.keys().cloned().collect();
-    order.sort_by_key(|r| r != "profile");
-    for resource in order {
-        if p.resources[&resource].done {
-            continue;
+    // Rounds: every resource not done fetches and stores its next chunk, at most
+    // RESOURCES_AT_ONCE at a time, so that their writes share commits; then the progress is
+    // saved once and the resources whose last chunk is stored are announced. The profile goes
+    // alone first: the other resources' entries need its age. Each round moves every resource
+    // it runs a chunk forward (or ends it), so the loop ends.
+    loop {
+        let profile_first = p.resources.get("profile").is_some_and(|r| !r.done);
+        let round: Vec<(String, NaiveDate)> = p
+            .resources
+            .iter()
+            .filter(|(name, r)| !r.done && (!profile_first || name.as_str() == "profile"))
+            .map(|(name, r)| (name.clone(), r.next))
+            .collect();
+        if round.is_empty() {
+            break;
         }
-        if p.start <= p.end {
-            loop {
-                let next = p.resources[&resource].next;
-                if next > p.end {
-                    break;
+        let ctx = context(&user, provider, birth_year);
+        let (start, end) = (p.start, p.end);
+        let results: Vec<(String, ChunkResult)> = futures_util::stream::iter(round)
+            .map(|(resource, next)| {
+                let (ctx, conn, account) = (&ctx, &conn, account.clone());
+                async move {
+                    let result = chunk(deps, conn, account, ctx, &resource, next, start, end).await;
+                    (resource, result)
                 }
-                let (from, to) = if resource == "profile" {
-                    (p.start, p.end)
-                } else {
-                    (next, next.checked_add_days(Days::new(CHUNK_DAYS - 1)).unwrap_or(p.end).min(p.end))
-                };
-                let fetched = match fetch(
-                    deps,
-                    &conn,
-                    &mut account,
-                    &resource,
-                    DateRange { start: from, end: to },
-                )
-                .await
-                {
-                    Ok(f) => f,
-                    // Not served, or a scope the user did not grant (Strava's activities): the
-                    // resource has nothing to pull, the others go on.
-                    Err(ProviderError::Unsupported(_) | ProviderError::ScopesNotGranted(_)) => break,
-                    Err(e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_))) => {
-                        tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
-                        refresh::record_refusal(deps, &conn, &e).await;
-                        return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
+            })
+            .buffer_unordered(RESOURCES_AT_ONCE)
+            .collect()
+            .await;
+        let mut completed = Vec::new();
+        let mut stop = None;
+        for (resource, result) in results {
+            match result? {
+                Ok(Chunk::Stored { through, account: renewed, birth_year: year }) => {
+                    if let Some(a) = renewed {
+                        account = a;
                     }
-                    Err(ProviderError::RateLimited { retry_after_secs }) => {
-                        tracing::info!(user_id = %user_id, provider, resource, retry_after_secs, "provider rate limit; pull waits");
-                        return wait_for_provider(
-                            deps,
-                            team,
-                            &holder,
-                            &key,
-                            &mut p,
-                            &mut version,
-                            retry_after_secs,
-                        )
-                        .await;
+                    if year.is_some() {
+                        birth_year = year;
                     }
-                    Err(e) => {
-                        tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "chunk failed; will retry");
-                        return Ok(Outcome::Fail(format!("{provider}/{resource}: fetch failed")));
-                    }
-                };
-                let ctx = context(&user, provider, birth_year);
-                let entries = ctx.entries(&resource, &fetched.records);
-                let stored = entries.len();
-                for entry in &entries {
-                    if let Entry::Profile { value } = entry {
-                        birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
+                    let r = p.resources.get_mut(&resource).expect("a resource of the pull");
+                    r.next = through.checked_add_days(Days::new(1)).unwrap_or(through);
+                    if r.next > end || resource == "profile" {
+                        completed.push(resource);
                     }
                 }
-                store::overwrite_all(deps, user_id, provider, &entries).await?;
-                metrics::pull_records_stored(provider, stored);
-                if let Some(r) = p.resources.get_mut(&resource) {
-                    r.next = to.checked_add_days(Days::new(1)).unwrap_or(to);
+                Ok(Chunk::Nothing) => completed.push(resource),
+                Err(e) => {
+                    let failed = (resource, e);
+                    stop = Some(match stop.take() {
+                        Some(other) => worse(other, failed),
+                        None => failed,
+                    });
                 }
-                save(deps, &key, &p, &mut version).await?;
             }
-            let data = to_body(&HistoricalPullCompleted {
-                user_id: user_id.as_uuid(),
-                start_date: p.start,
-                end_date: p.end,
-                provider: provider.to_owned(),
-            });
-            let events: Vec<EventEnvelope> = produced(&resource)
-                .into_iter()
-                .flat_map(|r| event_types("historical", r, prefs.hypnogram_events))
-                .map(|t| {
-                    event(format!("{t}.created"), team, user_id, user.client_user_id.as_str(), data.clone())
-                })
-                .collect();
+        }
+        match stop {
+            Some((resource, e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_)))) => {
+                tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
+                refresh::record_refusal(deps, &conn, &e).await;
+                return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
+            }
+            Some((resource, ProviderError::RateLimited { retry_after_secs })) => {
+                tracing::info!(user_id = %user_id, provider, resource, retry_after_secs, "provider rate limit; pull waits");
+                return wait_for_provider(deps, team, &holder, &key, &mut p, &mut version, retry_after_secs)
+                    .await;
+            }
+            Some((resource, e)) => {
+                tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "chunk failed; will retry");
+                // What the other resources stored is kept; the failed one starts from its chunk.
+                save(deps, &key, &p, &mut version).await?;
+                return Ok(Outcome::Fail(format!("{provider}/{resource}: fetch failed")));
+            }
+            None => {}
+        }
+        let data = to_body(&HistoricalPullCompleted {
+            user_id: user_id.as_uuid(),
+            start_date: p.start,
+            end_date: p.end,
+            provider: provider.to_owned(),
+        });
+        let events: Vec<EventEnvelope> = completed
+            .iter()
+            .flat_map(|resource| produced(resource))
+            .flat_map(|r| event_types("historical", r, prefs.hypnogram_events))
+            .map(|t| event(format!("{t}.created"), team, user_id, user.client_user_id.as_str(), data.clone()))
+            .collect();
+        // Announced before they are marked done: a crash in between announces them again
+        // (at least once), never not at all.
+        if !events.is_empty() {
             deps.bus.publish(events).await?;
         }
-        if let Some(r) = p.resources.get_mut(&resource) {
-            r.done = true;
+        for resource in &completed {
+            if let Some(r) = p.resources.get_mut(resource) {
+                r.done = true;
+            }
         }
         save(deps, &key, &p, &mut version).await?;
     }
     finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await
+}
+
+/// A chunk's outcome: the outer error is the table's (the message is retried), the inner one the
+/// provider's.
+type ChunkResult = Result<Result<Chunk, ProviderError>, DomainError>;
+
+/// Resources of one pull whose chunks are fetched and stored at once.
+const RESOURCES_AT_ONCE: usize = 8;
+
+/// What one chunk of one resource gave.
+enum Chunk {
+    /// Stored through `through` (the whole window for the profile). `account` is set when the
+    /// credentials were renewed on the way; `birth_year` when the chunk held a profile's.
+    Stored { through: NaiveDate, account: Option<ProviderAccount>, birth_year: Option<i32> },
+    /// Nothing to pull: not served, a scope the user did not grant (Strava's activities), or
+    /// an empty window.
+    Nothing,
+}
+
+/// The error that decides what a round's pull does when several resources failed: a refused
+/// access ends the pull, a rate limit waits (the longest), anything else retries.
+fn worse(a: (String, ProviderError), b: (String, ProviderError)) -> (String, ProviderError) {
+    let rank = |e: &ProviderError| match e {
+        ProviderError::Revoked(_) | ProviderError::CredentialError(_) => 2,
+        ProviderError::RateLimited { .. } => 1,
+        _ => 0,
+    };
+    match (&a.1, &b.1) {
+        (
+            ProviderError::RateLimited { retry_after_secs: x },
+            ProviderError::RateLimited { retry_after_secs: y },
+        ) => {
+            if y > x {
+                b
+            } else {
+                a
+            }
+        }
+        (x, y) => {
+            if rank(y) > rank(x) {
+                b
+            } else {
+                a
+            }
+        }
+    }
+}
+
+/// Fetches and stores `resource`'s chunk starting at `next` (the whole window for the profile).
+/// The outer error is the table's (the message is retried), the inner one the provider's.
+#[allow(clippy::too_many_arguments)]
+async fn chunk(
+    deps: &Deps,
+    conn: &ConnectionRecord,
+    mut account: ProviderAccount,
+    ctx: &Context,
+    resource: &str,
+    next: NaiveDate,
+    start: NaiveDate,
+    end: NaiveDate,
+) -> ChunkResult {
+    if start > end || next > end {
+        return Ok(Ok(Chunk::Nothing));
+    }
+    let (from, to) = if resource == "profile" {
+        (start, end)
+    } else {
+        (next, next.checked_add_days(Days::new(CHUNK_DAYS - 1)).unwrap_or(end).min(end))
+    };
+    let token = account.credentials.access_token.clone();
+    let fetched = match fetch(deps, conn, &mut account, resource, DateRange { start: from, end: to }).await {
+        Ok(f) => f,
+        Err(ProviderError::Unsupported(_) | ProviderError::ScopesNotGranted(_)) => {
+            return Ok(Ok(Chunk::Nothing));
+        }
+        Err(e) => return Ok(Err(e)),
+    };
+    let entries = ctx.entries(resource, &fetched.records);
+    let birth_year = entries.iter().find_map(|entry| match entry {
+        Entry::Profile { value } => value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32),
+        _ => None,
+    });
+    store::overwrite_all(deps, ctx.user_id, &conn.provider, &entries).await?;
+    metrics::pull_records_stored(&conn.provider, entries.len());
+    let renewed = (account.credentials.access_token != token).then_some(account);
+    Ok(Ok(Chunk::Stored { through: to, account: renewed, birth_year }))
 }
 
 /// The provider's rate limit: the pull gives its concurrency slot back (others of the team go
