@@ -20,8 +20,11 @@ pub const LOCAL_TEAM_ID: TeamId =
     TeamId::from_uuid(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));
 /// How often due one-time jobs are looked for.
 pub const JOB_POLL: Duration = Duration::from_secs(1);
-/// How often the worker queues are polled.
+/// How often an idle worker queue is polled again.
 pub const QUEUE_POLL: Duration = Duration::from_millis(250);
+/// Consumers of the pull and webhook queues, each handling a batch of up to ten messages at
+/// once: up to 40 pulls or deliveries in flight.
+pub const QUEUE_CONSUMERS: usize = 4;
 /// How often the erasure sweep and the expiry purge run, as the hourly rule does on AWS.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// How often connections are polled for new data, as the poll schedule does on AWS.
@@ -222,17 +225,39 @@ impl LocalStack {
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the
     /// hourly maintenance until the process ends.
     pub fn spawn_workers(&self) {
-        self.every(
-            QUEUE_POLL,
-            "webhook queue poll",
-            |s| async move { s.run_webhooks_once().await.map(drop) },
-        );
-        self.every(QUEUE_POLL, "pull queue poll", |s| async move { s.run_pulls_once().await.map(drop) });
-        self.every(QUEUE_POLL, "bulk queue poll", |s| async move { s.run_bulk_once().await.map(drop) });
+        self.consume(QUEUE_CONSUMERS, "webhook queue", |s| async move { s.run_webhooks_once().await });
+        self.consume(QUEUE_CONSUMERS, "pull queue", |s| async move { s.run_pulls_once().await });
+        self.consume(1, "bulk queue", |s| async move { s.run_bulk_once().await });
         self.every(DATA_POLL_EVERY, "data poll", |s| async move { s.schedule_poll().await });
         self.every(JOB_POLL, "job poll", |s| async move { s.run_due_jobs().await.map(drop) });
         self.every(SWEEP_WORKER_EVERY, "every-minute sweeps", |s| async move { s.sweep().await.map(drop) });
         self.every(SWEEP_EVERY, "hourly maintenance", |s| async move { s.hourly().await });
+    }
+
+    /// Runs `consumers` tasks that each handle a queue's due messages (`work` answers how many)
+    /// until none is due, then look again every [`QUEUE_POLL`], as Lambda's pollers of an SQS
+    /// queue do; a failure is logged and the next poll tries again.
+    fn consume<F, Fut>(&self, consumers: usize, what: &'static str, work: F)
+    where
+        F: Fn(LocalStack) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<usize, DomainError>> + Send,
+    {
+        let work = Arc::new(work);
+        for _ in 0..consumers {
+            let (stack, work) = (self.clone(), work.clone());
+            tokio::spawn(async move {
+                loop {
+                    match work(stack.clone()).await {
+                        Ok(n) if n > 0 => tokio::task::yield_now().await,
+                        Ok(_) => tokio::time::sleep(QUEUE_POLL).await,
+                        Err(e) => {
+                            tracing::warn!(error = %e, task = what, "queue consumer failed");
+                            tokio::time::sleep(QUEUE_POLL).await;
+                        }
+                    }
+                }
+            });
+        }
     }
 
     /// Runs `work` now and then every `period` in a task of its own; a failure is logged and

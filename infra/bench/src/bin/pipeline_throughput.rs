@@ -88,17 +88,39 @@ async fn main() {
         )
         .await;
     }
-    let mut handled = 0;
-    while started.elapsed() < DEADLINE {
-        let n = stack.run_pulls_once().await.expect("pull queue");
-        handled += n;
-        if n == 0 && stack.queue.depth(QueueName::Pull).await.expect("depth") == 0 {
-            break;
+    // As the local stack runs them: QUEUE_CONSUMERS consumers, each a batch at a time.
+    let handled = AtomicUsize::new(0);
+    let consumer = || async {
+        while started.elapsed() < DEADLINE {
+            let n = stack.run_pulls_once().await.expect("pull queue");
+            handled.fetch_add(n, Ordering::Relaxed);
+            if n == 0 && stack.queue.depth(QueueName::Pull).await.expect("depth") == 0 {
+                break;
+            }
+            if n == 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
-        if n == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let progress = async {
+        // Each connection's pull is one message (unless it fails or waits), so handled
+        // messages are about the connections done.
+        while started.elapsed() < DEADLINE {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let done = handled.load(Ordering::Relaxed).min(users);
+            let rate = done as f64 / started.elapsed().as_secs_f64();
+            let eta = if rate > 0.0 { (users - done) as f64 / rate } else { f64::INFINITY };
+            eprintln!("  pulls: {done} / {users} connections, {rate:.1}/s, ETA {eta:.0} s");
+            if done >= users {
+                break;
+            }
         }
+    };
+    tokio::select! {
+        _ = futures_util::future::join_all((0..wearlab_local::QUEUE_CONSUMERS).map(|_| consumer())) => {}
+        _ = async { progress.await; std::future::pending::<()>().await } => {}
     }
+    let handled = handled.load(Ordering::Relaxed);
     let took = started.elapsed();
     let historical = stack.bus.published().iter().filter(|e| e.event_type.starts_with("historical.")).count();
     println!(
@@ -154,11 +176,14 @@ async fn main() {
             .collect();
         wearlab_domain::ports::EventBus::publish(stack.deps.bus.as_ref(), batch).await.expect("publish");
     }
-    while received.load(Ordering::Relaxed) < events && started.elapsed() < DEADLINE {
-        if stack.run_webhooks_once().await.expect("webhook queue") == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    let consumer = || async {
+        while received.load(Ordering::Relaxed) < events && started.elapsed() < DEADLINE {
+            if stack.run_webhooks_once().await.expect("webhook queue") == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
-    }
+    };
+    futures_util::future::join_all((0..wearlab_local::QUEUE_CONSUMERS).map(|_| consumer())).await;
     let took = started.elapsed();
     println!(
         "webhooks: {} of {events} events delivered in {:.2} s = {:.1} events/s; peak RSS {:.1} MiB",
