@@ -13,6 +13,7 @@ use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClo
 use wearlab_domain::webhook_url::UrlPolicy;
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
+use wearlab_http::HttpSender;
 use wearlab_web::{App, AppState};
 
 /// The team of a local stack.
@@ -53,8 +54,10 @@ impl LocalStack {
     pub fn open(data_dir: &Path) -> Result<Self, DomainError> {
         let table = RedbTable::open_with_cache(&data_dir.join("wearlab.redb"), cache_bytes()?)?;
         let key = local_data_key(data_dir)?;
+        // Local receivers run on this machine: http and loopback are allowed.
+        let sender = HttpSender::from_env(UrlPolicy::LocalStack).map_err(DomainError::Rejected)?;
         // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md).
-        Ok(Self::with(table, Arc::new(SystemClock), key, wearlab_providers::from_env))
+        Ok(Self::with(table, Arc::new(SystemClock), key, sender, wearlab_providers::from_env))
     }
 
     /// A stack in memory on the given clock (tests, benchmarks), with a throwaway data key.
@@ -68,13 +71,15 @@ impl LocalStack {
         clock: Arc<dyn Clock>,
         providers: impl FnOnce(Arc<dyn Providers>) -> Arc<dyn Providers>,
     ) -> Self {
-        Self::with(RedbTable::in_memory(), clock, DataKey::ephemeral(), providers)
+        let sender = HttpSender::new(UrlPolicy::LocalStack);
+        Self::with(RedbTable::in_memory(), clock, DataKey::ephemeral(), sender, providers)
     }
 
     fn with(
         table: RedbTable,
         inner: Arc<dyn Clock>,
         data_key: DataKey,
+        webhook_sender: HttpSender,
         providers: impl FnOnce(Arc<dyn Providers>) -> Arc<dyn Providers>,
     ) -> Self {
         let shifted = Arc::new(ShiftedClock::new(inner));
@@ -92,8 +97,7 @@ impl LocalStack {
             data_key: Arc::new(data_key),
             queue: Arc::new(queue.clone()),
             lab_network: Arc::new(wearlab_sim::SimulatedLab),
-            // Local receivers run on this machine: http and loopback are allowed.
-            webhook_sender: Arc::new(wearlab_http::HttpSender::new(UrlPolicy::LocalStack)),
+            webhook_sender: Arc::new(webhook_sender),
         };
         Self { deps, table, scheduler, bus, queue, clock: shifted }
     }

@@ -159,3 +159,59 @@ async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
     assert_eq!(first["status_code"], serde_json::Value::Null);
     assert!(!listener.connected());
 }
+
+/// A receiver that answers each POST after 50 ms and records, per path, the most it held at once.
+async fn slow_receiver()
+-> (u16, std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, (usize, usize)>>>) {
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<std::collections::HashMap<String, (usize, usize)>>> = Arc::default();
+    let counts = seen.clone();
+    let app = axum::Router::new().route(
+        "/{path}",
+        axum::routing::post(move |axum::extract::Path(path): axum::extract::Path<String>| {
+            let counts = counts.clone();
+            async move {
+                {
+                    let mut c = counts.lock().unwrap();
+                    let (now, most) = c.entry(path.clone()).or_default();
+                    *now += 1;
+                    *most = (*most).max(*now);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                counts.lock().unwrap().get_mut(&path).unwrap().0 -= 1;
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (port, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sender_holds_at_most_its_in_flight_limit_per_endpoint() {
+    let (port, seen) = slow_receiver().await;
+    let sender = HttpSender::new(UrlPolicy::LocalStack).with_in_flight(2);
+    let posts = (0..12).map(|n| {
+        let url = format!("http://127.0.0.1:{port}/{}", if n % 2 == 0 { "a" } else { "b" });
+        let sender = &sender;
+        async move { sender.post(&url, vec![], b"{}".to_vec()).await }
+    });
+    let answers = futures::future::join_all(posts).await;
+    assert!(answers.iter().all(|a| *a == Ok(204)), "{answers:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen["a"], (0, 2), "endpoint a: at most 2 at once, and it got 2");
+    assert_eq!(seen["b"], (0, 2), "endpoint b has slots of its own");
+}
+
+#[test]
+fn the_in_flight_setting_is_a_bounded_number_or_refused_by_name() {
+    use wearlab_http::{DEFAULT_IN_FLIGHT, in_flight_setting};
+    assert_eq!(in_flight_setting(None), Ok(DEFAULT_IN_FLIGHT));
+    assert_eq!(in_flight_setting(Some("4")), Ok(4));
+    for bad in ["0", "1001", "-2", "many", ""] {
+        let e = in_flight_setting(Some(bad)).unwrap_err();
+        assert!(e.contains("WEARLAB_WEBHOOK_IN_FLIGHT"), "{bad}: {e}");
+    }
+}
