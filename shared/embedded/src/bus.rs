@@ -6,14 +6,17 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use wearlab_domain::ports::{BusError, EventBus, EventEnvelope, Outgoing, Queue, QueueName};
 
-/// Most events kept; older ones are dropped first.
-const KEEP: usize = 100_000;
+/// Most events kept for reading; older ones are dropped first. Only a debugging aid (the
+/// webhook queue holds every event durably), so it is kept small enough that a long run's
+/// memory stays flat: 10,000 events of a pull are a few megabytes.
+const KEEP: usize = 10_000;
 /// EventBridge's limit on one entry.
 const ENTRY_LIMIT: usize = 256 * 1024;
 
 #[derive(Clone, Default)]
 pub struct MemoryBus {
     events: Arc<Mutex<Vec<EventEnvelope>>>,
+
     /// Where every event also goes, as the EventBridge rule sends events to the webhook queue.
     webhook_queue: Option<Arc<dyn Queue>>,
 }
@@ -28,7 +31,7 @@ impl MemoryBus {
         Self { webhook_queue: Some(queue), ..Self::default() }
     }
 
-    /// Every event published so far, oldest first.
+    /// The last events published (at most 10,000), oldest first.
     pub fn published(&self) -> Vec<EventEnvelope> {
         self.events.lock().map(|e| e.clone()).unwrap_or_default()
     }
