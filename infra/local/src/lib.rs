@@ -16,6 +16,12 @@ use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_http::HttpSender;
 use wearlab_web::{App, AppState};
 
+/// The allocator the local stack's binary (and the benchmarks that stand for it) installs:
+/// mimalloc. With glibc's malloc, a historical pull spent about a third of its CPU in
+/// allocation and a fifth waiting on the allocator's arena locks, since serde values built on
+/// one thread are freed on another (docs/PERFORMANCE.md, section 5).
+pub use mimalloc::MiMalloc as Allocator;
+
 /// The team of a local stack.
 pub const LOCAL_TEAM_ID: TeamId =
     TeamId::from_uuid(uuid::Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_0001));

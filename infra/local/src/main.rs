@@ -6,6 +6,10 @@ use axum::ServiceExt;
 use axum::extract::Request;
 use wearlab_local::{LocalStack, data_dir};
 
+/// The local stack's allocator (see [`wearlab_local::Allocator`]).
+#[global_allocator]
+static ALLOCATOR: wearlab_local::Allocator = wearlab_local::Allocator;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().nth(1).as_deref() == Some("--print-openapi") {

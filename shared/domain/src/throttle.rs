@@ -219,6 +219,12 @@ async fn update_at(
     k: Key,
     change: impl Fn(&mut ThrottleState, DateTime<Utc>) -> Decision,
 ) -> Result<Decision, DomainError> {
+    // One update of an item at a time in this process: concurrent pulls of one team and provider
+    // all read the same version, and all but one of each group of writes would fail its
+    // condition and read again (40 pulls at once used up the tries). Other processes still race
+    // through the version condition.
+    let turn = local_turn(&k);
+    let _turn = turn.lock().await;
     for _ in 0..TRIES {
         let now = deps.now();
         let (mut state, version) = match deps.table.get(&k).await? {
@@ -239,6 +245,22 @@ async fn update_at(
         }
     }
     Err(DomainError::Busy("throttle state contended; retry".into()))
+}
+
+/// Throttle items whose turns are kept before idle ones are forgotten.
+const TURNS_KEPT: usize = 10_000;
+
+/// This process's lock of the throttle item `k`.
+fn local_turn(k: &Key) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    static TURNS: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let id = format!("{}\u{0}{}", k.pk, k.sk);
+    let mut turns = TURNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if turns.len() >= TURNS_KEPT && !turns.contains_key(&id) {
+        turns.retain(|_, t| std::sync::Arc::strong_count(t) > 1);
+    }
+    turns.entry(id).or_default().clone()
 }
 
 #[cfg(test)]

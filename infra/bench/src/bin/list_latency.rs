@@ -22,6 +22,10 @@ use wearlab_web::AppState;
 const WARM_UP: usize = 100;
 const LIMIT: u64 = 100;
 
+/// The local stack's allocator, as `wearlab-local` runs it.
+#[global_allocator]
+static ALLOCATOR: wearlab_local::Allocator = wearlab_local::Allocator;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

@@ -53,6 +53,10 @@ async fn call(
     serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null)
 }
 
+/// The local stack's allocator, as `wearlab-local` runs it.
+#[global_allocator]
+static ALLOCATOR: wearlab_local::Allocator = wearlab_local::Allocator;
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
