@@ -31,8 +31,28 @@ pub struct RedbTable {
 
 /// One caller's atomic batch of writes, answered once it is durable (or refused).
 struct Write {
-    ops: Vec<WriteOp>,
+    ops: Vec<Prepared>,
     reply: oneshot::Sender<Result<Vec<i64>, StoreError>>,
+}
+
+/// A write with its item's text encoded by the caller, off the committer's thread (which
+/// would otherwise spend most of its time encoding while every writer waits on it).
+struct Prepared {
+    op: WriteOp,
+    /// The put item's text (`serde_json::to_vec(&item)`); `None` for other writes.
+    text: Option<Vec<u8>>,
+}
+
+impl Prepared {
+    fn new(op: WriteOp) -> Result<Self, StoreError> {
+        let text = match &op {
+            WriteOp::Put { item, .. } => {
+                Some(serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?)
+            }
+            _ => None,
+        };
+        Ok(Self { op, text })
+    }
 }
 
 /// Most callers' writes committed together.
@@ -104,6 +124,7 @@ impl RedbTable {
     /// Applies `ops` atomically and answers once they are committed (fsync'd on a file).
     async fn write(&self, ops: Vec<WriteOp>) -> Result<Vec<i64>, StoreError> {
         let stopped = || StoreError::Unavailable("the table's writer stopped".into());
+        let ops = ops.into_iter().map(Prepared::new).collect::<Result<Vec<_>, _>>()?;
         let (reply, answer) = oneshot::channel();
         self.writes.send(Write { ops, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
@@ -245,11 +266,34 @@ fn integer(s: &str) -> Option<(u64, &str)> {
 
 type ItemsTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
 
-fn read(items: &ItemsTable<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
+/// The item at `key`; without `with_body`, its envelope only (the body left `null` unread).
+fn read(items: &ItemsTable<'_>, key: &Key, with_body: bool) -> Result<Option<Item>, StoreError> {
     match items.get(primary(key).as_slice()).map_err(unavailable)? {
-        Some(v) => Ok(Some(decode(v.value())?)),
+        Some(v) if with_body => Ok(Some(decode(v.value())?)),
+        Some(v) => Ok(Some(decode_envelope(v.value())?)),
         None => Ok(None),
     }
+}
+
+/// [`decode`] without building the body (it is skipped over, not parsed into a value).
+fn decode_envelope(bytes: &[u8]) -> Result<Item, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        key: Key,
+        gsi1: Option<wearlab_domain::ports::IndexKey>,
+        version: u64,
+        expires_at: Option<i64>,
+        #[allow(dead_code)]
+        body: serde::de::IgnoredAny,
+    }
+    let e: Envelope = serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(Item {
+        key: e.key,
+        gsi1: e.gsi1,
+        version: e.version,
+        expires_at: e.expires_at,
+        body: serde_json::Value::Null,
+    })
 }
 
 fn holds(condition: Condition, current: Option<&Item>) -> bool {
@@ -354,8 +398,8 @@ enum Applied {
     Broken(StoreError),
 }
 
-fn check_parts(ops: &[WriteOp]) -> Result<(), StoreError> {
-    for op in ops {
+fn check_parts(ops: &[Prepared]) -> Result<(), StoreError> {
+    for Prepared { op, .. } in ops {
         check_part(&op.key().pk)?;
         check_part(&op.key().sk)?;
         if let WriteOp::Put { item, .. } = op
@@ -370,7 +414,7 @@ fn check_parts(ops: &[WriteOp]) -> Result<(), StoreError> {
 
 /// Checks every condition, then applies every write, inside one write transaction of its own.
 /// Answers the value of each [`Add`]'s field after it, in order.
-fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
+fn apply(db: &Database, ops: &[Prepared]) -> Result<Vec<i64>, StoreError> {
     check_parts(ops)?;
     let txn = db.begin_write().map_err(unavailable)?;
     // Dropping the transaction without commit discards whatever was written.
@@ -381,30 +425,32 @@ fn apply(db: &Database, ops: &[WriteOp]) -> Result<Vec<i64>, StoreError> {
 
 /// [`apply`] inside `txn`, which may hold other writes before it: checks every condition
 /// against what `txn` holds, works out the additions, then writes.
-fn apply_in(txn: &redb::WriteTransaction, ops: &[WriteOp]) -> Result<Vec<i64>, Applied> {
+fn apply_in(txn: &redb::WriteTransaction, ops: &[Prepared]) -> Result<Vec<i64>, Applied> {
     let refused = Applied::Refused;
     let mut added = Vec::new();
     {
         let mut items = txn.open_table(ITEMS).map_err(unavailable).map_err(refused)?;
         let mut gsi = txn.open_table(GSI1).map_err(unavailable).map_err(refused)?;
         let mut current = Vec::with_capacity(ops.len());
-        for (i, op) in ops.iter().enumerate() {
-            let existing = read(&items, op.key()).map_err(refused)?;
+        for (i, Prepared { op, .. }) in ops.iter().enumerate() {
+            // Only an addition needs the body it adds to; the other writes need the envelope
+            // (version, index entry).
+            let existing = read(&items, op.key(), matches!(op, WriteOp::Add(_))).map_err(refused)?;
             if !holds(op.condition(), existing.as_ref()) {
                 return Err(refused(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) }));
             }
             current.push(existing);
         }
         // Additions are worked out before anything is written, so a refused one writes nothing.
-        for (op, existing) in ops.iter().zip(current.iter_mut()) {
+        for (Prepared { op, .. }, existing) in ops.iter().zip(current.iter_mut()) {
             if let WriteOp::Add(add) = op {
                 let (item, value) = with_addition(existing.take(), add).map_err(refused)?;
                 *existing = Some(item);
                 added.push(value);
             }
         }
-        for (op, existing) in ops.iter().zip(current) {
-            write_one(op, existing, &mut items, &mut gsi).map_err(Applied::Broken)?;
+        for (prepared, existing) in ops.iter().zip(current) {
+            write_one(prepared, existing, &mut items, &mut gsi).map_err(Applied::Broken)?;
         }
     }
     Ok(added)
@@ -412,7 +458,7 @@ fn apply_in(txn: &redb::WriteTransaction, ops: &[WriteOp]) -> Result<Vec<i64>, A
 
 /// One checked write of [`apply_in`].
 fn write_one(
-    op: &WriteOp,
+    Prepared { op, text }: &Prepared,
     existing: Option<Item>,
     items: &mut ItemsTable<'_>,
     gsi: &mut ItemsTable<'_>,
@@ -422,7 +468,8 @@ fn write_one(
             if let Some(old) = &existing {
                 remove(items, gsi, old)?;
             }
-            insert(items, gsi, item)?;
+            let text = text.as_deref().ok_or_else(|| StoreError::Invalid("a put without its text".into()))?;
+            insert(items, gsi, item, text)?;
         }
         // The item as it will be (`with_addition`); its index entry, if any, stays.
         WriteOp::Add(_) => {
@@ -440,9 +487,13 @@ fn write_one(
     Ok(())
 }
 
-fn insert(items: &mut ItemsTable<'_>, gsi: &mut ItemsTable<'_>, item: &Item) -> Result<(), StoreError> {
-    let bytes = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
-    items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
+fn insert(
+    items: &mut ItemsTable<'_>,
+    gsi: &mut ItemsTable<'_>,
+    item: &Item,
+    text: &[u8],
+) -> Result<(), StoreError> {
+    items.insert(primary(&item.key).as_slice(), text).map_err(unavailable)?;
     if let Some(g) = gsi_entry(item) {
         gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
     }

@@ -578,8 +578,9 @@ async fn chunk(
         Entry::Profile { value } => value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32),
         _ => None,
     });
-    store::overwrite_all(deps, ctx.user_id, &conn.provider, &entries).await?;
-    metrics::pull_records_stored(&conn.provider, entries.len());
+    let stored = entries.len();
+    store::overwrite_all(deps, ctx.user_id, &conn.provider, entries).await?;
+    metrics::pull_records_stored(&conn.provider, stored);
     let renewed = (account.credentials.access_token != token).then_some(account);
     Ok(Ok(Chunk::Stored { through: to, account: renewed, birth_year }))
 }

@@ -35,17 +35,23 @@ fn hash(v: &Value) -> String {
     hex::encode(Sha256::digest(serde_json::to_vec(v).expect("values serialize")))
 }
 
-fn key_and_value(user: UserId, provider: &str, entry: &Entry) -> (Key, Value) {
+fn key_and_value(user: UserId, provider: &str, entry: Entry) -> (Key, Value) {
     match entry {
         Entry::Summary { resource, date, n, value } => {
-            (keys::summary(user, resource, *date, provider, n), value.clone())
+            (keys::summary(user, resource, date, provider, &n), value)
         }
         Entry::Series { resource, date, samples } => (
-            keys::series(user, resource, *date, provider),
-            to_body(&SampleGroup { source: source(provider, None), data: samples.clone() }),
+            keys::series(user, &resource, date, provider),
+            to_body(&SampleGroup { source: source(provider, None), data: samples }),
         ),
-        Entry::Profile { value } => (keys::profile(user, provider), value.clone()),
+        Entry::Profile { value } => (keys::profile(user, provider), value),
     }
+}
+
+/// The stored form of `value` (a [`Stored`]), built without copying it.
+fn stored(value: Value) -> Value {
+    let h = hash(&value);
+    serde_json::json!({ "h": h, "v": value })
 }
 
 /// Stores `entry` and says what changed: a new item or new samples are `Created`, other
@@ -57,7 +63,7 @@ pub(crate) async fn put(
     provider: &str,
     entry: &Entry,
 ) -> Result<(Change, Value), DomainError> {
-    let (key, value) = key_and_value(user, provider, entry);
+    let (key, value) = key_and_value(user, provider, entry.clone());
     let h = hash(&value);
     let old = deps.table.get(&key).await?;
     let change = match &old {
@@ -102,14 +108,13 @@ pub(crate) async fn overwrite_all(
     deps: &Deps,
     user: UserId,
     provider: &str,
-    entries: &[Entry],
+    entries: Vec<Entry>,
 ) -> Result<(), DomainError> {
     let mut items: Vec<Item> = Vec::with_capacity(entries.len());
     let mut at: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for entry in entries {
         let (key, value) = key_and_value(user, provider, entry);
-        let h = hash(&value);
-        let item = Item::new(key.clone(), to_body(&Stored { h, v: value }));
+        let item = Item::new(key.clone(), stored(value));
         match at.get(&key) {
             Some(&i) => items[i] = item,
             None => {
