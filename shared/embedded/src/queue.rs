@@ -267,6 +267,29 @@ impl TableQueue {
         self.envelopes(partition(q)).await
     }
 
+    /// How many messages waiting or in flight `matches` (a page at a time, so a long queue is
+    /// never held in memory at once).
+    pub async fn count_waiting(
+        &self,
+        q: QueueName,
+        matches: impl Fn(&Envelope) -> bool,
+    ) -> Result<usize, StoreError> {
+        let mut count = 0;
+        let mut cursor = None;
+        loop {
+            let page = self.table.query(Query::partition(partition(q)).limit(1000).after(cursor)).await?;
+            for item in &page.items {
+                if matches(&item.decode::<Stored>()?.envelope) {
+                    count += 1;
+                }
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(count),
+            }
+        }
+    }
+
     /// Dead-lettered message bodies.
     pub async fn dead_lettered(&self, q: QueueName) -> Result<Vec<Envelope>, StoreError> {
         self.envelopes(dead_letters(q)).await

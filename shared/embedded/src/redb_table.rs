@@ -61,7 +61,7 @@ const GROUP_MAX: usize = 256;
 /// redb's page cache unless the caller picks one: redb's own default is 1 GiB, which a long
 /// pull fills and a laptop then holds; pages beyond the cache are read from the file (the
 /// operating system's page cache usually has them).
-pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 impl RedbTable {
     /// Opens (or creates) the table file with the default page cache ([`DEFAULT_CACHE_BYTES`]).
