@@ -22,6 +22,8 @@ pub const MAX_ATTEMPTS: u32 = 5;
 pub const VISIBILITY: Duration = Duration::from_secs(60);
 /// Most messages one poll leases.
 pub const BATCH: usize = 10;
+/// Races for one batch lost to other pollers before [`TableQueue::receive`] leases one by one.
+const LEASE_RACES: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Stored {
@@ -73,17 +75,70 @@ impl TableQueue {
         )
     }
 
-    /// Leases up to `max` due messages for `VISIBILITY`.
+    /// Leases up to `max` due messages for `VISIBILITY`, all in one write. When another poller
+    /// leased one of them first, the due messages are read again (those it took are no longer
+    /// due) and tried again; after a few such races they are leased one at a time.
     pub async fn receive(&self, q: QueueName, max: usize) -> Result<Vec<Received>, StoreError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let wanted = self.due(q, max).await?;
+            if wanted.is_empty() {
+                return Ok(Vec::new());
+            }
+            if attempt > LEASE_RACES {
+                return self.lease_one_by_one(wanted).await;
+            }
+            let ops = wanted
+                .iter()
+                .flat_map(|(item, _, lease)| {
+                    [
+                        WriteOp::Delete {
+                            key: item.key.clone(),
+                            condition: Condition::VersionIs(item.version),
+                        },
+                        WriteOp::Put { item: lease.clone(), condition: Condition::NotExists },
+                    ]
+                })
+                .collect();
+            match self.table.transact(ops).await {
+                Ok(()) => {
+                    return Ok(wanted
+                        .into_iter()
+                        .map(|(_, stored, lease)| Received {
+                            id: lease.key.sk,
+                            envelope: stored.envelope,
+                            attempt: stored.attempts,
+                        })
+                        .collect());
+                }
+                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Up to `max` due messages, each with its lease (the message as it will be while leased).
+    async fn due(&self, q: QueueName, max: usize) -> Result<Vec<(Item, Stored, Item)>, StoreError> {
         let now = self.clock.now();
         let upper = sort_key(now, "\u{10FFFF}");
         let page =
             self.table.query(Query::partition(partition(q)).between("", upper).limit(max as u32)).await?;
-        let mut leased = Vec::new();
+        let mut due = Vec::with_capacity(page.items.len());
         for item in page.items {
             let mut stored: Stored = item.decode()?;
             stored.attempts += 1;
             let lease = self.item(q, now + VISIBILITY, &stored);
+            due.push((item, stored, lease));
+        }
+        Ok(due)
+    }
+
+    /// [`TableQueue::receive`]'s leases one message at a time: each message another poller took
+    /// first is left to it.
+    async fn lease_one_by_one(&self, wanted: Vec<(Item, Stored, Item)>) -> Result<Vec<Received>, StoreError> {
+        let mut leased = Vec::new();
+        for (item, stored, lease) in wanted {
             let lease_key = lease.key.sk.clone();
             let ops = vec![
                 WriteOp::Delete { key: item.key.clone(), condition: Condition::VersionIs(item.version) },
