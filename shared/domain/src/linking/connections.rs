@@ -214,6 +214,14 @@ pub async fn commit(
             return Ok(Committed::UserGone);
         }
         let existing = load_connection(deps, user_id, slug).await?;
+        // Imported by another delivery of the same import (a duplicate message handled at the
+        // same time, which won the race below): nothing to replace, nothing to announce again.
+        if let (Some(op), Some((old, _))) = (&new.import_op, &existing)
+            && old.import_op.as_ref() == Some(op)
+            && old.team_id == team
+        {
+            return Ok(Committed::Connected { external_user_id: old.external_user_id.clone() });
+        }
         // An import replaces the user's own connection (new tokens); a link to a provider the
         // user is connected to already is a duplicate.
         let own_is_duplicate = existing.is_some() && new.import_op.is_none();
