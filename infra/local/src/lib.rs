@@ -29,13 +29,9 @@ pub const LOCAL_TEAM_ID: TeamId =
 pub const JOB_POLL: Duration = Duration::from_secs(1);
 /// How often an idle worker queue is polled again.
 pub const QUEUE_POLL: Duration = Duration::from_millis(250);
-/// Consumers of the pull queue, each handling a batch of up to ten messages at once: up to 40
-/// pulls in flight (the pull is bound by CPU beyond that).
+/// Consumers of the pull and webhook queues, each handling a batch of up to ten messages at
+/// once: up to 40 pulls or deliveries in flight.
 pub const QUEUE_CONSUMERS: usize = 4;
-/// Consumers of the webhook queue: up to 80 messages in flight, whose writes share the embedded
-/// table's commits (a delivery mostly waits on them); each endpoint still gets at most
-/// `WEARLAB_WEBHOOK_IN_FLIGHT` POSTs at once.
-pub const WEBHOOK_CONSUMERS: usize = 8;
 /// How often the erasure sweep and the expiry purge run, as the hourly rule does on AWS.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// How often connections are polled for new data, as the poll schedule does on AWS.
@@ -239,7 +235,7 @@ impl LocalStack {
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the
     /// hourly maintenance until the process ends.
     pub fn spawn_workers(&self) {
-        self.consume(WEBHOOK_CONSUMERS, "webhook queue", |s| async move { s.run_webhooks_once().await });
+        self.consume(QUEUE_CONSUMERS, "webhook queue", |s| async move { s.run_webhooks_once().await });
         self.consume(QUEUE_CONSUMERS, "pull queue", |s| async move { s.run_pulls_once().await });
         self.consume(1, "bulk queue", |s| async move { s.run_bulk_once().await });
         self.every(DATA_POLL_EVERY, "data poll", |s| async move { s.schedule_poll().await });

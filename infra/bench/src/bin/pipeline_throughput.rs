@@ -195,7 +195,7 @@ async fn main() {
             }
         }
     };
-    futures_util::future::join_all((0..wearlab_local::WEBHOOK_CONSUMERS).map(|_| consumer())).await;
+    futures_util::future::join_all((0..wearlab_local::QUEUE_CONSUMERS).map(|_| consumer())).await;
     let took = started.elapsed();
     println!(
         "webhooks: {} of {events} events delivered in {:.2} s = {:.1} events/s; peak RSS {:.1} MiB",
