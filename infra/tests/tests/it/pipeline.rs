@@ -179,7 +179,7 @@ async fn pipeline_summaries_and_timeseries_read_back() {
 
     let a = t.get(&format!("/v2/summary/body/{user}?{range}")).await;
     let kg = a.body["body"][0]["weight"].as_f64().unwrap();
-    assert!((61.0..62.5).contains(&kg), "kg");
+    assert!((61.0..=62.5).contains(&kg), "kg: drawn from [61, 62.5), then rounded to 2 places");
     let a = t.get(&format!("/v2/summary/meal/{user}?{range}&provider=fitbit")).await;
     assert_eq!(a.body["meals"].as_array().unwrap().len(), 9);
     assert!(a.body["meals"][0]["energy"].as_f64().unwrap() >= 1500.0, "kcal");
