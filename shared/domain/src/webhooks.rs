@@ -18,7 +18,7 @@ use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
 use crate::metrics::Delivery;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, query_all};
+use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, WriteOp, query_all};
 use crate::webhook_url::{self, UrlPolicy};
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -277,11 +277,17 @@ async fn deliver(
     match result {
         Ok(status) if (200..300).contains(&status) => {
             let expiry = Some((now + chrono::Duration::days(RECORD_DAYS)).timestamp());
+            // The marker and the attempt in one write: one commit to wait for, not two.
+            let delivered = Item::new(delivered_key, serde_json::json!({})).with_expiry(expiry);
+            let attempt_record = attempt_item(team, endpoint_id, &record("delivered", Some(status), None));
             deps.table
-                .put(Item::new(delivered_key, serde_json::json!({})).with_expiry(expiry), Condition::None)
+                .transact(vec![
+                    WriteOp::Put { item: delivered, condition: Condition::None },
+                    WriteOp::Put { item: attempt_record, condition: Condition::None },
+                ])
                 .await?;
             crate::metrics::webhook_attempt(Delivery::Delivered, attempt);
-            save_attempt(deps, team, endpoint_id, record("delivered", Some(status), None)).await
+            Ok(())
         }
         failed => {
             let (status, error) = match failed {
@@ -313,6 +319,12 @@ async fn deliver(
 }
 
 async fn save_attempt(deps: &Deps, team: TeamId, endpoint_id: &str, a: Attempt) -> Result<(), DomainError> {
+    deps.table.put(attempt_item(team, endpoint_id, &a), Condition::None).await?;
+    Ok(())
+}
+
+/// The stored record of one delivery attempt, listed under its endpoint newest last.
+fn attempt_item(team: TeamId, endpoint_id: &str, a: &Attempt) -> Item {
     let sk = format!(
         "{}#{}#{:02}",
         a.at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
@@ -320,10 +332,7 @@ async fn save_attempt(deps: &Deps, team: TeamId, endpoint_id: &str, a: Attempt) 
         a.attempt
     );
     let expiry = Some((a.at + chrono::Duration::days(RECORD_DAYS)).timestamp());
-    let item =
-        Item::new(Key::new(keys::attempts_partition(team, endpoint_id), sk), to_body(&a)).with_expiry(expiry);
-    deps.table.put(item, Condition::None).await?;
-    Ok(())
+    Item::new(Key::new(keys::attempts_partition(team, endpoint_id), sk), to_body(a)).with_expiry(expiry)
 }
 
 #[cfg(test)]
