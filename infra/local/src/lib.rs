@@ -402,15 +402,15 @@ fn cache_bytes() -> Result<usize, DomainError> {
 }
 
 fn cache_bytes_of(setting: Option<&str>) -> Result<usize, DomainError> {
-    match setting {
-        None => Ok(wearlab_embedded::DEFAULT_CACHE_BYTES),
-        Some(v) => match v.trim().parse::<usize>() {
-            Ok(mb @ 1..=65_536) => Ok(mb * 1024 * 1024),
-            _ => Err(DomainError::Rejected(format!(
-                "WEARLAB_CACHE_MB must be a whole number of mebibytes from 1 to 65536, not {v:?}"
-            ))),
-        },
-    }
+    const MIB: usize = 1024 * 1024;
+    let mb = wearlab_domain::settings::whole_number(
+        "WEARLAB_CACHE_MB",
+        setting,
+        1..=65_536,
+        wearlab_embedded::DEFAULT_CACHE_BYTES / MIB,
+    )
+    .map_err(DomainError::Rejected)?;
+    Ok(mb * MIB)
 }
 
 /// The local data key: `WEARLAB_DATA_KEY` (base64 of 32 bytes) if set, else the key kept in

@@ -247,20 +247,11 @@ async fn update_at(
     Err(DomainError::Busy("throttle state contended; retry".into()))
 }
 
-/// Throttle items whose turns are kept before idle ones are forgotten.
-const TURNS_KEPT: usize = 10_000;
-
 /// This process's lock of the throttle item `k`.
 fn local_turn(k: &Key) -> std::sync::Arc<tokio::sync::Mutex<()>> {
-    static TURNS: std::sync::LazyLock<
-        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-    > = std::sync::LazyLock::new(Default::default);
-    let id = format!("{}\u{0}{}", k.pk, k.sk);
-    let mut turns = TURNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if turns.len() >= TURNS_KEPT && !turns.contains_key(&id) {
-        turns.retain(|_, t| std::sync::Arc::strong_count(t) > 1);
-    }
-    turns.entry(id).or_default().clone()
+    static TURNS: std::sync::LazyLock<crate::per_key::PerKey<tokio::sync::Mutex<()>>> =
+        std::sync::LazyLock::new(|| crate::per_key::PerKey::new(Default::default));
+    TURNS.get(&format!("{}\u{0}{}", k.pk, k.sk))
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 
 pub mod guard;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use wearlab_domain::per_key::PerKey;
 use wearlab_domain::ports::WebhookSender;
 use wearlab_domain::webhook_url::{self, UrlPolicy};
 use wearlab_domain::webhooks::TIMEOUT;
@@ -20,29 +20,20 @@ use tokio::sync::Semaphore;
 pub struct HttpSender {
     client: reqwest::Client,
     policy: UrlPolicy,
-    /// At most this many POSTs at once to one endpoint URL from this process; the others wait
-    /// for a slot (their time counts against the deadline only once they are sent).
-    in_flight: usize,
-    slots: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Per endpoint URL, at most [`in_flight_setting`]'s POSTs at once from this process; the
+    /// others wait for a slot (their time counts against the deadline only once they are sent).
+    slots: PerKey<Semaphore>,
 }
 
 /// POSTs at once to one endpoint unless configured ([`in_flight_setting`]).
 pub const DEFAULT_IN_FLIGHT: usize = 16;
 /// The variable that sets it: `WEARLAB_WEBHOOK_IN_FLIGHT`.
 pub const IN_FLIGHT_ENV: &str = "WEARLAB_WEBHOOK_IN_FLIGHT";
-/// Endpoints whose slots are kept before idle ones are forgotten.
-const SLOTS_KEPT: usize = 10_000;
 
 /// POSTs at once per endpoint from `value` (of [`IN_FLIGHT_ENV`]): 1 to 1,000, default
 /// [`DEFAULT_IN_FLIGHT`]; anything else is refused with a message naming the variable.
 pub fn in_flight_setting(value: Option<&str>) -> Result<usize, String> {
-    match value {
-        None => Ok(DEFAULT_IN_FLIGHT),
-        Some(v) => match v.trim().parse::<usize>() {
-            Ok(n @ 1..=1000) => Ok(n),
-            _ => Err(format!("{IN_FLIGHT_ENV} must be a whole number from 1 to 1000, not {v:?}")),
-        },
-    }
+    wearlab_domain::settings::whole_number(IN_FLIGHT_ENV, value, 1..=1000, DEFAULT_IN_FLIGHT)
 }
 
 impl HttpSender {
@@ -58,17 +49,8 @@ impl HttpSender {
 
     /// This sender with at most `n` POSTs at once to one endpoint URL (at least 1).
     pub fn with_in_flight(mut self, n: usize) -> Self {
-        self.in_flight = n.max(1);
+        self.slots = slots(n);
         self
-    }
-
-    /// The endpoint's slots, created on first use; idle endpoints are forgotten when many are kept.
-    fn slots(&self, url: &str) -> Arc<Semaphore> {
-        let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if slots.len() >= SLOTS_KEPT && !slots.contains_key(url) {
-            slots.retain(|_, s| Arc::strong_count(s) > 1);
-        }
-        slots.entry(url.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.in_flight))).clone()
     }
 
     /// A sender whose host names resolve through `resolver` (tests give fixed answers).
@@ -81,8 +63,14 @@ impl HttpSender {
             .user_agent("Wearlab-Webhooks/1")
             .build()
             .expect("the HTTP client builds");
-        Self { client, policy, in_flight: DEFAULT_IN_FLIGHT, slots: Mutex::new(HashMap::new()) }
+        Self { client, policy, slots: slots(DEFAULT_IN_FLIGHT) }
     }
+}
+
+/// A semaphore of `n` slots (at least 1) per endpoint URL.
+fn slots(n: usize) -> PerKey<Semaphore> {
+    let n = n.max(1);
+    PerKey::new(move || Semaphore::new(n))
 }
 
 #[async_trait]
@@ -97,7 +85,7 @@ impl WebhookSender for HttpSender {
         let Ok(url) = webhook_url::check(url, self.policy) else {
             return Err(NOT_ALLOWED.into());
         };
-        let slots = self.slots(url.as_str());
+        let slots = self.slots.get(url.as_str());
         let _slot = slots.acquire().await.map_err(|_| "request failed".to_string())?;
         let mut req = self.client.post(url).body(body);
         for (name, value) in headers {
