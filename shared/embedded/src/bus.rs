@@ -16,7 +16,6 @@ const ENTRY_LIMIT: usize = 256 * 1024;
 #[derive(Clone, Default)]
 pub struct MemoryBus {
     events: Arc<Mutex<Vec<EventEnvelope>>>,
-
     /// Where every event also goes, as the EventBridge rule sends events to the webhook queue.
     webhook_queue: Option<Arc<dyn Queue>>,
 }

@@ -250,7 +250,7 @@ async fn import_one(
     }
     if let Some(item) = deps.table.get(&crate::keys::linking::connection(user_id, slug)).await? {
         let existing: ConnectionRecord = item.decode()?;
-        if existing.import_op.as_deref() == Some(op.op_id.as_str()) && existing.team_id == op.team_id {
+        if existing.imported_by(op.team_id, &op.op_id) {
             return Ok(Imported::Ok(user_id)); // imported by an earlier delivery
         }
     }
@@ -307,9 +307,7 @@ pub(crate) async fn give_up(
             };
             for r in recipes {
                 let done = match deps.table.get(&crate::keys::linking::connection(r.0, &provider)).await? {
-                    Some(item) => {
-                        item.decode::<ConnectionRecord>()?.import_op.as_deref() == Some(op.op_id.as_str())
-                    }
+                    Some(item) => item.decode::<ConnectionRecord>()?.imported_by(op.team_id, &op.op_id),
                     None => false,
                 };
                 if done { result.ok.push(r.0) } else { result.failed.push(r.0) }

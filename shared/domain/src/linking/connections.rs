@@ -64,6 +64,12 @@ fn seal_context(key: &Key) -> String {
 }
 
 impl ConnectionRecord {
+    /// Whether the team's bulk import `op_id` wrote this connection (a redelivered or duplicate
+    /// import message then has nothing to import or announce).
+    pub fn imported_by(&self, team: TeamId, op_id: &str) -> bool {
+        self.import_op.as_deref() == Some(op_id) && self.team_id == team
+    }
+
     pub fn key(&self) -> Key {
         keys::linking::connection(self.user_id, &self.provider)
     }
@@ -217,8 +223,7 @@ pub async fn commit(
         // Imported by another delivery of the same import (a duplicate message handled at the
         // same time, which won the race below): nothing to replace, nothing to announce again.
         if let (Some(op), Some((old, _))) = (&new.import_op, &existing)
-            && old.import_op.as_ref() == Some(op)
-            && old.team_id == team
+            && old.imported_by(team, op)
         {
             return Ok(Committed::Connected { external_user_id: old.external_user_id.clone() });
         }

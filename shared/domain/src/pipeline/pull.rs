@@ -518,30 +518,12 @@ enum Chunk {
 /// The error that decides what a round's pull does when several resources failed: a refused
 /// access ends the pull, a rate limit waits (the longest), anything else retries.
 fn worse(a: (String, ProviderError), b: (String, ProviderError)) -> (String, ProviderError) {
-    let rank = |e: &ProviderError| match e {
-        ProviderError::Revoked(_) | ProviderError::CredentialError(_) => 2,
-        ProviderError::RateLimited { .. } => 1,
-        _ => 0,
+    let weight = |e: &ProviderError| match e {
+        ProviderError::Revoked(_) | ProviderError::CredentialError(_) => (2, 0),
+        ProviderError::RateLimited { retry_after_secs } => (1, *retry_after_secs),
+        _ => (0, 0),
     };
-    match (&a.1, &b.1) {
-        (
-            ProviderError::RateLimited { retry_after_secs: x },
-            ProviderError::RateLimited { retry_after_secs: y },
-        ) => {
-            if y > x {
-                b
-            } else {
-                a
-            }
-        }
-        (x, y) => {
-            if rank(y) > rank(x) {
-                b
-            } else {
-                a
-            }
-        }
-    }
+    if weight(&b.1) > weight(&a.1) { b } else { a }
 }
 
 /// Fetches and stores `resource`'s chunk starting at `next` (the whole window for the profile).

@@ -48,9 +48,8 @@ fn key_and_value(user: UserId, provider: &str, entry: Entry) -> (Key, Value) {
     }
 }
 
-/// The stored form of `value` (a [`Stored`]), built without copying it.
-fn stored(value: Value) -> Value {
-    let h = hash(&value);
+/// The stored form of `value` with its hash `h` (a [`Stored`]), built without copying it.
+fn stored(h: String, value: Value) -> Value {
     serde_json::json!({ "h": h, "v": value })
 }
 
@@ -97,7 +96,7 @@ pub(crate) async fn put(
             }
         }
     };
-    deps.table.put(Item::new(key, to_body(&Stored { h, v: value.clone() })), Condition::None).await?;
+    deps.table.put(Item::new(key, stored(h, value.clone())), Condition::None).await?;
     Ok((change, value))
 }
 
@@ -114,7 +113,7 @@ pub(crate) async fn overwrite_all(
     let mut at: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for entry in entries {
         let (key, value) = key_and_value(user, provider, entry);
-        let item = Item::new(key.clone(), stored(value));
+        let item = Item::new(key.clone(), stored(hash(&value), value));
         match at.get(&key) {
             Some(&i) => items[i] = item,
             None => {
