@@ -211,8 +211,8 @@ pub(crate) async fn record(
                 }
                 results = fresh;
                 // Spread competing workers apart.
-                let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0] % 20);
-                tokio::time::sleep(Duration::from_millis(2 + jitter + u64::from(attempt))).await;
+                let base = Duration::from_millis(2 + u64::from(attempt));
+                tokio::time::sleep(base + crate::backoff::jitter(Duration::from_millis(19))).await;
             }
             Err(e) => return Err(e.into()),
         }

@@ -4,6 +4,7 @@
 //! Nothing in this crate knows about HTTP, Lambda or AWS.
 
 pub mod audit;
+pub mod backoff;
 pub mod bulk;
 pub mod bulk_ledger;
 pub mod catalog;

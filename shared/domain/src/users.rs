@@ -289,9 +289,8 @@ pub(crate) fn users_busy() -> DomainError {
 /// A short, growing, jittered pause before another try of a change whose user changed under
 /// it (so that concurrent changes do not retry in lockstep).
 pub(crate) async fn count_backoff(attempt: usize) {
-    let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0] % 8);
-    let ms = (1u64 << attempt.min(4)) + jitter;
-    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    let base = std::time::Duration::from_millis(1 << attempt.min(4));
+    tokio::time::sleep(base + crate::backoff::jitter(std::time::Duration::from_millis(7))).await;
 }
 
 /// The field of the team's counter item that holds its active users.

@@ -524,7 +524,8 @@ pub(crate) struct FlakyProviders {
     inner: std::sync::Arc<dyn Providers>,
     resource: &'static str,
     chunk_start: chrono::NaiveDate,
-    failed: std::sync::atomic::AtomicBool,
+    /// Fetches of `resource`'s chunk at `chunk_start` answer the provider's 500 this many times.
+    fails: std::sync::atomic::AtomicUsize,
     densify: Option<&'static str>,
     /// Fetches of this provider wait while the flag is set (a slow source the test lets go).
     slow: Option<(&'static str, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
@@ -539,7 +540,7 @@ impl FlakyProviders {
             inner,
             resource: "",
             chunk_start: "2000-01-01".parse().unwrap(),
-            failed: Default::default(),
+            fails: Default::default(),
             densify: None,
             slow: None,
             revoke_fails: Default::default(),
@@ -604,9 +605,10 @@ impl Providers for FlakyProviders {
         resource: &str,
         range: DateRange,
     ) -> Result<FetchedResource, ProviderError> {
+        use std::sync::atomic::Ordering::SeqCst;
         if resource == self.resource
             && range.start == self.chunk_start
-            && !self.failed.swap(true, std::sync::atomic::Ordering::SeqCst)
+            && self.fails.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok()
         {
             return Err(ProviderError::Api("500".into()));
         }
@@ -705,15 +707,11 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
 #[tokio::test]
 async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
     let (t, stack, deps) = with_providers(|inner| FlakyProviders {
-        inner,
         resource: "heartrate",
         // 90 days from 2025-12-02 in chunks of 30: the second chunk.
         chunk_start: "2026-01-01".parse().unwrap(),
-        failed: Default::default(),
-        densify: None,
-        slow: None,
-        revoke_fails: Default::default(),
-        revoked: Default::default(),
+        fails: 1.into(),
+        ..FlakyProviders::plain(inner)
     })
     .await;
     let user = user_with(&t, "pl-9").await;
@@ -736,7 +734,10 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
         "the first chunk is kept"
     );
     assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1, "the message comes back");
-    t.clock.advance(Duration::seconds(5));
+    // The first failure waits 15 to 30 s (30 s, half of it random).
+    t.clock.advance(Duration::seconds(14));
+    assert_eq!(run().await.unwrap(), 0, "not before the backoff's sure half");
+    t.clock.advance(Duration::seconds(17));
     run().await.unwrap();
     assert_eq!(heartrate(&t), 1);
     let items = data_items(&t, &user).await;
@@ -952,4 +953,69 @@ async fn every_timeseries_pages_within_its_dates(t: &TestApp, user: &str) {
         let theirs = t.send(Method::GET, &path, Some(&other), None).await;
         assert_eq!(theirs.status, StatusCode::NOT_FOUND, "{resource}: another team's user");
     }
+}
+
+/// A provider that keeps answering 500: the pull backs off (doubling, jittered) and gives the
+/// throttle slot back meanwhile; after the retry budget the connection is in error and the team
+/// hears `provider.connection.error`; what was stored stays; other pulls go on.
+#[tokio::test]
+async fn pipeline_a_provider_that_keeps_failing_backs_off_then_marks_the_connection_in_error() {
+    use wearlab_domain::pipeline::PROVIDER_FAILURE_BUDGET;
+
+    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+        resource: "heartrate",
+        chunk_start: "2026-01-01".parse().unwrap(),
+        fails: usize::MAX.into(),
+        ..FlakyProviders::plain(inner)
+    })
+    .await;
+    let failing = user_with(&t, "pl-failing").await;
+    connect(&t, &failing, "oura").await;
+    let other = user_with(&t, "pl-other").await;
+    connect(&t, &other, "freestyle_libre").await;
+    let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
+    let mine = |t: &TestApp, event_type: &str| {
+        stack
+            .bus
+            .published()
+            .into_iter()
+            .filter(|e| e.event_type == event_type && e.team_id == t.team.as_uuid())
+            .count()
+    };
+    run().await.unwrap();
+    assert_eq!(mine(&t, "historical.data.glucose.created"), 1, "the other user's pull is not held up");
+    let mut tries = 1;
+    // The waits before tries 2..5 are at most 30, 60, 120 and 240 s.
+    for full in [30, 60, 120, 240] {
+        assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1, "try {tries}: the pull comes back");
+        t.clock.advance(Duration::seconds(full / 2 - 1));
+        assert_eq!(run().await.unwrap(), 0, "try {tries}: nothing before half the wait");
+        t.clock.advance(Duration::seconds(full / 2 + 1));
+        assert_eq!(run().await.unwrap(), 1, "try {tries}: the pull runs again within the wait");
+        tries += 1;
+    }
+    assert_eq!(tries, PROVIDER_FAILURE_BUDGET);
+    assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 0, "the pull ended");
+    let providers = t.get(&format!("/v2/user/providers/{failing}")).await;
+    assert_eq!(providers.status, StatusCode::OK, "{}", providers.body);
+    let oura =
+        providers.body["providers"].as_array().unwrap().iter().find(|p| p["slug"] == "oura").unwrap().clone();
+    assert_eq!(oura["status"], "error", "{oura}");
+    assert_eq!(oura["error_details"]["error_type"], "provider_api_error", "{oura}");
+    let errors: Vec<EventEnvelope> = stack
+        .bus
+        .published()
+        .into_iter()
+        .filter(|e| e.event_type == "provider.connection.error" && e.team_id == t.team.as_uuid())
+        .collect();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].user_id, failing.parse::<uuid::Uuid>().unwrap());
+    assert_eq!(mine(&t, "historical.data.heartrate.created"), 0, "the failing resource never completed");
+    let items = data_items(&t, &failing).await;
+    assert_eq!(
+        items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(),
+        30,
+        "the chunk stored before the outage stays"
+    );
+    assert_eq!(mine(&t, "historical.data.sleep.created"), 1, "the other resources completed");
 }

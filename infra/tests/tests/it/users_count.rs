@@ -214,3 +214,33 @@ async fn a_team_without_a_counter_is_counted_once_embedded() {
 async fn a_team_without_a_counter_is_counted_once_on_dynamodb() {
     a_team_without_a_counter_is_counted_once(moto().await).await;
 }
+
+/// Each listed user is what `GET /v2/user/{id}` answers for it, also with fallback values and
+/// a connection.
+async fn a_listed_user_is_its_get_answer(t: TestApp) {
+    let ids = create_many(&t, "listed", 3).await;
+    let patch = json!({"fallback_time_zone": "Europe/Berlin", "fallback_birth_date": "1986-06-15"});
+    assert_eq!(t.patch(&format!("/v2/user/{}", ids[0]), patch).await.status, StatusCode::NO_CONTENT);
+    let a = t.post("/v2/link/connect/demo", json!({"user_id": ids[0], "provider": "oura"})).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let page = t.get("/v2/user?limit=10").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert_eq!(ids_of(&page.body), ids);
+    for (listed, id) in page.body["users"].as_array().unwrap().iter().zip(&ids) {
+        let got = t.get(&format!("/v2/user/{id}")).await;
+        assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+        assert_eq!(listed, &got.body);
+    }
+    assert_eq!(page.body["users"][0]["connected_sources"][0]["provider"]["slug"], "oura", "{}", page.body);
+    assert_eq!(page.body["users"][0]["fallback_time_zone"]["id"], "Europe/Berlin", "{}", page.body);
+}
+
+#[tokio::test]
+async fn a_listed_user_is_its_get_answer_embedded() {
+    a_listed_user_is_its_get_answer(embedded().await.0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listed_user_is_its_get_answer_on_dynamodb() {
+    a_listed_user_is_its_get_answer(moto().await.0).await;
+}

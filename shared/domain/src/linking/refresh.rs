@@ -19,6 +19,14 @@ pub async fn record_refusal(deps: &Deps, conn: &ConnectionRecord, error: &Provid
     mark_error(deps, conn, error.link_error_type().to_string(), error.to_string()).await;
 }
 
+/// Marks the connection in error because its provider failed `failures` tries in a row (a
+/// pull's retry budget): it is no longer pulled until the user links it again, and the team
+/// hears it as `provider.connection.error` with the error's `error_type`.
+pub async fn record_failure(deps: &Deps, conn: &ConnectionRecord, error: &ProviderError, failures: u32) {
+    let message = format!("The provider failed {failures} tries in a row: {error}");
+    mark_error(deps, conn, error.link_error_type().to_string(), message).await;
+}
+
 /// The `error_type` of a connection whose user took Wearlab's access away at the provider.
 pub const DEAUTHORIZED: &str = "user_deauthorized";
 

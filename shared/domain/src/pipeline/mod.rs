@@ -23,7 +23,7 @@ use crate::keys::pipeline as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item};
 
-pub use pull::{PollJob, PullJob, handle};
+pub use pull::{PROVIDER_FAILURE_BUDGET, PollJob, PullJob, handle};
 
 /// Most days of history a pull may reach back.
 pub const MAX_HISTORY_DAYS: u32 = 365;

@@ -22,6 +22,7 @@ use super::normalize::{Context, Entry, is_modelled, produced};
 use super::store::{self, Change};
 use super::{Job, PullMessage, data_events, event, event_types, history_days, preferences};
 use crate::Deps;
+use crate::backoff;
 use crate::catalog::catalog;
 use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
@@ -97,6 +98,10 @@ struct Progress {
     started: bool,
     resources: BTreeMap<String, ResourceProgress>,
     done: bool,
+    /// Tries in a row that failed on the provider (a 5xx, a timeout); a round that goes
+    /// through sets it back to zero.
+    #[serde(default)]
+    failures: u32,
 }
 
 /// The poll's state of a connection.
@@ -363,6 +368,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                     .map(|r| (r, ResourceProgress { next: start, done: false }))
                     .collect(),
                 done: false,
+                failures: 0,
             };
             save(deps, &key, &p, &mut version).await?;
             p
@@ -389,10 +395,13 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
             return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
         }
         Err(ProviderError::RateLimited { retry_after_secs }) => {
-            return wait_for_provider(deps, team, &holder, &key, &mut p, &mut version, retry_after_secs)
-                .await;
+            let wait = backoff::after_rate_limit(retry_after_secs);
+            return wait_for_provider(deps, team, &holder, &key, &mut p, &mut version, wait).await;
         }
-        Err(e) => return Ok(Outcome::Fail(format!("credentials: {}", e.link_error_type()))),
+        Err(e) => {
+            let at = Failed { conn: &conn, holder: &holder, key: &key, what: "credentials" };
+            return provider_failed(deps, at, &mut p, &mut version, &e).await;
+        }
     };
     let prefs = preferences(deps, team).await?;
     let mut birth_year = stored_birth_year(deps, user_id, provider).await?;
@@ -452,25 +461,6 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 }
             }
         }
-        match stop {
-            Some((resource, e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_)))) => {
-                tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
-                refresh::record_refusal(deps, &conn, &e).await;
-                return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
-            }
-            Some((resource, ProviderError::RateLimited { retry_after_secs })) => {
-                tracing::info!(user_id = %user_id, provider, resource, retry_after_secs, "provider rate limit; pull waits");
-                return wait_for_provider(deps, team, &holder, &key, &mut p, &mut version, retry_after_secs)
-                    .await;
-            }
-            Some((resource, e)) => {
-                tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "chunk failed; will retry");
-                // What the other resources stored is kept; the failed one starts from its chunk.
-                save(deps, &key, &p, &mut version).await?;
-                return Ok(Outcome::Fail(format!("{provider}/{resource}: fetch failed")));
-            }
-            None => {}
-        }
         let data = to_body(&HistoricalPullCompleted {
             user_id: user_id.as_uuid(),
             start_date: p.start,
@@ -484,7 +474,8 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
             .map(|t| event(format!("{t}.created"), team, user_id, user.client_user_id.as_str(), data.clone()))
             .collect();
         // Announced before they are marked done: a crash in between announces them again
-        // (at least once), never not at all.
+        // (at least once), never not at all. Also when another resource of the round failed:
+        // what is whole is announced whatever happens to the rest.
         if !events.is_empty() {
             deps.bus.publish(events).await?;
         }
@@ -492,6 +483,24 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
             if let Some(r) = p.resources.get_mut(resource) {
                 r.done = true;
             }
+        }
+        match stop {
+            Some((resource, e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_)))) => {
+                tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
+                refresh::record_refusal(deps, &conn, &e).await;
+                return finish(deps, team, user_id, &holder, &key, &mut p, &mut version).await;
+            }
+            Some((resource, ProviderError::RateLimited { retry_after_secs })) => {
+                tracing::info!(user_id = %user_id, provider, resource, retry_after_secs, "provider rate limit; pull waits");
+                let wait = backoff::after_rate_limit(retry_after_secs);
+                return wait_for_provider(deps, team, &holder, &key, &mut p, &mut version, wait).await;
+            }
+            Some((resource, e)) => {
+                // What the other resources stored is kept; the failed one starts from its chunk.
+                let at = Failed { conn: &conn, holder: &holder, key: &key, what: &resource };
+                return provider_failed(deps, at, &mut p, &mut version, &e).await;
+            }
+            None => p.failures = 0,
         }
         save(deps, &key, &p, &mut version).await?;
     }
@@ -567,8 +576,8 @@ async fn chunk(
     Ok(Ok(Chunk::Stored { through: to, account: renewed, birth_year }))
 }
 
-/// The provider's rate limit: the pull gives its concurrency slot back (others of the team go
-/// on meanwhile), keeps its progress, and runs again after the provider's reset.
+/// The provider's rate limit, or its failure: the pull gives its concurrency slot back (others
+/// of the team go on meanwhile), keeps its progress, and runs again after `wait`.
 async fn wait_for_provider(
     deps: &Deps,
     team: TeamId,
@@ -576,12 +585,49 @@ async fn wait_for_provider(
     key: &crate::ports::Key,
     p: &mut Progress,
     version: &mut u64,
-    retry_after_secs: u64,
+    wait: Duration,
 ) -> Result<Outcome, DomainError> {
     p.started = false;
     save(deps, key, p, version).await?;
     throttle::release(deps, team, &p.provider, holder).await?;
-    Ok(Outcome::RetryAfter(Duration::from_secs(retry_after_secs.max(1))))
+    Ok(Outcome::RetryAfter(wait.max(Duration::from_secs(1))))
+}
+
+/// Failed tries in a row (the provider's 5xx or timeouts) after which a pull stops and its
+/// connection is marked in error (`provider.connection.error`). Between them the pull waits
+/// [`backoff::after_provider_failure`] (30 s doubling, jittered): about 7 minutes in all
+/// before the fifth try, so a provider's short outage costs no connection.
+pub const PROVIDER_FAILURE_BUDGET: u32 = 5;
+
+/// Where a pull's try failed: the connection, the pull's throttle holder and progress key, and
+/// what failed (a resource, or the credentials).
+struct Failed<'a> {
+    conn: &'a ConnectionRecord,
+    holder: &'a str,
+    key: &'a crate::ports::Key,
+    what: &'a str,
+}
+
+/// A try that failed on the provider: wait and try again, or, with the budget spent, mark the
+/// connection in error and end the pull (what was stored stays).
+async fn provider_failed(
+    deps: &Deps,
+    at: Failed<'_>,
+    p: &mut Progress,
+    version: &mut u64,
+    error: &ProviderError,
+) -> Result<Outcome, DomainError> {
+    let (conn, what) = (at.conn, at.what);
+    p.failures += 1;
+    let (user_id, provider, failures) = (conn.user_id, conn.provider.as_str(), p.failures);
+    if failures >= PROVIDER_FAILURE_BUDGET {
+        tracing::warn!(user_id = %user_id, provider, what, failures, error_type = %error.link_error_type(), "provider kept failing; connection marked in error");
+        refresh::record_failure(deps, conn, error, failures).await;
+        return finish(deps, conn.team_id, user_id, at.holder, at.key, p, version).await;
+    }
+    let wait = backoff::after_provider_failure(failures);
+    tracing::warn!(user_id = %user_id, provider, what, failures, wait_secs = wait.as_secs(), error_type = %error.link_error_type(), "provider failed; pull waits");
+    wait_for_provider(deps, conn.team_id, at.holder, at.key, p, version, wait).await
 }
 
 async fn finish(
