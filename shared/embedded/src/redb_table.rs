@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use tokio::sync::oneshot;
 use wearlab_domain::ports::{
-    Add, Condition, Cursor, Index, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError, Table,
-    WriteOp, validate_batch, validate_put_all,
+    Add, Condition, Cursor, Index, Item, Key, MAX_ITEM_BYTES, Page, Query, RawItem, RawPage, SkRange,
+    StoreError, Table, WriteOp, validate_batch, validate_put_all,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -47,7 +47,16 @@ impl Prepared {
     fn new(op: WriteOp) -> Result<Self, StoreError> {
         let text = match &op {
             WriteOp::Put { item, .. } => {
-                Some(serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?)
+                let text = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+                if text.len() > MAX_ITEM_BYTES {
+                    return Err(StoreError::Invalid(format!(
+                        "item {}/{} is {} bytes; an item holds at most {MAX_ITEM_BYTES}",
+                        item.key.pk,
+                        item.key.sk,
+                        text.len()
+                    )));
+                }
+                Some(text)
             }
             _ => None,
         };

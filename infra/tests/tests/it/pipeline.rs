@@ -693,15 +693,98 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
     }
     // Together the parts carry every sample of the day, as the timeseries endpoint reads it.
     let sent: Vec<Value> = parts.iter().flat_map(|e| e.data["data"].as_array().unwrap().clone()).collect();
-    let day = "2026-03-02";
-    let stored = data_items(&t, &user)
-        .await
-        .into_iter()
-        .find(|(sk, _)| sk == &format!("DATA#TS#heartrate#{day}#oura"))
-        .unwrap()
-        .1;
-    assert_eq!(sent, stored["v"]["data"].as_array().unwrap().clone());
+    assert_eq!(sent, read_day(&t, &user, "2026-03-02").await);
     assert!(sent.len() > 3600, "{}", sent.len());
+}
+
+/// Every sample of `day` of the user's oura heart rate, through every page of the timeseries
+/// endpoint (bounded).
+async fn read_day(t: &TestApp, user: &str, day: &str) -> Vec<Value> {
+    let path = format!("/v2/timeseries/{user}/heartrate/grouped?start_date={day}&end_date={day}");
+    let mut samples = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..1_000 {
+        let a = match &cursor {
+            None => t.get(&path).await,
+            Some(c) => t.get(&format!("{path}&next_cursor={c}")).await,
+        };
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        if let Some(groups) = a.body["groups"]["oura"].as_array() {
+            samples.extend(groups.iter().flat_map(|g| g["data"].as_array().unwrap().clone()));
+        }
+        match a.body["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return samples,
+        }
+    }
+    panic!("more than 1,000 pages");
+}
+
+/// A day of 1-second heart rate (86,400 samples, about 7 MB of JSON) is more than the 400 KB
+/// DynamoDB keeps in an item: it is stored in parts of 2,000 samples, each under the limit, and
+/// read back whole and in order, also through pages that start inside the day. Parts left from
+/// a day that once had more samples are not read.
+async fn a_day_of_one_second_samples_is_stored_in_parts(t: TestApp) {
+    let user = user_with(&t, "pl-parts").await;
+    connect(&t, &user, "oura").await;
+    let mut prefs = wearlab_models::data::DataPullPreferences::default();
+    prefs.history_days.insert("oura".into(), 2);
+    wearlab_domain::pipeline::set_preferences(&t.deps, t.team, prefs).await.unwrap();
+    let created = EventEnvelope {
+        event_type: "provider.connection.created".into(),
+        user_id: user.parse().unwrap(),
+        client_user_id: "pl-parts".into(),
+        team_id: t.team.as_uuid(),
+        data: json!({"user_id": user, "provider": {"slug": "oura", "name": "Oura", "logo": null}}),
+    };
+    let outcome = wearlab_domain::pipeline::handle(&t.deps, PullMessage::Event(created)).await;
+    assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
+    // The densified day is the last of the pulled range: today.
+    let day = t.deps.now().date_naive().to_string();
+    let day = day.as_str();
+    let own = format!("DATA#TS#heartrate#{day}#oura");
+    let items: Vec<(String, Value)> =
+        data_items(&t, &user).await.into_iter().filter(|(sk, _)| sk.starts_with(&own)).collect();
+    assert_eq!(items.len(), 44, "86,400 samples in parts of 2,000");
+    assert_eq!(items[0].1["parts"], 44);
+    for (sk, body) in &items {
+        let bytes = serde_json::to_vec(body).unwrap().len();
+        assert!(bytes < 200 * 1024, "{sk}: {bytes} bytes");
+    }
+    let samples = read_day(&t, &user, day).await;
+    assert_eq!(samples.len(), 86_400);
+    let times: Vec<&str> = samples.iter().map(|s| s["timestamp"].as_str().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "in order, none twice");
+
+    // The day rewritten with fewer samples (one part): the other parts stay but are not read.
+    let uid = UserId::parse(&user).unwrap();
+    let key = wearlab_domain::ports::Key::new(keys::user_partition(uid), own.clone());
+    let mut first = t.deps.table.get(&key).await.unwrap().unwrap();
+    first.body["parts"] = json!(1);
+    first.body["h"] = json!("changed");
+    t.deps.table.put(first, wearlab_domain::ports::Condition::None).await.unwrap();
+    assert_eq!(read_day(&t, &user, day).await, samples[..2_000].to_vec());
+}
+
+#[tokio::test]
+async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts() {
+    let (t, _stack, deps) =
+        with_providers(|inner| FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain(inner) })
+            .await;
+    a_day_of_one_second_samples_is_stored_in_parts(TestApp::on(deps, t.clock.clone()).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts_on_dynamodb() {
+    let (t, table, _) = crate::users_on_dynamodb::on_moto().await;
+    let queue = wearlab_embedded::TableQueue::new(table.clone(), t.clock.clone());
+    let t = t.with_queue(std::sync::Arc::new(queue));
+    let mut deps = t.deps.clone();
+    deps.providers = std::sync::Arc::new(FlakyProviders {
+        densify: Some("heartrate"),
+        ..FlakyProviders::plain(t.deps.providers.clone())
+    });
+    a_day_of_one_second_samples_is_stored_in_parts(TestApp::on(deps, t.clock.clone()).await).await;
 }
 
 #[tokio::test]

@@ -335,6 +335,20 @@ pub async fn put_all_writes_every_item_whole(t: Arc<dyn Table>) {
     assert_eq!(t.get(&Key::new(&pk, "T2")).await.unwrap(), None, "and nothing of it written");
 }
 
+/// DynamoDB's 400 KB per item: a larger put is refused (in a batch too) and nothing of it is
+/// written; one just under it is stored.
+pub async fn items_over_400_kb_are_refused(t: Arc<dyn Table>) {
+    let pk = part("BIG");
+    let big = Item::new(Key::new(&pk, "BIG"), serde_json::json!({ "x": "y".repeat(410 * 1024) }));
+    assert!(matches!(t.put(big.clone(), Condition::None).await, Err(StoreError::Invalid(_))));
+    let small = item(&pk, "SMALL", 1);
+    assert!(matches!(t.put_all(vec![small.clone(), big.clone()]).await, Err(StoreError::Invalid(_))));
+    assert_eq!(t.get(&big.key).await.unwrap(), None);
+    let fits = Item::new(Key::new(&pk, "FITS"), serde_json::json!({ "x": "y".repeat(380 * 1024) }));
+    t.put(fits.clone(), Condition::None).await.unwrap();
+    assert_eq!(t.get(&fits.key).await.unwrap().unwrap().body, fits.body);
+}
+
 macro_rules! conformance {
     ($adapter:ident, $make:expr) => {
         mod $adapter {
@@ -396,6 +410,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn put_all_writes_every_item_whole() {
                 super::put_all_writes_every_item_whole(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn items_over_400_kb_are_refused() {
+                super::items_over_400_kb_are_refused(table().await).await
             }
         }
     };

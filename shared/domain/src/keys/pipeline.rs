@@ -22,6 +22,21 @@ pub fn series(user: UserId, resource: &str, date: NaiveDate, provider: &str) -> 
     Key::new(super::user_partition(user), format!("DATA#TS#{resource}#{date}#{provider}"))
 }
 
+/// Part `part` (2 and up) of a day of samples too many for one item: the day's own item
+/// ([`series`]) is its first part, and the others follow it in sort order.
+pub fn series_part(day: &Key, part: u32) -> Key {
+    Key::new(day.pk.clone(), format!("{}#{part:04}", day.sk))
+}
+
+/// The part of its day a series sort key names (1 for the day's own item), and the sort key
+/// of the day's own item.
+pub fn series_part_of(sk: &str) -> (u32, &str) {
+    match sk.rsplit_once('#') {
+        Some((day, part)) if sk.split('#').count() == 6 => (part.parse().unwrap_or(1), day),
+        _ => (1, sk),
+    }
+}
+
 pub fn series_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (String, String) {
     (format!("DATA#TS#{resource}#{start}#"), format!("DATA#TS#{resource}#{end}#~"))
 }
@@ -74,4 +89,25 @@ pub fn poll_index_sort(team: TeamId, user: UserId, provider: &str) -> String {
 /// The team's data pull preferences.
 pub fn preferences(team: TeamId) -> Key {
     Key::new(super::team(team).pk, "SETTINGS#DATA_PULL")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_parts_follow_their_day_and_name_it() {
+        let user = UserId::new_random();
+        let day = series(user, "heartrate", "2026-03-02".parse().unwrap(), "polar");
+        let part = series_part(&day, 12);
+        assert_eq!(part.sk, "DATA#TS#heartrate#2026-03-02#polar#0012");
+        assert_eq!(series_part_of(&part.sk), (12, day.sk.as_str()));
+        assert_eq!(series_part_of(&day.sk), (1, day.sk.as_str()));
+        let mut sks = vec![series_part(&day, 10).sk, day.sk.clone(), series_part(&day, 2).sk];
+        sks.sort();
+        assert_eq!(sks, vec![day.sk.clone(), series_part(&day, 2).sk, series_part(&day, 10).sk]);
+        let (from, to) =
+            series_range("heartrate", "2026-03-02".parse().unwrap(), "2026-03-02".parse().unwrap());
+        assert!(from < day.sk && part.sk < to, "parts are in their day's range");
+    }
 }

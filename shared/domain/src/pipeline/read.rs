@@ -172,12 +172,31 @@ pub async fn timeseries(
     };
     let page = deps
         .table
-        .query(Query::partition(partition).between(from, to).limit(SERIES_PAGE).after(cursor))
+        .query(Query::partition(partition.clone()).between(from, to).limit(SERIES_PAGE).after(cursor))
         .await?;
     let mut groups: BTreeMap<String, Vec<SampleGroup>> = BTreeMap::new();
+    // Parts per day (by the day's own sort key), read from the day's own item.
+    let mut parts: BTreeMap<String, u32> = BTreeMap::new();
     for item in &page.items {
         let provider = item.key.sk.split('#').nth(4).unwrap_or_default().to_owned();
         let s: Stored = item.decode()?;
+        let (part, day) = pkeys::series_part_of(&item.key.sk);
+        let count = match (part, parts.get(day)) {
+            (1, _) => *parts.entry(day.to_owned()).or_insert(s.parts.unwrap_or(1)),
+            (_, Some(count)) => *count,
+            // A page that starts inside a day: its own item is on an earlier page.
+            (_, None) => {
+                let own = deps.table.get(&crate::ports::Key::new(partition.clone(), day.to_owned())).await?;
+                let count = match own {
+                    Some(own) => own.decode::<Stored>()?.parts.unwrap_or(1),
+                    None => 0,
+                };
+                *parts.entry(day.to_owned()).or_insert(count)
+            }
+        };
+        if part > count {
+            continue; // left from a day that once had more samples
+        }
         let group: SampleGroup =
             serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let list = groups.entry(provider).or_default();

@@ -1,7 +1,8 @@
 //! Writes normalised entries into the user's partition. Each item's key is derived from the
 //! data (resource, day, provider, record), so storing the same data again writes the same item:
 //! a repeated chunk stores nothing twice. Each item keeps a hash of its content, so the poll
-//! can tell new data from changed data from unchanged data.
+//! can tell new data from changed data from unchanged data. A day of more samples than one
+//! item should hold is kept in parts (see [`PART_SAMPLES`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,10 +20,20 @@ use crate::ports::{Condition, Item, Key};
 /// A stored data item.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Stored {
-    /// SHA-256 (hex) of `value`.
+    /// SHA-256 (hex) of `value` (on a day's own item of samples, of the whole day's).
     pub h: String,
     pub v: Value,
+    /// On a day's own item of samples: how many items the day is kept in (absent: one). Parts
+    /// past it are left from a day that once had more samples, and are not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<u32>,
 }
+
+/// Most samples one item keeps. A day of more is kept in parts of this many: the first in the
+/// day's own item, the rest in items that follow it ([`keys::series_part`]). 2,000 samples are
+/// about 170 KB of JSON, well under the 400 KB DynamoDB allows an item; a day of 1-second heart
+/// rate (86,400 samples) is 44 parts.
+pub const PART_SAMPLES: usize = 2_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Change {
@@ -53,6 +64,53 @@ fn stored(h: String, value: Value) -> Value {
     serde_json::json!({ "h": h, "v": value })
 }
 
+/// The items that keep `value` (hashed `h`) under `key`: one, or for a day of more than
+/// [`PART_SAMPLES`] samples, the day's own item first (the whole day's hash, the number of
+/// parts, the first samples) and then its other parts.
+fn items_for(key: Key, value: Value, h: String) -> Vec<Item> {
+    let samples = value.get("data").and_then(Value::as_array).map_or(0, Vec::len);
+    if samples <= PART_SAMPLES || !key.sk.starts_with("DATA#TS#") {
+        return vec![Item::new(key, stored(h, value))];
+    }
+    let Value::Object(mut group) = value else { unreachable!("a value with data is an object") };
+    let source = group.remove("source").unwrap_or(Value::Null);
+    let Some(Value::Array(data)) = group.remove("data") else { unreachable!("data was an array") };
+    let parts: Vec<Value> = data
+        .chunks(PART_SAMPLES)
+        .map(|chunk| serde_json::json!({ "source": source, "data": chunk }))
+        .collect();
+    let count = parts.len() as u32;
+    parts
+        .into_iter()
+        .zip(1..)
+        .map(|(part, n)| match n {
+            1 => Item::new(key.clone(), serde_json::json!({ "h": h, "v": part, "parts": count })),
+            n => Item::new(keys::series_part(&key, n), stored(hash(&part), part)),
+        })
+        .collect()
+}
+
+/// The timestamps of a stored day of samples, over all its parts.
+async fn stored_timestamps(
+    deps: &Deps,
+    key: &Key,
+    first: &Stored,
+) -> Result<std::collections::HashSet<String>, DomainError> {
+    let of = |v: &Value| -> Vec<String> {
+        v.get("data")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|s| s.get("timestamp")?.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let mut seen: std::collections::HashSet<String> = of(&first.v).into_iter().collect();
+    for n in 2..=first.parts.unwrap_or(1) {
+        if let Some(item) = deps.table.get(&keys::series_part(key, n)).await? {
+            seen.extend(of(&item.decode::<Stored>()?.v));
+        }
+    }
+    Ok(seen)
+}
+
 /// Stores `entry` and says what changed: a new item or new samples are `Created`, other
 /// content changes `Updated`; with the value stored, which is what the read API answers for it
 /// (and so what its event carries).
@@ -74,14 +132,7 @@ pub(crate) async fn put(
             }
             match entry {
                 Entry::Series { samples, .. } => {
-                    let before: std::collections::HashSet<String> = old
-                        .v
-                        .get("data")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter().filter_map(|s| s.get("timestamp")?.as_str().map(str::to_owned)).collect()
-                        })
-                        .unwrap_or_default();
+                    let before = stored_timestamps(deps, &key, &old).await?;
                     let any_new = samples.iter().any(|s| {
                         !before.contains(
                             &serde_json::to_value(s.timestamp)
@@ -96,7 +147,14 @@ pub(crate) async fn put(
             }
         }
     };
-    deps.table.put(Item::new(key, stored(h, value.clone())), Condition::None).await?;
+    let mut items = items_for(key, value.clone(), h);
+    let first = items.remove(0);
+    // The other parts first, the day's own item (with the day's hash) last: a crash in between
+    // leaves the old hash, so the next poll writes the day again.
+    if !items.is_empty() {
+        deps.table.put_all(items).await?;
+    }
+    deps.table.put(first, Condition::None).await?;
     Ok((change, value))
 }
 
@@ -113,12 +171,14 @@ pub(crate) async fn overwrite_all(
     let mut at: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for entry in entries {
         let (key, value) = key_and_value(user, provider, entry);
-        let item = Item::new(key.clone(), stored(hash(&value), value));
-        match at.get(&key) {
-            Some(&i) => items[i] = item,
-            None => {
-                at.insert(key, items.len());
-                items.push(item);
+        let h = hash(&value);
+        for item in items_for(key, value, h) {
+            match at.get(&item.key) {
+                Some(&i) => items[i] = item,
+                None => {
+                    at.insert(item.key.clone(), items.len());
+                    items.push(item);
+                }
             }
         }
     }

@@ -21,7 +21,8 @@ pub use providers::Providers;
 pub use queue::{Envelope, MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
-    Add, Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, Page, Query, RawItem, RawPage, SkRange,
-    StoreError, Table, WriteOp, add_to_field, query_all, to_body, validate_batch, validate_put_all,
+    Add, Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, MAX_ITEM_BYTES, Page, Query, RawItem,
+    RawPage, SkRange, StoreError, Table, WriteOp, add_to_field, query_all, to_body, validate_batch,
+    validate_put_all,
 };
 pub use webhook::WebhookSender;

@@ -410,6 +410,10 @@ pub enum StoreError {
 /// Most items in one atomic batch (DynamoDB TransactWriteItems' limit).
 pub const MAX_BATCH: usize = 100;
 
+/// The largest item DynamoDB stores (400 KB, names and values together). The embedded table
+/// refuses larger items too, so that what AWS would refuse fails on a laptop first.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
 /// Refuses a batch no adapter may apply: too many writes, or one key named twice
 /// (DynamoDB refuses both; the embedded adapter refuses them too, so tests catch them locally).
 pub fn validate_batch(ops: &[WriteOp]) -> Result<(), StoreError> {
