@@ -270,6 +270,29 @@ pub fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
+/// One JSON request through `app` with the API key `key`; panics unless it succeeds, and answers
+/// the body as JSON (`null` when empty). For the benches that drive the stack through its router.
+pub async fn call_json(
+    app: &App,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(API_KEY_HEADER, key)
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("request builds");
+    let res = app.clone().oneshot(req).await.expect("router answers");
+    let status = res.status();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    assert!(status.is_success(), "{method} {path}: {status} {}", String::from_utf8_lossy(&bytes));
+    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

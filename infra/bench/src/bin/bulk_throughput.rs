@@ -164,10 +164,33 @@ async fn main() {
     let (status, _) = send(&app, &key, "POST", "/v2/link/bulk_import", import_body(&users)).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     let started = Instant::now();
+    // The operation's estimate (`estimated_completion_at`) when a quarter, half and three
+    // quarters are done, compared below with when it really ended.
+    let mut estimates: Vec<(u64, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> = Vec::new();
     while stack.queue.depth(QueueName::Bulk).await.expect("depth") > 0 && started.elapsed() < DEADLINE {
         stack.run_bulk_once().await.expect("bulk worker");
+        let (_, body) = send(&app, &key, "GET", "/v2/link/bulk_op?page_size=1", String::new()).await;
+        let page: wearlab_models::bulk::BulkOpPage = serde_json::from_slice(&body).expect("bulk op page");
+        let Some(op) = page.data.first() else { continue };
+        let done_pct = (op.processed * 100).checked_div(op.processed + op.pending).unwrap_or(0);
+        let next_mark = [25, 50, 75].into_iter().find(|m| estimates.iter().all(|(at, ..)| at != m));
+        if let (Some(mark), Some(eta)) = (next_mark, op.estimated_completion_at)
+            && done_pct >= mark
+        {
+            estimates.push((mark, chrono::Utc::now(), eta));
+        }
     }
+    let ended = chrono::Utc::now();
     let secs = started.elapsed().as_secs_f64();
+    for (mark, at, eta) in &estimates {
+        let (predicted, actual) = ((*eta - *at).num_milliseconds(), (ended - *at).num_milliseconds());
+        let error = (predicted - actual) as f64 / actual.max(1) as f64 * 100.0;
+        println!(
+            "bulk_op estimate at {mark}% done: the rest in {:.1} s, took {:.1} s ({error:+.0}%)",
+            predicted as f64 / 1e3,
+            actual as f64 / 1e3
+        );
+    }
     let imported =
         stack.bus.published().iter().filter(|e| e.event_type == "provider.connection.created").count();
     println!(

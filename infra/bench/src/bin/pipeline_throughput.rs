@@ -12,14 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use http::Request;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 use wearlab_domain::ports::{EventEnvelope, QueueName};
 use wearlab_local::LocalStack;
 
-const KEY_HEADER: &str = "x-service-api-key";
 const DEADLINE: Duration = Duration::from_secs(900);
 
 fn peak_rss_mib() -> f64 {
@@ -30,27 +25,6 @@ fn peak_rss_mib() -> f64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
-}
-
-async fn call(
-    app: &wearlab_web::App,
-    key: &str,
-    method: &str,
-    path: &str,
-    body: serde_json::Value,
-) -> serde_json::Value {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(KEY_HEADER, key)
-        .header("content-type", "application/json")
-        .body(Body::from(body.to_string()))
-        .expect("request builds");
-    let res = app.clone().oneshot(req).await.expect("router answers");
-    let status = res.status();
-    let bytes = res.into_body().collect().await.expect("body").to_bytes();
-    assert!(status.is_success(), "{method} {path}: {status} {}", String::from_utf8_lossy(&bytes));
-    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null)
 }
 
 /// The local stack's allocator, as `wearlab-local` runs it.
@@ -71,7 +45,7 @@ async fn main() {
     // 1. Historical pulls.
     let mut ids = Vec::with_capacity(users);
     for n in 0..users {
-        let u = call(
+        let u = wearlab_bench::call_json(
             &app,
             &key,
             "POST",
@@ -83,7 +57,7 @@ async fn main() {
     }
     let started = Instant::now();
     for id in &ids {
-        call(
+        wearlab_bench::call_json(
             &app,
             &key,
             "POST",
@@ -158,7 +132,7 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, receiver).await.expect("receiver") });
-    call(
+    wearlab_bench::call_json(
         &app,
         &key,
         "POST",

@@ -620,7 +620,12 @@ impl Providers for FlakyProviders {
             }
         }
         let mut fetched = self.inner.fetch(p, a, resource, range).await?;
-        if self.densify == Some(resource) && (range.end - range.start).num_days() <= 7 {
+        // Only the test clock's days are dense: a historical pull's earlier days stay hourly
+        // (its chunks of one day would otherwise make every day dense).
+        if self.densify == Some(resource)
+            && (range.end - range.start).num_days() <= 7
+            && range.end >= crate::helpers::start_time().date_naive()
+        {
             fetched.records = one_second_samples(fetched.records, range.end);
         }
         Ok(fetched)
@@ -791,8 +796,9 @@ async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts_on_dynamodb() {
 async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
     let (t, stack, deps) = with_providers(|inner| FlakyProviders {
         resource: "heartrate",
-        // 90 days from 2025-12-02 in chunks of 30: the second chunk.
-        chunk_start: "2026-01-01".parse().unwrap(),
+        // 90 days from 2025-12-02: a first chunk of one day (the series' density is not known
+        // yet), then chunks of 30 (24 samples a day is sparse): the third chunk.
+        chunk_start: "2026-01-02".parse().unwrap(),
         fails: 1.into(),
         ..FlakyProviders::plain(inner)
     })
@@ -813,8 +819,8 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
     let items = data_items(&t, &user).await;
     assert_eq!(
         items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(),
-        30,
-        "the first chunk is kept"
+        31,
+        "the first two chunks are kept"
     );
     assert_eq!(stack.queue.depth(QueueName::Pull).await.unwrap(), 1, "the message comes back");
     // The first failure waits 15 to 30 s (30 s, half of it random).
@@ -1047,7 +1053,7 @@ async fn pipeline_a_provider_that_keeps_failing_backs_off_then_marks_the_connect
 
     let (t, stack, deps) = with_providers(|inner| FlakyProviders {
         resource: "heartrate",
-        chunk_start: "2026-01-01".parse().unwrap(),
+        chunk_start: "2026-01-02".parse().unwrap(),
         fails: usize::MAX.into(),
         ..FlakyProviders::plain(inner)
     })
@@ -1097,8 +1103,8 @@ async fn pipeline_a_provider_that_keeps_failing_backs_off_then_marks_the_connect
     let items = data_items(&t, &failing).await;
     assert_eq!(
         items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(),
-        30,
-        "the chunk stored before the outage stays"
+        31,
+        "the chunks stored before the outage stay"
     );
     assert_eq!(mine(&t, "historical.data.sleep.created"), 1, "the other resources completed");
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::data::HistoricalPullCompleted;
 use wearlab_models::{ConnectionStatus, EventEnvelope};
 
-use super::normalize::{Context, Entry, is_modelled, produced};
+use super::normalize::{Context, Entry, is_modelled, is_summary, produced};
 use super::store::{self, Change};
 use super::{Job, PullMessage, data_events, event, event_types, history_days, preferences};
 use crate::Deps;
@@ -36,8 +36,20 @@ use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreEr
 use crate::throttle::{self, Decision};
 use crate::users::{self, UserRecord};
 
-/// Days fetched per chunk.
+/// Most days fetched per chunk.
 pub const CHUNK_DAYS: u64 = 30;
+/// Days of a timeseries' first chunk: its density is not known yet, and a day of 1-second
+/// samples is 86,400 records, which a pull must hold in memory at once.
+pub const FIRST_SERIES_CHUNK_DAYS: u64 = 1;
+/// About how many records a chunk should hold: after each chunk the next one's length is chosen
+/// from the records per day it had (1-second heart rate: one day; hourly samples and summaries:
+/// [`CHUNK_DAYS`]). Bounds a pull's memory whatever the resolution (see docs/PERFORMANCE.md).
+pub const CHUNK_RECORDS: u64 = 100_000;
+
+/// The length of a resource's next chunk, from the last chunk's records over its days.
+fn next_chunk_days(records: usize, days: u64) -> u64 {
+    (CHUNK_RECORDS * days.max(1) / (records as u64).max(1)).clamp(1, CHUNK_DAYS)
+}
 /// Days before the last polled day the poll fetches again, to see late changes.
 pub const POLL_OVERLAP_DAYS: u64 = 1;
 /// Most poll jobs sent per scheduled run page.
@@ -84,6 +96,9 @@ pub enum Polled {
 struct ResourceProgress {
     next: NaiveDate,
     done: bool,
+    /// Days of the next chunk ([`next_chunk_days`]); absent before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    days: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -365,7 +380,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                 started: false,
                 resources: data_resources(deps.providers.as_ref(), provider)
                     .into_iter()
-                    .map(|r| (r, ResourceProgress { next: start, done: false }))
+                    .map(|r| (r, ResourceProgress { next: start, done: false, days: None }))
                     .collect(),
                 done: false,
                 failures: 0,
@@ -412,11 +427,14 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
     // it runs a chunk forward (or ends it), so the loop ends.
     loop {
         let profile_first = p.resources.get("profile").is_some_and(|r| !r.done);
-        let round: Vec<(String, NaiveDate)> = p
+        let round: Vec<(String, NaiveDate, u64)> = p
             .resources
             .iter()
             .filter(|(name, r)| !r.done && (!profile_first || name.as_str() == "profile"))
-            .map(|(name, r)| (name.clone(), r.next))
+            .map(|(name, r)| {
+                let first = if is_summary(name) { CHUNK_DAYS } else { FIRST_SERIES_CHUNK_DAYS };
+                (name.clone(), r.next, r.days.unwrap_or(first))
+            })
             .collect();
         if round.is_empty() {
             break;
@@ -424,10 +442,11 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
         let ctx = context(&user, provider, birth_year);
         let (start, end) = (p.start, p.end);
         let results: Vec<(String, ChunkResult)> = futures_util::stream::iter(round)
-            .map(|(resource, next)| {
+            .map(|(resource, next, days)| {
                 let (ctx, conn, account) = (&ctx, &conn, account.clone());
                 async move {
-                    let result = chunk(deps, conn, account, ctx, &resource, next, start, end).await;
+                    let window = Window { next, days, start, end };
+                    let result = chunk(deps, conn, account, ctx, &resource, window).await;
                     (resource, result)
                 }
             })
@@ -438,7 +457,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
         let mut stop = None;
         for (resource, result) in results {
             match result? {
-                Ok(Chunk::Stored { through, account: renewed, birth_year: year }) => {
+                Ok(Chunk::Stored { through, account: renewed, birth_year: year, next_days }) => {
                     if let Some(a) = renewed {
                         account = a;
                     }
@@ -447,6 +466,7 @@ pub async fn pull(deps: &Deps, job: &PullJob) -> Result<Outcome, DomainError> {
                     }
                     let r = p.resources.get_mut(&resource).expect("a resource of the pull");
                     r.next = through.checked_add_days(Days::new(1)).unwrap_or(through);
+                    r.days = Some(next_days);
                     if r.next > end || resource == "profile" {
                         completed.push(resource);
                     }
@@ -517,8 +537,9 @@ const RESOURCES_AT_ONCE: usize = 8;
 /// What one chunk of one resource gave.
 enum Chunk {
     /// Stored through `through` (the whole window for the profile). `account` is set when the
-    /// credentials were renewed on the way; `birth_year` when the chunk held a profile's.
-    Stored { through: NaiveDate, account: Option<ProviderAccount>, birth_year: Option<i32> },
+    /// credentials were renewed on the way; `birth_year` when the chunk held a profile's;
+    /// `next_days` is the length of the resource's next chunk.
+    Stored { through: NaiveDate, account: Option<ProviderAccount>, birth_year: Option<i32>, next_days: u64 },
     /// Nothing to pull: not served, a scope the user did not grant (Strava's activities), or
     /// an empty window.
     Nothing,
@@ -535,26 +556,32 @@ fn worse(a: (String, ProviderError), b: (String, ProviderError)) -> (String, Pro
     if weight(&b.1) > weight(&a.1) { b } else { a }
 }
 
-/// Fetches and stores `resource`'s chunk starting at `next` (the whole window for the profile).
+/// A chunk's place in its pull: `days` from `next`, within the pull's `start..=end`.
+struct Window {
+    next: NaiveDate,
+    days: u64,
+    start: NaiveDate,
+    end: NaiveDate,
+}
+
+/// Fetches and stores `resource`'s chunk of `window` (the whole pull's range for the profile).
 /// The outer error is the table's (the message is retried), the inner one the provider's.
-#[allow(clippy::too_many_arguments)]
 async fn chunk(
     deps: &Deps,
     conn: &ConnectionRecord,
     mut account: ProviderAccount,
     ctx: &Context,
     resource: &str,
-    next: NaiveDate,
-    start: NaiveDate,
-    end: NaiveDate,
+    window: Window,
 ) -> ChunkResult {
+    let Window { next, days, start, end } = window;
     if start > end || next > end {
         return Ok(Ok(Chunk::Nothing));
     }
     let (from, to) = if resource == "profile" {
         (start, end)
     } else {
-        (next, next.checked_add_days(Days::new(CHUNK_DAYS - 1)).unwrap_or(end).min(end))
+        (next, next.checked_add_days(Days::new(days.max(1) - 1)).unwrap_or(end).min(end))
     };
     let token = account.credentials.access_token.clone();
     let fetched = match fetch(deps, conn, &mut account, resource, DateRange { start: from, end: to }).await {
@@ -564,7 +591,10 @@ async fn chunk(
         }
         Err(e) => return Ok(Err(e)),
     };
+    let next_days = next_chunk_days(fetched.records.len(), (to - from).num_days() as u64 + 1);
     let entries = ctx.entries(resource, &fetched.records);
+    // The provider's records are not needed once normalised: not held while storing.
+    drop(fetched);
     let birth_year = entries.iter().find_map(|entry| match entry {
         Entry::Profile { value } => value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32),
         _ => None,
@@ -573,7 +603,7 @@ async fn chunk(
     store::overwrite_all(deps, ctx.user_id, &conn.provider, entries).await?;
     metrics::pull_records_stored(&conn.provider, stored);
     let renewed = (account.credentials.access_token != token).then_some(account);
-    Ok(Ok(Chunk::Stored { through: to, account: renewed, birth_year }))
+    Ok(Ok(Chunk::Stored { through: to, account: renewed, birth_year, next_days }))
 }
 
 /// The provider's rate limit, or its failure: the pull gives its concurrency slot back (others
@@ -829,5 +859,24 @@ async fn until<T>(deadline: Option<tokio::time::Instant>, work: impl Future<Outp
     match deadline {
         Some(d) => tokio::time::timeout_at(d, work).await.ok(),
         None => Some(work.await),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_holds_about_chunk_records_whatever_the_resolution() {
+        // 1-second samples: a day a chunk; 1-minute: 30 days; hourly and daily: 30 days.
+        assert_eq!(next_chunk_days(86_400, 1), 1);
+        assert_eq!(next_chunk_days(1_440, 1), CHUNK_DAYS);
+        assert_eq!(next_chunk_days(24 * 30, 30), CHUNK_DAYS);
+        // 10-second samples over a day: 8,640 a day, so 11 days hold about 100,000.
+        assert_eq!(next_chunk_days(8_640, 1), 11);
+        // Nothing fetched (a gap in the data) does not shrink the next chunk.
+        assert_eq!(next_chunk_days(0, 1), CHUNK_DAYS);
+        // More than the target in one day still moves a day at a time.
+        assert_eq!(next_chunk_days(500_000, 1), 1);
     }
 }

@@ -1,0 +1,181 @@
+//! Peak memory of the pull worker on the largest chunk it meets: one historical pull of a
+//! connection whose heart rate comes at 1-second resolution (86,400 samples a day) over DAYS
+//! days, handled as the pull-worker Lambda handles a message (`pull_worker::handle`, the system
+//! allocator, as its binary has), on a redb file with the default bounded cache. The simulator's
+//! oura account stands in for the provider; its hourly heart rate is expanded to one sample a
+//! second (each hour's record copied 3,600 times, a second apart), the other resources as they are.
+//!
+//! Prints the peak RSS (VmHWM) before and after the pull, the samples stored and the time.
+//!
+//! Usage: chunk-memory [DAYS=30]. Every loop is bounded.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use wearlab_domain::Deps;
+use wearlab_domain::crypto::Secret;
+use wearlab_domain::ports::QueueName;
+use wearlab_domain::ports::providers::*;
+use wearlab_local::LocalStack;
+
+fn rss_mib(field: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The simulator with heart rate at one sample a second.
+struct OneSecondHeartRate {
+    inner: Arc<dyn Providers>,
+}
+
+#[async_trait]
+impl Providers for OneSecondHeartRate {
+    async fn password_login(&self, p: &str, login: PasswordLogin) -> Result<LoginOutcome, ProviderError> {
+        self.inner.password_login(p, login).await
+    }
+    async fn complete_mfa(&self, p: &str, s: &Secret, code: &str) -> Result<ProviderAccount, ProviderError> {
+        self.inner.complete_mfa(p, s, code).await
+    }
+    fn platform_oauth_client(&self, p: &str) -> Option<OauthClient> {
+        self.inner.platform_oauth_client(p)
+    }
+    fn authorize_url(&self, p: &str, r: &AuthorizeRequest) -> Result<String, ProviderError> {
+        self.inner.authorize_url(p, r)
+    }
+    async fn exchange_code(&self, p: &str, e: CodeExchange) -> Result<ProviderAccount, ProviderError> {
+        self.inner.exchange_code(p, e).await
+    }
+    async fn verify_app_token(
+        &self,
+        p: &str,
+        c: &OauthClient,
+        t: &ProviderCredentials,
+    ) -> Result<(), ProviderError> {
+        self.inner.verify_app_token(p, c, t).await
+    }
+    async fn refresh_credentials(
+        &self,
+        p: &str,
+        app: Option<&OauthClient>,
+        c: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.inner.refresh_credentials(p, app, c).await
+    }
+    async fn fetch(
+        &self,
+        p: &str,
+        a: &ProviderAccount,
+        resource: &str,
+        range: DateRange,
+    ) -> Result<FetchedResource, ProviderError> {
+        let mut fetched = self.inner.fetch(p, a, resource, range).await?;
+        if resource == "heartrate" {
+            fetched.records = fetched
+                .records
+                .into_iter()
+                .flat_map(|hourly| {
+                    let at = hourly["timestamp"]
+                        .as_str()
+                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+                    (0..3600).filter_map(move |s| {
+                        let mut x = hourly.clone();
+                        x["timestamp"] = (at? + chrono::Duration::seconds(s)).to_rfc3339().into();
+                        Some(x)
+                    })
+                })
+                .collect();
+        }
+        Ok(fetched)
+    }
+    async fn deregister(
+        &self,
+        p: &str,
+        app: Option<&OauthClient>,
+        a: &ProviderAccount,
+    ) -> Result<(), ProviderError> {
+        self.inner.deregister(p, app, a).await
+    }
+    async fn connect_demo(&self, p: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
+        self.inner.connect_demo(p, seed).await
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let days: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(30);
+    let dir = std::env::temp_dir().join(format!("wearlab-chunk-bench-{}", uuid::Uuid::new_v4().simple()));
+    let stack = LocalStack::open(&dir).expect("stack opens");
+    let key = stack.ensure_team_key(None).await.expect("team");
+    let deps = Deps {
+        providers: Arc::new(OneSecondHeartRate { inner: stack.deps.providers.clone() }),
+        ..stack.deps.clone()
+    };
+    let team = wearlab_local::LOCAL_TEAM_ID;
+    let mut prefs = wearlab_models::data::DataPullPreferences::default();
+    prefs.history_days.insert("oura".into(), days);
+    wearlab_domain::pipeline::set_preferences(&deps, team, prefs).await.expect("preferences");
+    let app = stack.app(stack.state());
+    let user = wearlab_bench::call_json(
+        &app,
+        &key,
+        "POST",
+        "/v2/user",
+        serde_json::json!({"client_user_id": "chunk-bench"}),
+    )
+    .await;
+    let user_id = user["user_id"].as_str().expect("user id").to_owned();
+    wearlab_bench::call_json(
+        &app,
+        &key,
+        "POST",
+        "/v2/link/connect/demo",
+        serde_json::json!({ "user_id": user_id, "provider": "oura" }),
+    )
+    .await;
+    let before = rss_mib("VmHWM:");
+    println!("before the pull: peak RSS {before:.1} MiB (current {:.1} MiB)", rss_mib("VmRSS:"));
+    let started = Instant::now();
+    let mut messages = 0;
+    for _ in 0..1_000 {
+        let n = stack
+            .queue
+            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env))
+            .await
+            .expect("pull queue");
+        messages += n;
+        if n == 0 {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    // Read before counting what was stored: the count reads it back, a page at a time.
+    let peak = rss_mib("VmHWM:");
+    let user_id = wearlab_domain::ids::UserId::parse(&user_id).expect("user id");
+    let mut q = wearlab_domain::ports::Query::partition(wearlab_domain::keys::user_partition(user_id))
+        .prefix("DATA#TS#heartrate#")
+        .limit(50);
+    let (mut items, mut samples) = (0, 0);
+    for _ in 0..100_000 {
+        let page = deps.table.query(q.clone()).await.expect("items");
+        items += page.items.len();
+        samples +=
+            page.items.iter().map(|i| i.body["v"]["data"].as_array().map_or(0, Vec::len)).sum::<usize>();
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(c),
+            None => break,
+        }
+    }
+    println!(
+        "pull of {days} days: {messages} messages in {:.1} s; {items} heart-rate items, {samples} samples stored; peak RSS {peak:.1} MiB (+{:.1} MiB over the baseline)",
+        took.as_secs_f64(),
+        peak - before
+    );
+    drop(stack);
+    let _ = std::fs::remove_dir_all(&dir);
+}
