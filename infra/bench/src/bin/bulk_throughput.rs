@@ -180,8 +180,14 @@ async fn main() {
             estimates.push((mark, chrono::Utc::now(), eta));
         }
     }
-    let ended = chrono::Utc::now();
     let secs = started.elapsed().as_secs_f64();
+    // From the operation (the local bus keeps only its latest 10,000 events).
+    let (_, body) = send(&app, &key, "GET", "/v2/link/bulk_op?page_size=1", String::new()).await;
+    let page: wearlab_models::bulk::BulkOpPage = serde_json::from_slice(&body).expect("bulk op page");
+    let op = page.data.first().expect("the import's operation");
+    let imported = op.processed - op.failed;
+    // The estimate is of the operation's end as the team sees it (`ended_at`).
+    let ended = op.ended_at.unwrap_or_else(chrono::Utc::now);
     for (mark, at, eta) in &estimates {
         let (predicted, actual) = ((*eta - *at).num_milliseconds(), (ended - *at).num_milliseconds());
         let error = (predicted - actual) as f64 / actual.max(1) as f64 * 100.0;
@@ -191,8 +197,6 @@ async fn main() {
             actual as f64 / 1e3
         );
     }
-    let imported =
-        stack.bus.published().iter().filter(|e| e.event_type == "provider.connection.created").count();
     println!(
         "import worker: {imported} of {import_users} connections in {secs:.1} s = {:.0} connections/s (16 at once per message)",
         imported as f64 / secs
