@@ -75,9 +75,10 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let import_users: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5).max(1);
-    let dir = std::env::temp_dir().join(format!("wearlab-bulk-bench-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let stack = LocalStack::open(&dir).expect("local stack opens");
+    // Removed when dropped, after the stack (declared later, dropped first).
+    let dir = wearlab_bench::ScratchDir::new("wearlab-bulk-bench");
+    std::fs::create_dir_all(dir.path()).expect("temp dir");
+    let stack = LocalStack::open(dir.path()).expect("local stack opens");
     let key = stack.ensure_team_key(None).await.expect("team key");
     teams::set_bulk_operations(&stack.deps, LOCAL_TEAM_ID, true).await.expect("bulk on");
     let app_body = OauthAppBody { client_id: CLIENT_ID.into(), client_secret: "bench-secret".into() };
@@ -165,21 +166,32 @@ async fn main() {
     assert_eq!(status, StatusCode::ACCEPTED);
     let started = Instant::now();
     // The operation's estimate (`estimated_completion_at`) when a quarter, half and three
-    // quarters are done, compared below with when it really ended.
+    // quarters are done, read every 50 ms while the worker runs, compared below with when the
+    // operation ended.
     let mut estimates: Vec<(u64, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)> = Vec::new();
-    while stack.queue.depth(QueueName::Bulk).await.expect("depth") > 0 && started.elapsed() < DEADLINE {
-        stack.run_bulk_once().await.expect("bulk worker");
-        let (_, body) = send(&app, &key, "GET", "/v2/link/bulk_op?page_size=1", String::new()).await;
-        let page: wearlab_models::bulk::BulkOpPage = serde_json::from_slice(&body).expect("bulk op page");
-        let Some(op) = page.data.first() else { continue };
-        let done_pct = (op.processed * 100).checked_div(op.processed + op.pending).unwrap_or(0);
-        let next_mark = [25, 50, 75].into_iter().find(|m| estimates.iter().all(|(at, ..)| at != m));
-        if let (Some(mark), Some(eta)) = (next_mark, op.estimated_completion_at)
-            && done_pct >= mark
-        {
-            estimates.push((mark, chrono::Utc::now(), eta));
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let worker = async {
+        while stack.queue.depth(QueueName::Bulk).await.expect("depth") > 0 && started.elapsed() < DEADLINE {
+            stack.run_bulk_once().await.expect("bulk worker");
         }
-    }
+        finished.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    let sampler = async {
+        while !finished.load(std::sync::atomic::Ordering::Relaxed) && started.elapsed() < DEADLINE {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let (_, body) = send(&app, &key, "GET", "/v2/link/bulk_op?page_size=1", String::new()).await;
+            let page: wearlab_models::bulk::BulkOpPage = serde_json::from_slice(&body).expect("bulk op page");
+            let Some(op) = page.data.first() else { continue };
+            let done_pct = (op.processed * 100).checked_div(op.processed + op.pending).unwrap_or(0);
+            let next_mark = [25, 50, 75].into_iter().find(|m| estimates.iter().all(|(at, ..)| at != m));
+            if let (Some(mark), Some(eta)) = (next_mark, op.estimated_completion_at)
+                && done_pct >= mark
+            {
+                estimates.push((mark, chrono::Utc::now(), eta));
+            }
+        }
+    };
+    tokio::join!(worker, sampler);
     let secs = started.elapsed().as_secs_f64();
     // From the operation (the local bus keeps only its latest 10,000 events).
     let (_, body) = send(&app, &key, "GET", "/v2/link/bulk_op?page_size=1", String::new()).await;
@@ -202,5 +214,4 @@ async fn main() {
         imported as f64 / secs
     );
     drop(stack);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,21 +13,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
+use wearlab_bench::rss_mib;
 use wearlab_domain::Deps;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::ports::providers::*;
 use wearlab_local::LocalStack;
-
-fn rss_mib(field: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// The simulator with heart rate at one sample a second.
 struct OneSecondHeartRate {
@@ -109,8 +100,9 @@ impl Providers for OneSecondHeartRate {
 #[tokio::main]
 async fn main() {
     let days: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(30);
-    let dir = std::env::temp_dir().join(format!("wearlab-chunk-bench-{}", uuid::Uuid::new_v4().simple()));
-    let stack = LocalStack::open(&dir).expect("stack opens");
+    // Removed when dropped, after the stack (declared later, dropped first).
+    let dir = wearlab_bench::ScratchDir::new("wearlab-chunk-bench");
+    let stack = LocalStack::open(dir.path()).expect("stack opens");
     let key = stack.ensure_team_key(None).await.expect("team");
     let deps = Deps {
         providers: Arc::new(OneSecondHeartRate { inner: stack.deps.providers.clone() }),
@@ -177,5 +169,4 @@ async fn main() {
         peak - before
     );
     drop(stack);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,19 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use wearlab_bench::rss_mib;
 use wearlab_domain::ports::{EventEnvelope, QueueName};
 use wearlab_local::LocalStack;
 
 const DEADLINE: Duration = Duration::from_secs(900);
 
 fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    rss_mib("VmHWM:")
 }
 
 /// The local stack's allocator, as `wearlab-local` runs it.
@@ -36,8 +31,9 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let users: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let events: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
-    let dir = std::env::temp_dir().join(format!("wearlab-pipeline-bench-{}", uuid::Uuid::new_v4().simple()));
-    let stack = LocalStack::open(&dir).expect("stack opens");
+    // Removed when dropped, after the stack (declared later, dropped first).
+    let dir = wearlab_bench::ScratchDir::new("wearlab-pipeline-bench");
+    let stack = LocalStack::open(dir.path()).expect("stack opens");
     let key = stack.ensure_team_key(None).await.expect("team");
     let app = stack.app(stack.state());
     println!("baseline peak RSS: {:.1} MiB", peak_rss_mib());
@@ -88,7 +84,11 @@ async fn main() {
             let done = handled.load(Ordering::Relaxed).min(users);
             let rate = done as f64 / started.elapsed().as_secs_f64();
             let eta = if rate > 0.0 { (users - done) as f64 / rate } else { f64::INFINITY };
-            eprintln!("  pulls: {done} / {users} connections, {rate:.1}/s, ETA {eta:.0} s");
+            eprintln!(
+                "  pulls: {done} / {users} connections, {rate:.1}/s, ETA {eta:.0} s; RSS {:.1} MiB (peak {:.1})",
+                rss_mib("VmRSS:"),
+                peak_rss_mib()
+            );
             if done >= users {
                 break;
             }
@@ -178,5 +178,4 @@ async fn main() {
         received.load(Ordering::Relaxed) as f64 / took.as_secs_f64(),
         peak_rss_mib()
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
