@@ -46,10 +46,17 @@ pub const FIRST_SERIES_CHUNK_DAYS: u64 = 1;
 /// [`CHUNK_DAYS`]). Bounds a pull's memory whatever the resolution (see docs/PERFORMANCE.md).
 pub const CHUNK_RECORDS: u64 = 100_000;
 
-/// The length of a resource's next chunk, from the last chunk's records over its days.
+/// The length of a resource's next chunk, from the last chunk's records over its days. A chunk
+/// with no records says nothing of the density (the user did not wear the device): the next
+/// one is only twice as long, so dense data after a gap is met a few days at a time.
 fn next_chunk_days(records: usize, days: u64) -> u64 {
-    (CHUNK_RECORDS * days.max(1) / (records as u64).max(1)).clamp(1, CHUNK_DAYS)
+    let days = days.max(1);
+    match records as u64 {
+        0 => days.saturating_mul(2).min(CHUNK_DAYS),
+        n => (CHUNK_RECORDS.saturating_mul(days) / n).clamp(1, CHUNK_DAYS),
+    }
 }
+
 /// Days before the last polled day the poll fetches again, to see late changes.
 pub const POLL_OVERLAP_DAYS: u64 = 1;
 /// Most poll jobs sent per scheduled run page.
@@ -874,8 +881,10 @@ mod tests {
         assert_eq!(next_chunk_days(24 * 30, 30), CHUNK_DAYS);
         // 10-second samples over a day: 8,640 a day, so 11 days hold about 100,000.
         assert_eq!(next_chunk_days(8_640, 1), 11);
-        // Nothing fetched (a gap in the data) does not shrink the next chunk.
-        assert_eq!(next_chunk_days(0, 1), CHUNK_DAYS);
+        // Nothing fetched (a gap in the data): twice as long, up to the most.
+        assert_eq!(next_chunk_days(0, 1), 2);
+        assert_eq!(next_chunk_days(0, 8), 16);
+        assert_eq!(next_chunk_days(0, 20), CHUNK_DAYS);
         // More than the target in one day still moves a day at a time.
         assert_eq!(next_chunk_days(500_000, 1), 1);
     }
