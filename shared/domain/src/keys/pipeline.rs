@@ -17,9 +17,12 @@ pub fn summary_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (Strin
     (format!("DATA#SUM#{resource}#{start}#"), format!("DATA#SUM#{resource}#{end}#~"))
 }
 
+/// Where every stored day of samples (and each of its parts) starts its sort key.
+pub const SERIES_PREFIX: &str = "DATA#TS#";
+
 /// The samples of one resource, day and provider.
 pub fn series(user: UserId, resource: &str, date: NaiveDate, provider: &str) -> Key {
-    Key::new(super::user_partition(user), format!("DATA#TS#{resource}#{date}#{provider}"))
+    Key::new(super::user_partition(user), format!("{SERIES_PREFIX}{resource}#{date}#{provider}"))
 }
 
 /// Part `part` (2 and up) of a day of samples too many for one item: the day's own item
@@ -38,7 +41,7 @@ pub fn series_part_of(sk: &str) -> (u32, &str) {
 }
 
 pub fn series_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (String, String) {
-    (format!("DATA#TS#{resource}#{start}#"), format!("DATA#TS#{resource}#{end}#~"))
+    (format!("{SERIES_PREFIX}{resource}#{start}#"), format!("{SERIES_PREFIX}{resource}#{end}#~"))
 }
 
 /// The user's profile at a provider.

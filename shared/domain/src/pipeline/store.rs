@@ -69,7 +69,7 @@ fn stored(h: String, value: Value) -> Value {
 /// parts, the first samples) and then its other parts.
 fn items_for(key: Key, value: Value, h: String) -> Vec<Item> {
     let samples = value.get("data").and_then(Value::as_array).map_or(0, Vec::len);
-    if samples <= PART_SAMPLES || !key.sk.starts_with("DATA#TS#") {
+    if samples <= PART_SAMPLES || !key.sk.starts_with(keys::SERIES_PREFIX) {
         return vec![Item::new(key, stored(h, value))];
     }
     let Value::Object(mut group) = value else { unreachable!("a value with data is an object") };
