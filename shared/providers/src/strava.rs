@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use wearlab_domain::ids::TimeZoneId;
 use wearlab_domain::lab::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
@@ -287,7 +288,7 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 /// Strava's `timezone` ("(GMT-08:00) America/Los_Angeles") as its IANA name, when it is one.
 fn iana_zone(timezone: &str) -> Option<String> {
     let name = timezone.rsplit_once(") ").map_or(timezone, |(_, n)| n).trim();
-    name.parse::<chrono_tz::Tz>().ok().map(|_| name.to_owned())
+    TimeZoneId::parse(name).map(|_| name.to_owned())
 }
 
 /// A sport type in Strava's CamelCase (`MountainBikeRide`, `EMountainBikeRide`) as words, then

@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
+use wearlab_domain::ids::TimeZoneId;
 use wearlab_domain::lab::signing::hmac_sha256;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
@@ -392,10 +393,7 @@ fn midnight(day: NaiveDate) -> DateTime<Utc> {
 
 /// The local day of `t` in the IANA zone `zone` (UTC when absent or unknown).
 fn local_day(t: DateTime<Utc>, zone: Option<&str>) -> NaiveDate {
-    match zone.and_then(|z| z.parse::<chrono_tz::Tz>().ok()) {
-        Some(tz) => t.with_timezone(&tz).date_naive(),
-        None => t.date_naive(),
-    }
+    zone.and_then(TimeZoneId::parse).map_or_else(|| t.date_naive(), |tz| tz.local_date(t))
 }
 
 fn with_zone(mut record: Value, zone: Option<&str>) -> Value {

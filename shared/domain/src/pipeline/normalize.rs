@@ -2,8 +2,7 @@
 //! `wearlab_models::data`: units (seconds, meters, kcal, kg), calendar dates, time zones (the
 //! data's own, else the user's fallback), source context, heart-rate zones.
 
-use chrono::{DateTime, Datelike, NaiveDate, Offset, TimeZone, Utc};
-use chrono_tz::Tz;
+use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wearlab_models::data::{
@@ -12,7 +11,7 @@ use wearlab_models::data::{
 };
 
 use crate::catalog::catalog;
-use crate::ids::UserId;
+use crate::ids::{TimeZoneId, UserId};
 use crate::ports::to_body;
 
 /// Summary resources (one record per day or per session); every other resource is a timeseries.
@@ -43,7 +42,7 @@ pub struct Context {
     pub user_id: UserId,
     pub provider: String,
     /// The user's fallback time zone (UTC when the user has none).
-    pub fallback_tz: Tz,
+    pub fallback_tz: TimeZoneId,
     /// From the provider's profile, else the user's fallback birth date.
     pub birth_year: Option<i32>,
     pub birth_date: Option<NaiveDate>,
@@ -119,12 +118,11 @@ fn date(v: &Value) -> Option<NaiveDate> {
 
 impl Context {
     /// The record's own time zone (`timezone`, IANA), else the fallback.
-    fn tz(&self, record: &Value) -> Tz {
-        record
-            .get("timezone")
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(self.fallback_tz)
+    fn tz(&self, record: &Value) -> std::borrow::Cow<'_, TimeZoneId> {
+        match record.get("timezone").and_then(Value::as_str).and_then(TimeZoneId::parse) {
+            Some(tz) => std::borrow::Cow::Owned(tz),
+            None => std::borrow::Cow::Borrowed(&self.fallback_tz),
+        }
     }
 
     fn id(&self, resource: &str, day: NaiveDate, n: &str) -> String {
@@ -173,8 +171,7 @@ impl Context {
         let mut by_day: std::collections::BTreeMap<NaiveDate, Vec<Sample>> = Default::default();
         for r in records {
             let (Some(ts), Some(value)) = (time(r, "timestamp"), num(r, "value")) else { continue };
-            let tz = self.tz(r);
-            let offset = tz.offset_from_utc_datetime(&ts.naive_utc()).fix().local_minus_utc();
+            let offset = self.tz(r).offset_seconds_at(ts);
             let unit = r.get("unit").and_then(Value::as_str).unwrap_or("").to_owned();
             by_day.entry(ts.date_naive()).or_default().push(Sample {
                 timestamp: ts,
@@ -203,8 +200,7 @@ impl Context {
     fn summary(&self, resource: &str, day: NaiveDate, n: &str, r: &Value, out: &mut Vec<Entry>) {
         let tz = self.tz(r);
         let tz_name = tz.name().to_owned();
-        let offset_at =
-            |t: DateTime<Utc>| tz.offset_from_utc_datetime(&t.naive_utc()).fix().local_minus_utc();
+        let offset_at = |t: DateTime<Utc>| tz.offset_seconds_at(t);
         let day_offset = offset_at(Utc.from_utc_datetime(&day.and_hms_opt(12, 0, 0).unwrap_or_default()));
         let src = source(&self.provider, Some(r));
         let user_id = self.user_id.as_uuid();
@@ -369,7 +365,7 @@ mod tests {
         Context {
             user_id: UserId::from_uuid(uuid::Uuid::nil()),
             provider: "oura".into(),
-            fallback_tz: "Europe/Berlin".parse().unwrap(),
+            fallback_tz: TimeZoneId::parse("Europe/Berlin").unwrap(),
             birth_year,
             birth_date: None,
         }

@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{Days, NaiveDate};
-use chrono_tz::Tz;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use wearlab_models::data::HistoricalPullCompleted;
@@ -25,7 +24,7 @@ use crate::Deps;
 use crate::backoff;
 use crate::catalog::catalog;
 use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::ids::{TeamId, TimeZoneId, UserId};
 use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
 use crate::linking::refresh;
@@ -253,8 +252,8 @@ fn context(user: &UserRecord, provider: &str, birth_year: Option<i32>) -> Contex
         fallback_tz: user
             .fallback_time_zone
             .as_ref()
-            .and_then(|t| t.id.parse::<Tz>().ok())
-            .unwrap_or(Tz::UTC),
+            .and_then(|t| TimeZoneId::parse(&t.id))
+            .unwrap_or_else(TimeZoneId::utc),
         birth_year,
         birth_date: user.fallback_birth_date.as_ref().map(|b| b.value),
     }
