@@ -6,7 +6,10 @@
 //! 2. events through the bus and webhook delivery to a receiver on 127.0.0.1: events per second
 //!    from publishing until every delivery is done.
 //!
-//! Usage: pipeline-throughput [USERS=1000] [EVENTS=2000]. Every loop is bounded.
+//! Usage: pipeline-throughput [USERS=1000] [EVENTS=2000]. `BENCH_HISTORY_DAYS` (default 90, the
+//! product's default) sets the days each connection pulls: shorter histories let a run of
+//! 10,000 connections fit on a disk that 90 days would fill (about 6 MB per connection).
+//! Every loop is bounded.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +40,16 @@ async fn main() {
     let key = stack.ensure_team_key(None).await.expect("team");
     let app = stack.app(stack.state());
     println!("baseline peak RSS: {:.1} MiB", peak_rss_mib());
+    let days: u32 = std::env::var("BENCH_HISTORY_DAYS").ok().and_then(|d| d.parse().ok()).unwrap_or(90);
+    wearlab_bench::call_json(
+        &app,
+        &key,
+        "PUT",
+        "/v2/team/data_pull_preferences",
+        serde_json::json!({ "default_history_days": days }),
+    )
+    .await;
+    println!("history: {days} days per connection");
 
     // 1. Historical pulls.
     let mut ids = Vec::with_capacity(users);
