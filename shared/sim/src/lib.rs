@@ -4,8 +4,10 @@
 //! are the single source of those inputs.
 //!
 //! The OAuth consent "at the provider" is a page of this crate ([`routes`]), served by the API
-//! process under `/v2/link/sim/oauth/{provider}/authorize`.
+//! process under `/v2/link/sim/oauth/{provider}/authorize`. [`Altered`] wraps providers for tests
+//! and benchmarks that need one to fail, wait or give denser data.
 
+mod altered;
 mod consent;
 #[cfg(feature = "consent")]
 mod consent_page;
@@ -27,6 +29,7 @@ use wearlab_domain::ports::providers::{
 };
 use wearlab_models::{AuthType, MfaMethod};
 
+pub use altered::{Alteration, Altered, one_second_samples};
 pub use consent::{CONSENT_PATH, PAGES_ENV, pages_configured};
 #[cfg(feature = "consent")]
 pub use consent_page::routes;

@@ -12,88 +12,28 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use async_trait::async_trait;
 use wearlab_bench::rss_mib;
 use wearlab_domain::Deps;
-use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::QueueName;
-use wearlab_domain::ports::providers::*;
+use wearlab_domain::ports::providers::{DateRange, FetchedResource};
 use wearlab_local::LocalStack;
+use wearlab_sim::{Alteration, Altered, one_second_samples};
 
 /// The simulator with heart rate at one sample a second.
-struct OneSecondHeartRate {
-    inner: Arc<dyn Providers>,
-}
+struct OneSecondHeartRate;
 
-#[async_trait]
-impl Providers for OneSecondHeartRate {
-    async fn password_login(&self, p: &str, login: PasswordLogin) -> Result<LoginOutcome, ProviderError> {
-        self.inner.password_login(p, login).await
-    }
-    async fn complete_mfa(&self, p: &str, s: &Secret, code: &str) -> Result<ProviderAccount, ProviderError> {
-        self.inner.complete_mfa(p, s, code).await
-    }
-    fn platform_oauth_client(&self, p: &str) -> Option<OauthClient> {
-        self.inner.platform_oauth_client(p)
-    }
-    fn authorize_url(&self, p: &str, r: &AuthorizeRequest) -> Result<String, ProviderError> {
-        self.inner.authorize_url(p, r)
-    }
-    async fn exchange_code(&self, p: &str, e: CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        self.inner.exchange_code(p, e).await
-    }
-    async fn verify_app_token(
+impl Alteration for OneSecondHeartRate {
+    fn after_fetch(
         &self,
-        p: &str,
-        c: &OauthClient,
-        t: &ProviderCredentials,
-    ) -> Result<(), ProviderError> {
-        self.inner.verify_app_token(p, c, t).await
-    }
-    async fn refresh_credentials(
-        &self,
-        p: &str,
-        app: Option<&OauthClient>,
-        c: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        self.inner.refresh_credentials(p, app, c).await
-    }
-    async fn fetch(
-        &self,
-        p: &str,
-        a: &ProviderAccount,
+        _p: &str,
         resource: &str,
-        range: DateRange,
-    ) -> Result<FetchedResource, ProviderError> {
-        let mut fetched = self.inner.fetch(p, a, resource, range).await?;
+        _range: DateRange,
+        mut fetched: FetchedResource,
+    ) -> FetchedResource {
         if resource == "heartrate" {
-            fetched.records = fetched
-                .records
-                .into_iter()
-                .flat_map(|hourly| {
-                    let at = hourly["timestamp"]
-                        .as_str()
-                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
-                    (0..3600).filter_map(move |s| {
-                        let mut x = hourly.clone();
-                        x["timestamp"] = (at? + chrono::Duration::seconds(s)).to_rfc3339().into();
-                        Some(x)
-                    })
-                })
-                .collect();
+            fetched.records = one_second_samples(fetched.records, |_| true);
         }
-        Ok(fetched)
-    }
-    async fn deregister(
-        &self,
-        p: &str,
-        app: Option<&OauthClient>,
-        a: &ProviderAccount,
-    ) -> Result<(), ProviderError> {
-        self.inner.deregister(p, app, a).await
-    }
-    async fn connect_demo(&self, p: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
-        self.inner.connect_demo(p, seed).await
+        fetched
     }
 }
 
@@ -105,7 +45,7 @@ async fn main() {
     let stack = LocalStack::open(dir.path()).expect("stack opens");
     let key = stack.ensure_team_key(None).await.expect("team");
     let deps = Deps {
-        providers: Arc::new(OneSecondHeartRate { inner: stack.deps.providers.clone() }),
+        providers: Arc::new(Altered::new(stack.deps.providers.clone(), OneSecondHeartRate)),
         ..stack.deps.clone()
     };
     let team = wearlab_local::LOCAL_TEAM_ID;

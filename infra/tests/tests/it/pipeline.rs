@@ -7,15 +7,13 @@ use std::collections::BTreeMap;
 use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
 use wearlab_domain::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::pipeline::{Job, PollJob, PullMessage};
-use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers,
-};
+use wearlab_domain::ports::providers::{DateRange, FetchedResource, ProviderError, Providers};
 use wearlab_domain::ports::{EventEnvelope, Outgoing, Query, Queue, QueueName, query_all};
+
+use wearlab_sim::{Alteration, Altered, one_second_samples};
 
 use crate::helpers::{TestApp, error_locs};
 
@@ -517,11 +515,11 @@ async fn pipeline_poll_index_is_sharded_by_user_and_still_reads_the_legacy_parti
     assert!(left.is_empty());
 }
 
-/// The simulator, except that one chunk of one resource fails once, and that a poll (a range
-/// of a few days) of `densify` gives its last day's hourly samples as 1-second samples, and
-/// that the first `revoke_fails` revokes fail (`revoked` counts those reaching the simulator).
+/// What the tests change about the simulator: one chunk of one resource fails `fails` times, a
+/// poll (a range of a few days) of `densify` gives its last day's hourly samples as 1-second
+/// samples, a provider's fetches wait while a flag is set, and the first `revoke_fails`
+/// revokes fail (`revoked` counts those reaching the simulator). Used as `Altered<FlakyProviders>`.
 pub(crate) struct FlakyProviders {
-    inner: std::sync::Arc<dyn Providers>,
     resource: &'static str,
     chunk_start: chrono::NaiveDate,
     /// Fetches of `resource`'s chunk at `chunk_start` answer the provider's 500 this many times.
@@ -534,10 +532,9 @@ pub(crate) struct FlakyProviders {
 }
 
 impl FlakyProviders {
-    /// The simulator, unaltered.
-    pub(crate) fn plain(inner: std::sync::Arc<dyn Providers>) -> Self {
+    /// Nothing changed.
+    pub(crate) fn plain() -> Self {
         Self {
-            inner,
             resource: "",
             chunk_start: "2000-01-01".parse().unwrap(),
             fails: Default::default(),
@@ -547,64 +544,16 @@ impl FlakyProviders {
             revoked: Default::default(),
         }
     }
-}
 
-/// Each hourly sample of `day` becomes 3,600 samples a second apart.
-fn one_second_samples(records: Vec<Value>, day: chrono::NaiveDate) -> Vec<Value> {
-    records
-        .into_iter()
-        .flat_map(|r| {
-            let ts = chrono::DateTime::parse_from_rfc3339(r["timestamp"].as_str().unwrap()).unwrap();
-            let n = if ts.date_naive() == day { 3600 } else { 1 };
-            (0..n).map(move |s| {
-                let mut x = r.clone();
-                x["timestamp"] = json!((ts + Duration::seconds(s)).to_rfc3339());
-                x
-            })
-        })
-        .collect()
+    /// The simulator `inner` with these changes.
+    pub(crate) fn on(self, inner: std::sync::Arc<dyn Providers>) -> std::sync::Arc<Altered<Self>> {
+        std::sync::Arc::new(Altered::new(inner, self))
+    }
 }
 
 #[async_trait::async_trait]
-impl Providers for FlakyProviders {
-    async fn password_login(&self, p: &str, login: PasswordLogin) -> Result<LoginOutcome, ProviderError> {
-        self.inner.password_login(p, login).await
-    }
-    async fn complete_mfa(&self, p: &str, s: &Secret, code: &str) -> Result<ProviderAccount, ProviderError> {
-        self.inner.complete_mfa(p, s, code).await
-    }
-    fn platform_oauth_client(&self, p: &str) -> Option<OauthClient> {
-        self.inner.platform_oauth_client(p)
-    }
-    fn authorize_url(&self, p: &str, r: &AuthorizeRequest) -> Result<String, ProviderError> {
-        self.inner.authorize_url(p, r)
-    }
-    async fn exchange_code(&self, p: &str, e: CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        self.inner.exchange_code(p, e).await
-    }
-    async fn verify_app_token(
-        &self,
-        p: &str,
-        c: &OauthClient,
-        t: &ProviderCredentials,
-    ) -> Result<(), ProviderError> {
-        self.inner.verify_app_token(p, c, t).await
-    }
-    async fn refresh_credentials(
-        &self,
-        p: &str,
-        app: Option<&OauthClient>,
-        c: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        self.inner.refresh_credentials(p, app, c).await
-    }
-    async fn fetch(
-        &self,
-        p: &str,
-        a: &ProviderAccount,
-        resource: &str,
-        range: DateRange,
-    ) -> Result<FetchedResource, ProviderError> {
+impl Alteration for FlakyProviders {
+    async fn before_fetch(&self, p: &str, resource: &str, range: DateRange) -> Result<(), ProviderError> {
         use std::sync::atomic::Ordering::SeqCst;
         if resource == self.resource
             && range.start == self.chunk_start
@@ -615,48 +564,50 @@ impl Providers for FlakyProviders {
         if let Some((provider, held)) = &self.slow
             && *provider == p
         {
-            while held.load(std::sync::atomic::Ordering::SeqCst) {
+            while held.load(SeqCst) {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
         }
-        let mut fetched = self.inner.fetch(p, a, resource, range).await?;
+        Ok(())
+    }
+
+    fn after_fetch(
+        &self,
+        _p: &str,
+        resource: &str,
+        range: DateRange,
+        mut fetched: FetchedResource,
+    ) -> FetchedResource {
         // Only the test clock's days are dense: a historical pull's earlier days stay hourly
         // (its chunks of one day would otherwise make every day dense).
         if self.densify == Some(resource)
             && (range.end - range.start).num_days() <= 7
             && range.end >= crate::helpers::start_time().date_naive()
         {
-            fetched.records = one_second_samples(fetched.records, range.end);
+            fetched.records = one_second_samples(fetched.records, |day| day == range.end);
         }
-        Ok(fetched)
+        fetched
     }
-    async fn deregister(
-        &self,
-        p: &str,
-        app: Option<&OauthClient>,
-        a: &ProviderAccount,
-    ) -> Result<(), ProviderError> {
+
+    fn before_deregister(&self, _p: &str) -> Result<(), ProviderError> {
         use std::sync::atomic::Ordering::SeqCst;
         if self.revoke_fails.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok() {
             return Err(ProviderError::Api("the provider's deauthorization endpoint answered 500".into()));
         }
-        self.inner.deregister(p, app, a).await?;
-        self.revoked.fetch_add(1, SeqCst);
         Ok(())
     }
-    async fn connect_demo(&self, p: &str, seed: &str) -> Result<ProviderAccount, ProviderError> {
-        self.inner.connect_demo(p, seed).await
+
+    fn after_deregister(&self, _p: &str) {
+        self.revoked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
 /// An embedded app on the simulator altered by `alter`, with its stack and dependencies.
-async fn with_providers(
-    alter: impl FnOnce(std::sync::Arc<dyn Providers>) -> FlakyProviders,
-) -> (TestApp, wearlab_local::LocalStack, wearlab_domain::Deps) {
+async fn with_providers(alter: FlakyProviders) -> (TestApp, wearlab_local::LocalStack, wearlab_domain::Deps) {
     let base = TestApp::embedded().await;
     let stack = base.stack.clone().unwrap();
     let mut deps = stack.deps.clone();
-    deps.providers = std::sync::Arc::new(alter(stack.deps.providers.clone()));
+    deps.providers = alter.on(stack.deps.providers.clone());
     let t = TestApp::on(deps.clone(), base.clock.clone()).await;
     (t, stack, deps)
 }
@@ -666,8 +617,7 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
     use wearlab_domain::pipeline::MAX_EVENT_BYTES;
 
     let (t, stack, deps) =
-        with_providers(|inner| FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain(inner) })
-            .await;
+        with_providers(FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }).await;
     let user = user_with(&t, "pl-dense").await;
     connect(&t, &user, "oura").await;
     let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
@@ -774,8 +724,7 @@ async fn a_day_of_one_second_samples_is_stored_in_parts(t: TestApp) {
 #[tokio::test]
 async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts() {
     let (t, _stack, deps) =
-        with_providers(|inner| FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain(inner) })
-            .await;
+        with_providers(FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }).await;
     a_day_of_one_second_samples_is_stored_in_parts(TestApp::on(deps, t.clock.clone()).await).await;
 }
 
@@ -785,22 +734,20 @@ async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts_on_dynamodb() {
     let queue = wearlab_embedded::TableQueue::new(table.clone(), t.clock.clone());
     let t = t.with_queue(std::sync::Arc::new(queue));
     let mut deps = t.deps.clone();
-    deps.providers = std::sync::Arc::new(FlakyProviders {
-        densify: Some("heartrate"),
-        ..FlakyProviders::plain(t.deps.providers.clone())
-    });
+    deps.providers =
+        FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }.on(t.deps.providers.clone());
     a_day_of_one_second_samples_is_stored_in_parts(TestApp::on(deps, t.clock.clone()).await).await;
 }
 
 #[tokio::test]
 async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
-    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+    let (t, stack, deps) = with_providers(FlakyProviders {
         resource: "heartrate",
         // 90 days from 2025-12-02: a first chunk of one day (the series' density is not known
         // yet), then chunks of 30 (24 samples a day is sparse): the third chunk.
         chunk_start: "2026-01-02".parse().unwrap(),
         fails: 1.into(),
-        ..FlakyProviders::plain(inner)
+        ..FlakyProviders::plain()
     })
     .await;
     let user = user_with(&t, "pl-9").await;
@@ -846,11 +793,9 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
 #[tokio::test]
 async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_finishes_it() {
     let held = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
-        slow: Some(("oura", held.clone())),
-        ..FlakyProviders::plain(inner)
-    })
-    .await;
+    let (t, stack, deps) =
+        with_providers(FlakyProviders { slow: Some(("oura", held.clone())), ..FlakyProviders::plain() })
+            .await;
     let run_pull_worker = || async {
         for _ in 0..50 {
             let run = stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
@@ -1051,11 +996,11 @@ async fn every_timeseries_pages_within_its_dates(t: &TestApp, user: &str) {
 async fn pipeline_a_provider_that_keeps_failing_backs_off_then_marks_the_connection_in_error() {
     use wearlab_domain::pipeline::PROVIDER_FAILURE_BUDGET;
 
-    let (t, stack, deps) = with_providers(|inner| FlakyProviders {
+    let (t, stack, deps) = with_providers(FlakyProviders {
         resource: "heartrate",
         chunk_start: "2026-01-02".parse().unwrap(),
         fails: usize::MAX.into(),
-        ..FlakyProviders::plain(inner)
+        ..FlakyProviders::plain()
     })
     .await;
     let failing = user_with(&t, "pl-failing").await;

@@ -11,18 +11,19 @@ use wearlab_domain::linking::connections;
 use wearlab_domain::linking::revokes::{BACKOFF, Pending};
 use wearlab_domain::ports::{Item, Query, query_all};
 use wearlab_domain::{Deps, keys};
+use wearlab_sim::Altered;
 
 use super::{connect_demo, connect_password};
 use crate::helpers::TestApp;
 use crate::pipeline::FlakyProviders;
 
 /// An embedded app whose provider revokes fail `fail` times, its dependencies and the provider.
-async fn failing(fail: usize) -> (TestApp, Deps, Arc<FlakyProviders>) {
+async fn failing(fail: usize) -> (TestApp, Deps, Arc<Altered<FlakyProviders>>) {
     let base = TestApp::embedded().await;
     let stack = base.stack.clone().unwrap();
-    let mut providers = FlakyProviders::plain(stack.deps.providers.clone());
+    let mut providers = FlakyProviders::plain();
     providers.revoke_fails = AtomicUsize::new(fail);
-    let providers = Arc::new(providers);
+    let providers = providers.on(stack.deps.providers.clone());
     let mut deps = stack.deps.clone();
     deps.providers = providers.clone();
     let t = TestApp::on(deps.clone(), base.clock.clone()).await;
@@ -111,9 +112,9 @@ async fn revokes_stored_but_never_attempted_are_done_by_the_sweep() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_revoke_is_retried_from_the_due_index_on_dynamodb() {
     let (base, _, _) = crate::users_on_dynamodb::on_moto().await;
-    let mut providers = FlakyProviders::plain(base.deps.providers.clone());
+    let mut providers = FlakyProviders::plain();
     providers.revoke_fails = AtomicUsize::new(1);
-    let providers = Arc::new(providers);
+    let providers = providers.on(base.deps.providers.clone());
     let deps = Deps { providers: providers.clone(), ..base.deps.clone() };
     let t = TestApp::on(deps.clone(), base.clock.clone()).await;
     let user = t.create_user("rev-moto").await;
