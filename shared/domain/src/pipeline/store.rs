@@ -59,9 +59,17 @@ fn key_and_value(user: UserId, provider: &str, entry: Entry) -> (Key, Value) {
     }
 }
 
-/// The stored form of `value` with its hash `h` (a [`Stored`]), built without copying it.
-fn stored(h: String, value: Value) -> Value {
-    serde_json::json!({ "h": h, "v": value })
+/// The stored form of `value` with its hash `h` (a [`Stored`]; `parts` on a day's own item of
+/// samples kept in parts), built without copying it: `json!` would serialise `value` into a
+/// second tree (a deep copy, then the original dropped), a fifth of a historical pull's CPU.
+fn stored(h: String, value: Value, parts: Option<u32>) -> Value {
+    let mut fields = serde_json::Map::new();
+    fields.insert("h".into(), Value::String(h));
+    fields.insert("v".into(), value);
+    if let Some(parts) = parts {
+        fields.insert("parts".into(), parts.into());
+    }
+    Value::Object(fields)
 }
 
 /// The items that keep `value` (hashed `h`) under `key`: one, or for a day of more than
@@ -70,22 +78,29 @@ fn stored(h: String, value: Value) -> Value {
 fn items_for(key: Key, value: Value, h: String) -> Vec<Item> {
     let samples = value.get("data").and_then(Value::as_array).map_or(0, Vec::len);
     if samples <= PART_SAMPLES || !key.sk.starts_with(keys::SERIES_PREFIX) {
-        return vec![Item::new(key, stored(h, value))];
+        return vec![Item::new(key, stored(h, value, None))];
     }
     let Value::Object(mut group) = value else { unreachable!("a value with data is an object") };
     let source = group.remove("source").unwrap_or(Value::Null);
     let Some(Value::Array(data)) = group.remove("data") else { unreachable!("data was an array") };
-    let parts: Vec<Value> = data
-        .chunks(PART_SAMPLES)
-        .map(|chunk| serde_json::json!({ "source": source, "data": chunk }))
-        .collect();
+    let mut parts: Vec<Value> = Vec::with_capacity(samples.div_ceil(PART_SAMPLES));
+    let mut data = data.into_iter().peekable();
+    while data.peek().is_some() {
+        let mut part = serde_json::Map::new();
+        part.insert("source".into(), source.clone());
+        part.insert("data".into(), data.by_ref().take(PART_SAMPLES).collect());
+        parts.push(Value::Object(part));
+    }
     let count = parts.len() as u32;
     parts
         .into_iter()
         .zip(1..)
         .map(|(part, n)| match n {
-            1 => Item::new(key.clone(), serde_json::json!({ "h": h, "v": part, "parts": count })),
-            n => Item::new(keys::series_part(&key, n), stored(hash(&part), part)),
+            1 => Item::new(key.clone(), stored(h.clone(), part, Some(count))),
+            n => {
+                let h = hash(&part);
+                Item::new(keys::series_part(&key, n), stored(h, part, None))
+            }
         })
         .collect()
 }
