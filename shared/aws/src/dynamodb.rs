@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::types::{
 };
 use wearlab_domain::ports::{
     Add, Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError,
-    Table, WriteOp, add_to_field, validate_batch, validate_put_all,
+    Table, TextItem, WriteOp, add_to_field, validate_batch, validate_put_all, validate_put_all_text,
 };
 
 use crate::error::{describe, is_code};
@@ -65,6 +65,53 @@ pub struct DynamoDbTable {
 }
 
 impl DynamoDbTable {
+    /// Writes encoded items whole in BatchWriteItem requests of 25 (`put_all`, `put_all_text`).
+    async fn batch_put(&self, items: Vec<Attrs>) -> Result<(), StoreError> {
+        let client = self.client().await;
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            let mut pending: Vec<WriteRequest> = items
+                .by_ref()
+                .take(BATCH_WRITE_MAX)
+                .map(|item| {
+                    let put = PutRequest::builder()
+                        .set_item(Some(item))
+                        .build()
+                        .map_err(|e| StoreError::Invalid(format!("BatchWriteItem: {e}")))?;
+                    Ok(WriteRequest::builder().put_request(put).build())
+                })
+                .collect::<Result<_, StoreError>>()?;
+            // DynamoDB may write part of a batch and hand back the rest (throttling): those are
+            // sent again after a backoff, a bounded number of times.
+            for attempt in 0..CONFLICT_TRIES {
+                let out = client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(|e| store_error("BatchWriteItem", &e))?;
+                pending =
+                    out.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt + 1 == CONFLICT_TRIES {
+                    return Err(StoreError::Contention(format!(
+                        "BatchWriteItem: {} items unprocessed after {CONFLICT_TRIES} tries",
+                        pending.len()
+                    )));
+                }
+                tracing::debug!(
+                    unprocessed = pending.len(),
+                    attempt = attempt + 1,
+                    "BatchWriteItem partly done, retrying"
+                );
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Wraps `client` (its configuration is kept; a request counter is added to it).
     pub fn new(client: Client, table_name: impl Into<String>) -> Self {
         let round_trips = Arc::new(AtomicU64::new(0));
@@ -290,6 +337,15 @@ fn encode(item: &Item) -> Attrs {
         attrs.insert(TTL_ATTRIBUTE.to_owned(), n(at));
     }
     attrs.insert(DATA.to_owned(), AttributeValue::S(item.body.to_string()));
+    attrs
+}
+
+/// A [`TextItem`] as `encode` writes its item: version 1, no index entry, no expiry, the body's
+/// text as it is.
+fn encode_text(item: &TextItem) -> Attrs {
+    let mut attrs = key_attrs(&item.key);
+    attrs.insert(VER.to_owned(), n(1));
+    attrs.insert(DATA.to_owned(), AttributeValue::S(item.body().get().to_owned()));
     attrs
 }
 
@@ -591,47 +647,12 @@ impl Table for DynamoDbTable {
 
     async fn put_all(&self, items: Vec<Item>) -> Result<(), StoreError> {
         validate_put_all(&items)?;
-        let client = self.client().await;
-        for chunk in items.chunks(BATCH_WRITE_MAX) {
-            let mut pending: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|item| {
-                    let put = PutRequest::builder()
-                        .set_item(Some(encode(item)))
-                        .build()
-                        .map_err(|e| StoreError::Invalid(format!("BatchWriteItem: {e}")))?;
-                    Ok(WriteRequest::builder().put_request(put).build())
-                })
-                .collect::<Result<_, StoreError>>()?;
-            // DynamoDB may write part of a batch and hand back the rest (throttling): those are
-            // sent again after a backoff, a bounded number of times.
-            for attempt in 0..CONFLICT_TRIES {
-                let out = client
-                    .batch_write_item()
-                    .request_items(&self.table, pending)
-                    .send()
-                    .await
-                    .map_err(|e| store_error("BatchWriteItem", &e))?;
-                pending =
-                    out.unprocessed_items.and_then(|mut left| left.remove(&self.table)).unwrap_or_default();
-                if pending.is_empty() {
-                    break;
-                }
-                if attempt + 1 == CONFLICT_TRIES {
-                    return Err(StoreError::Contention(format!(
-                        "BatchWriteItem: {} items unprocessed after {CONFLICT_TRIES} tries",
-                        pending.len()
-                    )));
-                }
-                tracing::debug!(
-                    unprocessed = pending.len(),
-                    attempt = attempt + 1,
-                    "BatchWriteItem partly done, retrying"
-                );
-                tokio::time::sleep(backoff(attempt)).await;
-            }
-        }
-        Ok(())
+        self.batch_put(items.iter().map(encode).collect()).await
+    }
+
+    async fn put_all_text(&self, items: Vec<TextItem>) -> Result<(), StoreError> {
+        validate_put_all_text(&items)?;
+        self.batch_put(items.iter().map(encode_text).collect()).await
     }
 
     async fn add(&self, add: Add) -> Result<i64, StoreError> {

@@ -10,7 +10,7 @@ use redb::{Database, ReadableTable, TableDefinition};
 use tokio::sync::oneshot;
 use wearlab_domain::ports::{
     Add, Condition, Cursor, Index, Item, Key, MAX_ITEM_BYTES, Page, Query, RawItem, RawPage, SkRange,
-    StoreError, Table, WriteOp, validate_batch, validate_put_all,
+    StoreError, Table, TextItem, WriteOp, validate_batch, validate_put_all, validate_put_all_text,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -46,22 +46,51 @@ struct Prepared {
 impl Prepared {
     fn new(op: WriteOp) -> Result<Self, StoreError> {
         let text = match &op {
-            WriteOp::Put { item, .. } => {
-                let text = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
-                if text.len() > MAX_ITEM_BYTES {
-                    return Err(StoreError::Invalid(format!(
-                        "item {}/{} is {} bytes; an item holds at most {MAX_ITEM_BYTES}",
-                        item.key.pk,
-                        item.key.sk,
-                        text.len()
-                    )));
-                }
-                Some(text)
-            }
+            WriteOp::Put { item, .. } => Some(item_text(&item.key, item)?),
             _ => None,
         };
         Ok(Self { op, text })
     }
+
+    /// A put of `item`'s text as it is. The op's item carries only what the committer reads of
+    /// a put besides its text: the key (and no index entry).
+    fn from_text(item: TextItem) -> Result<Self, StoreError> {
+        let text = item_text(&item.key, &TextEnvelope::of(&item))?;
+        let op =
+            WriteOp::Put { item: Item::new(item.key, serde_json::Value::Null), condition: Condition::None };
+        Ok(Self { op, text: Some(text) })
+    }
+}
+
+/// A [`TextItem`] in the layout an [`Item`] is written in (`serde_json::to_vec(&item)`), its body
+/// copied as it is. The test `a_text_item_is_written_as_its_item_would_be` keeps the two the same.
+#[derive(serde::Serialize)]
+struct TextEnvelope<'a> {
+    key: &'a Key,
+    gsi1: Option<()>,
+    version: u64,
+    expires_at: Option<i64>,
+    body: &'a serde_json::value::RawValue,
+}
+
+impl<'a> TextEnvelope<'a> {
+    fn of(item: &'a TextItem) -> Self {
+        Self { key: &item.key, gsi1: None, version: 1, expires_at: None, body: item.body() }
+    }
+}
+
+/// The stored text of an item: refused over [`MAX_ITEM_BYTES`], as DynamoDB refuses it.
+fn item_text(key: &Key, item: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
+    let text = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    if text.len() > MAX_ITEM_BYTES {
+        return Err(StoreError::Invalid(format!(
+            "item {}/{} is {} bytes; an item holds at most {MAX_ITEM_BYTES}",
+            key.pk,
+            key.sk,
+            text.len()
+        )));
+    }
+    Ok(text)
 }
 
 /// Most callers' writes committed together.
@@ -132,8 +161,12 @@ impl RedbTable {
 
     /// Applies `ops` atomically and answers once they are committed (fsync'd on a file).
     async fn write(&self, ops: Vec<WriteOp>) -> Result<Vec<i64>, StoreError> {
-        let stopped = || StoreError::Unavailable("the table's writer stopped".into());
         let ops = ops.into_iter().map(Prepared::new).collect::<Result<Vec<_>, _>>()?;
+        self.write_prepared(ops).await
+    }
+
+    async fn write_prepared(&self, ops: Vec<Prepared>) -> Result<Vec<i64>, StoreError> {
+        let stopped = || StoreError::Unavailable("the table's writer stopped".into());
         let (reply, answer) = oneshot::channel();
         self.writes.send(Write { ops, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
@@ -698,6 +731,16 @@ impl Table for RedbTable {
         self.write(ops).await.map(drop)
     }
 
+    async fn put_all_text(&self, items: Vec<TextItem>) -> Result<(), StoreError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        validate_put_all_text(&items)?;
+        // As `put_all`: one commit, the bodies' text copied into the items as it is.
+        let ops = items.into_iter().map(Prepared::from_text).collect::<Result<Vec<_>, _>>()?;
+        self.write_prepared(ops).await.map(drop)
+    }
+
     async fn add(&self, add: Add) -> Result<i64, StoreError> {
         let ops = vec![WriteOp::Add(add)];
         validate_batch(&ops)?;
@@ -737,6 +780,24 @@ mod tests {
             Item::new(Key::new("P", "S"), json!(null)).with_expiry(Some(i64::MIN)),
             Item::new(Key::new("P", "S"), json!([{"x": {"y": "\"}"}}])).with_expiry(Some(i64::MAX)),
         ]
+    }
+
+    #[test]
+    fn a_text_item_is_written_as_its_item_would_be() {
+        let odd = "q\"uo\\te\\\"d\u{e9}\u{1F600}\n}\",\"sk\":\"";
+        for (key, body) in [
+            (Key::new("USER#1", "DATA#TS#hr"), json!({"h": "ab", "v": {"data": [1.5, "x"], "source": null}})),
+            (Key::new(odd, odd), json!({"body": "}", "version": 3})),
+            (Key::new("", ""), json!("text")),
+        ] {
+            let text = TextItem::new(key.clone(), &body).unwrap();
+            let item = Item::new(key, body);
+            assert_eq!(
+                item_text(&text.key, &TextEnvelope::of(&text)).unwrap(),
+                serde_json::to_vec(&item).unwrap()
+            );
+            assert_eq!(text.to_item().unwrap(), item);
+        }
     }
 
     #[test]

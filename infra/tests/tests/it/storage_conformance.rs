@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use wearlab_domain::ports::{Add, Condition, Item, Key, Query, StoreError, Table, WriteOp, query_all};
+use wearlab_domain::ports::{
+    Add, Condition, Item, Key, Query, StoreError, Table, TextItem, WriteOp, query_all,
+};
 
 fn part(name: &str) -> String {
     format!("{name}#{}", uuid::Uuid::new_v4().simple())
@@ -335,6 +337,40 @@ pub async fn put_all_writes_every_item_whole(t: Arc<dyn Table>) {
     assert_eq!(t.get(&Key::new(&pk, "T2")).await.unwrap(), None, "and nothing of it written");
 }
 
+/// `put_all_text` writes as `put_all` does, from bodies that are JSON text already: each item
+/// whole (version 1, no index entry, no expiry), read back as its body parsed; one key twice or
+/// an item over 400 KB refused with nothing written.
+pub async fn put_all_text_writes_every_item_whole(t: Arc<dyn Table>) {
+    let pk = part("TEXT");
+    t.put_all_text(vec![]).await.unwrap();
+    let old = item(&pk, "S0000", 1).with_gsi1(format!("{pk}#IDX"), "x").with_expiry(Some(1_900_000_000));
+    t.put(old.clone(), Condition::None).await.unwrap();
+    let texts: Vec<TextItem> = (0..130)
+        .map(|i| {
+            let body = json!({"h": format!("{i:x}"), "v": {"data": [{"value": 1.5 * f64::from(i)}], "s": "q\"\u{e9}"}});
+            TextItem::new(Key::new(&pk, format!("S{i:04}")), &body).unwrap()
+        })
+        .collect();
+    t.put_all_text(texts.clone()).await.unwrap();
+    let stored = query_all(t.as_ref(), Query::partition(&pk), 1000).await.unwrap();
+    assert_eq!(stored.len(), 130);
+    for (got, want) in stored.iter().zip(&texts) {
+        assert_eq!(got, &want.to_item().unwrap());
+    }
+    assert_eq!(t.get(&old.key).await.unwrap().unwrap().version, 1, "replaced whole");
+    assert!(t.query(Query::gsi1(format!("{pk}#IDX"))).await.unwrap().items.is_empty());
+    let raw = t.get_raw(&texts[7].key).await.unwrap().unwrap();
+    assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (texts[7].to_item().unwrap().body, 1));
+
+    let text = |sk: &str, body: serde_json::Value| TextItem::new(Key::new(&pk, sk), &body).unwrap();
+    let twice = vec![text("T1", json!(1)), text("T2", json!(2)), text("T1", json!(3))];
+    assert!(matches!(t.put_all_text(twice).await, Err(StoreError::Invalid(_))), "one key twice is refused");
+    assert_eq!(t.get(&Key::new(&pk, "T2")).await.unwrap(), None, "and nothing of it written");
+    let big = text("BIG", json!({ "x": "y".repeat(410 * 1024) }));
+    assert!(matches!(t.put_all_text(vec![text("SMALL", json!(1)), big]).await, Err(StoreError::Invalid(_))));
+    assert_eq!(t.get(&Key::new(&pk, "BIG")).await.unwrap(), None);
+}
+
 /// DynamoDB's 400 KB per item: a larger put is refused (in a batch too) and nothing of it is
 /// written; one just under it is stored.
 pub async fn items_over_400_kb_are_refused(t: Arc<dyn Table>) {
@@ -410,6 +446,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn put_all_writes_every_item_whole() {
                 super::put_all_writes_every_item_whole(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn put_all_text_writes_every_item_whole() {
+                super::put_all_text_writes_every_item_whole(table().await).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn items_over_400_kb_are_refused() {

@@ -4,10 +4,12 @@
 //! can tell new data from changed data from unchanged data. A day of more samples than one
 //! item should hold is kept in parts (see [`PART_SAMPLES`]).
 
-use serde::{Deserialize, Serialize};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
-use wearlab_models::data::SampleGroup;
+use wearlab_models::data::{Sample, SampleGroup, SourceContext};
 
 use super::normalize::{Entry, source};
 use crate::Deps;
@@ -15,7 +17,7 @@ use crate::error::DomainError;
 use crate::ids::UserId;
 use crate::keys::pipeline as keys;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key};
+use crate::ports::{Condition, Item, Key, StoreError, TextItem};
 
 /// A stored data item.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -174,20 +176,18 @@ pub(crate) async fn put(
 }
 
 /// Stores `entries` without looking at what was there (historical pulls), in as few writes as
-/// the table allows (`Table::put_all`). Entries naming one item twice keep the last, as writing
-/// them one after the other would.
+/// the table allows (`Table::put_all_text`). Entries naming one item twice keep the last, as
+/// writing them one after the other would.
 pub(crate) async fn overwrite_all(
     deps: &Deps,
     user: UserId,
     provider: &str,
     entries: Vec<Entry>,
 ) -> Result<(), DomainError> {
-    let mut items: Vec<Item> = Vec::with_capacity(entries.len());
+    let mut items: Vec<TextItem> = Vec::with_capacity(entries.len());
     let mut at: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for entry in entries {
-        let (key, value) = key_and_value(user, provider, entry);
-        let h = hash(&value);
-        for item in items_for(key, value, h) {
+        for item in text_items_for(user, provider, entry)? {
             match at.get(&item.key) {
                 Some(&i) => items[i] = item,
                 None => {
@@ -197,6 +197,124 @@ pub(crate) async fn overwrite_all(
             }
         }
     }
-    deps.table.put_all(items).await?;
+    deps.table.put_all_text(items).await?;
     Ok(())
+}
+
+/// The items that keep `entry`, as text. A day of samples that fits one item is written
+/// straight from its samples ([`DayText`]), its hash taken on the same bytes; other entries go
+/// through their value, as [`put`] stores them.
+fn text_items_for(user: UserId, provider: &str, entry: Entry) -> Result<Vec<TextItem>, DomainError> {
+    if let Entry::Series { resource, date, samples } = &entry
+        && samples.len() <= PART_SAMPLES
+    {
+        let key = keys::series(user, resource, *date, provider);
+        let source = source(provider, None);
+        let day = serde_json::value::to_raw_value(&DayText::of(&source, samples))
+            .map_err(|e| StoreError::Invalid(format!("a day of samples: {e}")))?;
+        let h = hex::encode(Sha256::digest(day.get().as_bytes()));
+        return Ok(vec![TextItem::new(key, &StoredText { h: &h, v: &day })?]);
+    }
+    let (key, value) = key_and_value(user, provider, entry);
+    let h = hash(&value);
+    items_for(key, value, h)
+        .into_iter()
+        .map(|item| TextItem::new(item.key, &item.body).map_err(DomainError::from))
+        .collect()
+}
+
+/// A day of samples as the table keeps it: the JSON text of `to_body(&SampleGroup { .. })`, keys
+/// in the same (sorted) order, but written from the samples with no `serde_json::Value` tree in
+/// between (which cost a historical pull more CPU than anything but the table's commits). The
+/// test `a_day_as_text_is_its_value_as_text` keeps the two the same, bytes and hash.
+#[derive(Serialize)]
+struct DayText<'a> {
+    data: SamplesText<'a>,
+    source: SourceText<'a>,
+}
+
+impl<'a> DayText<'a> {
+    fn of(source: &'a SourceContext, samples: &'a [Sample]) -> Self {
+        let SourceContext { provider, source_type, app_id, name, logo, slug } = source;
+        Self {
+            data: SamplesText(samples),
+            source: SourceText { app_id, logo, name, provider, slug, source_type },
+        }
+    }
+}
+
+struct SamplesText<'a>(&'a [Sample]);
+
+impl Serialize for SamplesText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|s| {
+            let Sample { timestamp, value, unit, timezone_offset } = s;
+            SampleText { timestamp, timezone_offset: *timezone_offset, unit, value: *value }
+        }))
+    }
+}
+
+/// [`Sample`]'s fields in sorted order.
+#[derive(Serialize)]
+struct SampleText<'a> {
+    timestamp: &'a DateTime<Utc>,
+    timezone_offset: i32,
+    unit: &'a str,
+    value: f64,
+}
+
+/// [`SourceContext`]'s fields in sorted order.
+#[derive(Serialize)]
+struct SourceText<'a> {
+    app_id: &'a Option<String>,
+    logo: &'a Option<String>,
+    name: &'a str,
+    provider: &'a str,
+    slug: &'a str,
+    #[serde(rename = "type")]
+    source_type: &'a str,
+}
+
+/// [`Stored`] with its value as text.
+#[derive(Serialize)]
+struct StoredText<'a> {
+    h: &'a str,
+    v: &'a RawValue,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_day_as_text_is_its_value_as_text() {
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let samples = vec![
+            Sample {
+                timestamp: at("2026-03-01T00:00:00Z"),
+                value: 61.0,
+                unit: "bpm".into(),
+                timezone_offset: 3600,
+            },
+            Sample {
+                timestamp: at("2026-03-01T00:00:01.250Z"),
+                value: 0.1,
+                unit: "\"q\u{e9}".into(),
+                timezone_offset: -18000,
+            },
+            Sample {
+                timestamp: at("2026-03-01T23:59:59Z"),
+                value: f64::NAN,
+                unit: String::new(),
+                timezone_offset: 0,
+            },
+        ];
+        let with_app = SourceContext { app_id: Some("com.x".into()), ..source("oura", None) };
+        for source in [source("oura", None), with_app] {
+            let value = to_body(&SampleGroup { source: source.clone(), data: samples.clone() });
+            let text = serde_json::to_string(&DayText::of(&source, &samples)).unwrap();
+            assert_eq!(text, serde_json::to_string(&value).unwrap());
+            assert_eq!(hex::encode(Sha256::digest(text.as_bytes())), hash(&value));
+        }
+    }
 }

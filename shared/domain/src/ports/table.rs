@@ -62,6 +62,37 @@ impl Item {
     }
 }
 
+/// An item written from its body's JSON text: version 1, no index entry, no expiry. For the
+/// many data items of a historical pull, whose text is serialised once from typed values (and
+/// hashed on the same bytes) instead of built as a `serde_json::Value` first. Written by
+/// [`Table::put_all_text`].
+#[derive(Debug, Clone)]
+pub struct TextItem {
+    pub key: Key,
+    body: Box<serde_json::value::RawValue>,
+}
+
+impl TextItem {
+    /// `body` serialised as the item's body: valid JSON by construction.
+    pub fn new<T: Serialize + ?Sized>(key: Key, body: &T) -> Result<Self, StoreError> {
+        let body = serde_json::value::to_raw_value(body)
+            .map_err(|e| StoreError::Invalid(format!("{}/{}: {e}", key.pk, key.sk)))?;
+        Ok(Self { key, body })
+    }
+
+    /// The body's JSON text.
+    pub fn body(&self) -> &serde_json::value::RawValue {
+        &self.body
+    }
+
+    /// The same item as an [`Item`] (its body parsed): what a read answers for it.
+    pub fn to_item(&self) -> Result<Item, StoreError> {
+        let body = serde_json::from_str(self.body.get())
+            .map_err(|e| StoreError::Invalid(format!("{}/{}: {e}", self.key.pk, self.key.sk)))?;
+        Ok(Item::new(self.key.clone(), body))
+    }
+}
+
 /// An item read only to be decoded: its body is still JSON text, so that decoding reads the
 /// text straight into the record, with no `serde_json::Value` tree in between (the tree costs
 /// an allocation per field on every read). What [`Table::get_raw`] answers.
@@ -435,9 +466,20 @@ pub fn validate_batch(ops: &[WriteOp]) -> Result<(), StoreError> {
 /// Refuses a [`Table::put_all`] that names one key twice: which write would win is not defined
 /// in one DynamoDB BatchWriteItem (it refuses them), so no adapter accepts it.
 pub fn validate_put_all(items: &[Item]) -> Result<(), StoreError> {
+    distinct_keys(items.iter().map(|i| &i.key))
+}
+
+/// [`validate_put_all`] for [`Table::put_all_text`].
+pub fn validate_put_all_text(items: &[TextItem]) -> Result<(), StoreError> {
+    distinct_keys(items.iter().map(|i| &i.key))
+}
+
+fn distinct_keys<'a>(keys: impl Iterator<Item = &'a Key>) -> Result<(), StoreError> {
     let mut seen = std::collections::HashSet::new();
-    if !items.iter().all(|i| seen.insert(&i.key)) {
-        return Err(StoreError::Invalid("a batch names one key twice".into()));
+    for key in keys {
+        if !seen.insert(key) {
+            return Err(StoreError::Invalid("a batch names one key twice".into()));
+        }
     }
     Ok(())
 }
@@ -475,6 +517,14 @@ pub trait Table: Send + Sync + 'static {
             self.put(item, Condition::None).await?;
         }
         Ok(())
+    }
+
+    /// [`Table::put_all`] for items whose bodies are JSON text already ([`TextItem`]): the same
+    /// writes and promises. Adapters that keep bodies as text write the text as it is; this
+    /// default parses each body and goes through `put_all`.
+    async fn put_all_text(&self, items: Vec<TextItem>) -> Result<(), StoreError> {
+        let items = items.iter().map(TextItem::to_item).collect::<Result<Vec<_>, _>>()?;
+        self.put_all(items).await
     }
 
     /// Applies one [`Add`] on its own and answers the field's value after it (one round trip).
