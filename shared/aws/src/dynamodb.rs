@@ -340,11 +340,10 @@ fn encode(item: &Item) -> Attrs {
     attrs
 }
 
-/// A [`TextItem`] as `encode` writes its item: version 1, no index entry, no expiry, the body's
-/// text as it is.
+/// A [`TextItem`] as `encode` writes the item it stands for (`TextItem::to_item`), the body's
+/// text copied as it is instead of written from a parsed tree.
 fn encode_text(item: &TextItem) -> Attrs {
-    let mut attrs = key_attrs(&item.key);
-    attrs.insert(VER.to_owned(), n(1));
+    let mut attrs = encode(&Item::new(item.key.clone(), serde_json::Value::Null));
     attrs.insert(DATA.to_owned(), AttributeValue::S(item.body().get().to_owned()));
     attrs
 }

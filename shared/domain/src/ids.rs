@@ -171,7 +171,8 @@ impl TimeZoneId {
         self.0.iana_name().unwrap_or("UTC")
     }
 
-    /// Seconds the zone's local time is ahead of UTC at `t`.
+    /// Seconds the zone's local time is ahead of UTC at `t`; 0 (UTC) outside the years -9999 to
+    /// 9999, which the database does not reach (chrono's range is wider).
     pub fn offset_seconds_at(&self, t: chrono::DateTime<chrono::Utc>) -> i32 {
         match jiff::Timestamp::new(t.timestamp(), 0) {
             Ok(at) => self.0.to_offset(at).seconds(),

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
 use tokio::sync::oneshot;
 use wearlab_domain::ports::{
-    Add, Condition, Cursor, Index, Item, Key, MAX_ITEM_BYTES, Page, Query, RawItem, RawPage, SkRange,
-    StoreError, Table, TextItem, WriteOp, validate_batch, validate_put_all, validate_put_all_text,
+    Add, Condition, Cursor, Index, IndexKey, Item, Key, MAX_ITEM_BYTES, Page, Query, RawItem, RawPage,
+    SkRange, StoreError, Table, TextItem, WriteOp, validate_batch, validate_put_all, validate_put_all_text,
 };
 
 /// Items by `pk \0 sk`, as JSON.
@@ -52,30 +52,31 @@ impl Prepared {
         Ok(Self { op, text })
     }
 
-    /// A put of `item`'s text as it is. The op's item carries only what the committer reads of
-    /// a put besides its text: the key (and no index entry).
+    /// A put of `item`'s text as it is. The op's item is the text item's envelope with a null
+    /// body: the committer reads a put's key and index entry from it, and its text from `text`.
     fn from_text(item: TextItem) -> Result<Self, StoreError> {
-        let text = item_text(&item.key, &TextEnvelope::of(&item))?;
-        let op =
-            WriteOp::Put { item: Item::new(item.key, serde_json::Value::Null), condition: Condition::None };
-        Ok(Self { op, text: Some(text) })
+        let envelope = Item::new(item.key.clone(), serde_json::Value::Null);
+        let text = item_text(&item.key, &TextEnvelope::of(&envelope, &item))?;
+        Ok(Self { op: WriteOp::Put { item: envelope, condition: Condition::None }, text: Some(text) })
     }
 }
 
-/// A [`TextItem`] in the layout an [`Item`] is written in (`serde_json::to_vec(&item)`), its body
-/// copied as it is. The test `a_text_item_is_written_as_its_item_would_be` keeps the two the same.
+/// A [`TextItem`] in the layout an [`Item`] is written in (`serde_json::to_vec(&item)`): the
+/// envelope's fields, the body copied as it is. The test
+/// `a_text_item_is_written_as_its_item_would_be` keeps the two the same.
 #[derive(serde::Serialize)]
 struct TextEnvelope<'a> {
     key: &'a Key,
-    gsi1: Option<()>,
+    gsi1: &'a Option<IndexKey>,
     version: u64,
     expires_at: Option<i64>,
     body: &'a serde_json::value::RawValue,
 }
 
 impl<'a> TextEnvelope<'a> {
-    fn of(item: &'a TextItem) -> Self {
-        Self { key: &item.key, gsi1: None, version: 1, expires_at: None, body: item.body() }
+    fn of(envelope: &'a Item, item: &'a TextItem) -> Self {
+        let Item { key, gsi1, version, expires_at, body: _ } = envelope;
+        Self { key, gsi1, version: *version, expires_at: *expires_at, body: item.body() }
     }
 }
 
@@ -792,10 +793,8 @@ mod tests {
         ] {
             let text = TextItem::new(key.clone(), &body).unwrap();
             let item = Item::new(key, body);
-            assert_eq!(
-                item_text(&text.key, &TextEnvelope::of(&text)).unwrap(),
-                serde_json::to_vec(&item).unwrap()
-            );
+            let prepared = Prepared::from_text(text.clone()).unwrap();
+            assert_eq!(prepared.text.unwrap(), serde_json::to_vec(&item).unwrap());
             assert_eq!(text.to_item().unwrap(), item);
         }
     }

@@ -45,7 +45,12 @@ pub(crate) enum Change {
 }
 
 fn hash(v: &Value) -> String {
-    hex::encode(Sha256::digest(serde_json::to_vec(v).expect("values serialize")))
+    hash_text(&serde_json::to_vec(v).expect("values serialize"))
+}
+
+/// The stored hash of a value's JSON text: SHA-256, in hex.
+fn hash_text(text: &[u8]) -> String {
+    hex::encode(Sha256::digest(text))
 }
 
 fn key_and_value(user: UserId, provider: &str, entry: Entry) -> (Key, Value) {
@@ -212,7 +217,7 @@ fn text_items_for(user: UserId, provider: &str, entry: Entry) -> Result<Vec<Text
         let source = source(provider, None);
         let day = serde_json::value::to_raw_value(&DayText::of(&source, samples))
             .map_err(|e| StoreError::Invalid(format!("a day of samples: {e}")))?;
-        let h = hex::encode(Sha256::digest(day.get().as_bytes()));
+        let h = hash_text(day.get().as_bytes());
         return Ok(vec![TextItem::new(key, &StoredText { h: &h, v: &day })?]);
     }
     let (key, value) = key_and_value(user, provider, entry);
@@ -381,7 +386,7 @@ mod tests {
             let value = to_body(&SampleGroup { source: source.clone(), data: samples.clone() });
             let text = serde_json::to_string(&DayText::of(&source, &samples)).unwrap();
             assert_eq!(text, serde_json::to_string(&value).unwrap());
-            assert_eq!(hex::encode(Sha256::digest(text.as_bytes())), hash(&value));
+            assert_eq!(hash_text(text.as_bytes()), hash(&value));
         }
     }
 }
