@@ -75,9 +75,10 @@ async fn main() {
         )
         .await;
     }
-    // As the local stack runs them: QUEUE_CONSUMERS consumers, each a batch at a time.
-    let handled = AtomicUsize::new(0);
-    let consumer = || async {
+    // As the local stack runs them (`LocalStack::consume`): QUEUE_CONSUMERS consumers, each a
+    // task of its own taking a batch at a time, so that they spread over the runtime's threads.
+    let handled = Arc::new(AtomicUsize::new(0));
+    let consumer = move |stack: LocalStack, handled: Arc<AtomicUsize>| async move {
         while started.elapsed() < DEADLINE {
             let n = stack.run_pulls_once().await.expect("pull queue");
             handled.fetch_add(n, Ordering::Relaxed);
@@ -89,6 +90,9 @@ async fn main() {
             }
         }
     };
+    let consumers: Vec<_> = (0..wearlab_local::QUEUE_CONSUMERS)
+        .map(|_| tokio::spawn(consumer(stack.clone(), handled.clone())))
+        .collect();
     let progress = async {
         // Each connection's pull is one message (unless it fails or waits), so handled
         // messages are about the connections done.
@@ -108,7 +112,9 @@ async fn main() {
         }
     };
     tokio::select! {
-        _ = futures_util::future::join_all((0..wearlab_local::QUEUE_CONSUMERS).map(|_| consumer())) => {}
+        done = futures_util::future::join_all(consumers) => {
+            done.into_iter().collect::<Result<Vec<()>, _>>().expect("a pull consumer panicked");
+        }
         _ = async { progress.await; std::future::pending::<()>().await } => {}
     }
     let handled = handled.load(Ordering::Relaxed);
