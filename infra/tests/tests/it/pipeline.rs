@@ -397,6 +397,89 @@ async fn pipeline_poll_emits_daily_created_and_updated_only_on_change() {
     assert_eq!(stack.bus.published().len(), n);
 }
 
+/// A stored day in columns (`{"o","s","t","u","v"}`, see the pipeline's `columns.rs`) in the
+/// shape days were stored in before columns, with that shape's hash: the API's `{source,
+/// data}` and the SHA-256 of its text.
+fn as_stored_before_columns(body: &Value) -> Value {
+    use sha2::Digest;
+    let c = &body["c"];
+    let runs = |runs: &Value| -> Vec<Value> {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| std::iter::repeat_n(r[0].clone(), r[1].as_u64().unwrap() as usize))
+            .collect()
+    };
+    let (units, offsets) = (runs(&c["u"]), runs(&c["o"]));
+    assert!(c.get("n").is_none(), "the simulator's samples are whole seconds");
+    let mut seconds = 0;
+    let data: Vec<Value> = c["t"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            seconds += t.as_i64().unwrap();
+            let at = chrono::DateTime::from_timestamp(seconds, 0).unwrap();
+            json!({"timestamp": at, "timezone_offset": offsets[i], "unit": units[i], "value": c["v"][i]})
+        })
+        .collect();
+    let v = json!({"data": data, "source": c["s"]});
+    let h = hex::encode(sha2::Sha256::digest(serde_json::to_vec(&v).unwrap()));
+    json!({"h": h, "v": v})
+}
+
+/// Days of samples stored in the API's shape (before columns) read back as they did, and the
+/// poll does not announce them as changed when the provider gives the same samples: their
+/// hash is compared in their own shape. Changed days are written in columns.
+#[tokio::test]
+async fn pipeline_days_stored_before_columns_read_back_and_are_not_announced_again() {
+    let t = TestApp::embedded().await;
+    let stack = t.stack.as_ref().unwrap();
+    let user = user_with(&t, "pl-columns").await;
+    connect(&t, &user, "oura").await;
+    drain(&t).await;
+    let uid = UserId::parse(&user).unwrap();
+    let series: Vec<(String, Value)> =
+        data_items(&t, &user).await.into_iter().filter(|(sk, _)| sk.starts_with("DATA#TS#")).collect();
+    assert!(series.len() > 100 && series.iter().all(|(_, b)| b.get("c").is_some() && b.get("v").is_none()));
+    let today = t.deps.now().date_naive().to_string();
+    let yesterday = (t.deps.now().date_naive() - Duration::days(1)).to_string();
+    let before = (read_day(&t, &user, &yesterday).await, read_day(&t, &user, &today).await);
+    assert!(!before.0.is_empty() && !before.1.is_empty());
+    for (sk, body) in &series {
+        let key = wearlab_domain::ports::Key::new(keys::user_partition(uid), sk.clone());
+        let old = wearlab_domain::ports::Item::new(key, as_stored_before_columns(body));
+        t.deps.table.put(old, wearlab_domain::ports::Condition::None).await.unwrap();
+    }
+    assert_eq!((read_day(&t, &user, &yesterday).await, read_day(&t, &user, &today).await), before);
+
+    // Later the same day: the same heart rate, so no heart-rate event, and the old days stay.
+    t.clock.advance(Duration::hours(3));
+    stack.schedule_poll().await.unwrap();
+    drain(&t).await;
+    let c = counts(&events(&t, "daily."));
+    assert!(!c.keys().any(|k| k.starts_with("daily.data.heartrate")), "unchanged data: no event {c:?}");
+    assert_eq!(c.get("daily.data.activity.updated"), Some(&1), "the poll ran: {c:?}");
+    let own = format!("DATA#TS#heartrate#{today}#oura");
+    let items = data_items(&t, &user).await;
+    let stored = |sk: &str| items.iter().find(|(k, _)| k == sk).map(|(_, b)| b.clone()).unwrap();
+    assert!(stored(&own).get("v").is_some(), "an unchanged day is not rewritten");
+
+    // A new day is written in columns, and every day reads back.
+    t.clock.advance(Duration::days(1));
+    stack.schedule_poll().await.unwrap();
+    drain(&t).await;
+    let c = counts(&events(&t, "daily."));
+    assert_eq!(c.get("daily.data.heartrate.created"), Some(&1), "{c:?}");
+    let tomorrow = t.deps.now().date_naive().to_string();
+    let items = data_items(&t, &user).await;
+    let new = items.iter().find(|(k, _)| *k == format!("DATA#TS#heartrate#{tomorrow}#oura")).unwrap();
+    assert!(new.1.get("c").is_some());
+    assert!(!read_day(&t, &user, &tomorrow).await.is_empty());
+    assert_eq!(read_day(&t, &user, &yesterday).await, before.0);
+}
+
 #[tokio::test]
 async fn pipeline_preferences_bounds_and_hypnogram_setting() {
     let t = TestApp::embedded().await;

@@ -6,6 +6,7 @@
 //! "poll everything", or a `provider.connection.created` event from the bus (which starts the
 //! connection's historical pull).
 
+mod columns;
 pub mod normalize;
 pub mod pull;
 pub mod read;

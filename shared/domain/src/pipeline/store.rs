@@ -1,16 +1,20 @@
 //! Writes normalised entries into the user's partition. Each item's key is derived from the
 //! data (resource, day, provider, record), so storing the same data again writes the same item:
 //! a repeated chunk stores nothing twice. Each item keeps a hash of its content, so the poll
-//! can tell new data from changed data from unchanged data. A day of more samples than one
-//! item should hold is kept in parts (see [`PART_SAMPLES`]).
+//! can tell new data from changed data from unchanged data. A day of samples is kept in
+//! columns ([`super::columns`]), and a day of more samples than one item should hold in parts
+//! (see [`PART_SAMPLES`]).
+
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use wearlab_models::data::{Sample, SampleGroup, SourceContext};
 
+use super::columns::{Columns, ColumnsText};
 use super::normalize::{Entry, source};
 use crate::Deps;
 use crate::error::DomainError;
@@ -20,21 +24,39 @@ use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError, TextItem};
 
 /// A stored data item.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Stored {
-    /// SHA-256 (hex) of `value` (on a day's own item of samples, of the whole day's).
+    /// SHA-256 (hex) of the stored content's text: of `v`, or of `c` (on a day's own item of
+    /// samples kept in parts, of all its parts' texts in order).
     pub h: String,
+    /// Summaries and profiles, and days of samples stored before columns: the value as the
+    /// API answers it.
+    #[serde(default)]
     pub v: Value,
+    /// A day of samples (or a part of one) in columns.
+    #[serde(default)]
+    pub c: Option<Box<RawValue>>,
     /// On a day's own item of samples: how many items the day is kept in (absent: one). Parts
     /// past it are left from a day that once had more samples, and are not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub parts: Option<u32>,
+}
+
+impl Stored {
+    /// The samples of a stored day (or part of one), in either form.
+    pub(crate) fn into_group(self) -> Result<SampleGroup, StoreError> {
+        let corrupt = |e: serde_json::Error| StoreError::Corrupt(e.to_string());
+        match self.c {
+            Some(c) => serde_json::from_str::<Columns>(c.get()).map_err(corrupt)?.into_group(),
+            None => serde_json::from_value(self.v).map_err(corrupt),
+        }
+    }
 }
 
 /// Most samples one item keeps. A day of more is kept in parts of this many: the first in the
 /// day's own item, the rest in items that follow it ([`keys::series_part`]). 2,000 samples are
-/// about 170 KB of JSON, well under the 400 KB DynamoDB allows an item; a day of 1-second heart
-/// rate (86,400 samples) is 44 parts.
+/// about 20 KB in columns (and at most about 100 KB however long their values), well under
+/// the 400 KB DynamoDB allows an item; a day of 1-second heart rate (86,400 samples) is 44 parts.
 pub const PART_SAMPLES: usize = 2_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,68 +88,70 @@ fn key_and_value(user: UserId, provider: &str, entry: Entry) -> (Key, Value) {
     }
 }
 
-/// The stored form of `value` with its hash `h` (a [`Stored`]; `parts` on a day's own item of
-/// samples kept in parts), built without copying it: `json!` would serialise `value` into a
-/// second tree (a deep copy, then the original dropped), a fifth of a historical pull's CPU.
-fn stored(h: String, value: Value, parts: Option<u32>) -> Value {
+/// The stored form of `value` with its hash `h` (a [`Stored`]), built without copying it:
+/// `json!` would serialise `value` into a second tree (a deep copy, then the original dropped).
+fn stored(h: String, value: Value) -> Value {
     let mut fields = serde_json::Map::new();
     fields.insert("h".into(), Value::String(h));
     fields.insert("v".into(), value);
-    if let Some(parts) = parts {
-        fields.insert("parts".into(), parts.into());
-    }
     Value::Object(fields)
 }
 
-/// The items that keep `value` (hashed `h`) under `key`: one, or for a day of more than
-/// [`PART_SAMPLES`] samples, the day's own item first (the whole day's hash, the number of
-/// parts, the first samples) and then its other parts.
-fn items_for(key: Key, value: Value, h: String) -> Vec<Item> {
-    let samples = value.get("data").and_then(Value::as_array).map_or(0, Vec::len);
-    if samples <= PART_SAMPLES || !key.sk.starts_with(keys::SERIES_PREFIX) {
-        return vec![Item::new(key, stored(h, value, None))];
-    }
-    let Value::Object(mut group) = value else { unreachable!("a value with data is an object") };
-    let source = group.remove("source").unwrap_or(Value::Null);
-    let Some(Value::Array(data)) = group.remove("data") else { unreachable!("data was an array") };
-    let mut parts: Vec<Value> = Vec::with_capacity(samples.div_ceil(PART_SAMPLES));
-    let mut data = data.into_iter().peekable();
-    while data.peek().is_some() {
-        let mut part = serde_json::Map::new();
-        part.insert("source".into(), source.clone());
-        part.insert("data".into(), data.by_ref().take(PART_SAMPLES).collect());
-        parts.push(Value::Object(part));
-    }
-    let count = parts.len() as u32;
-    parts
+/// A day (or part) of samples in columns with its hash, as a [`Stored`] is read.
+#[derive(Serialize)]
+struct StoredColumns<'a> {
+    c: &'a RawValue,
+    h: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parts: Option<u32>,
+}
+
+/// The items that keep a day of `samples` under `key`, in columns, and the day's hash. A day
+/// of more than [`PART_SAMPLES`] samples is kept in parts: the day's own item first (with the
+/// hash of all the parts' texts in order and the number of parts), then its other parts.
+fn series_items(
+    key: &Key,
+    source: &SourceContext,
+    samples: &[Sample],
+) -> Result<(String, Vec<TextItem>), DomainError> {
+    let parts: Vec<&[Sample]> =
+        if samples.is_empty() { vec![samples] } else { samples.chunks(PART_SAMPLES).collect() };
+    let texts = parts
         .into_iter()
+        .map(|samples| serde_json::value::to_raw_value(&ColumnsText { source, samples }))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| StoreError::Invalid(format!("a day of samples: {e}")))?;
+    let mut day = Sha256::new();
+    for text in &texts {
+        day.update(text.get().as_bytes());
+    }
+    let h = hex::encode(day.finalize());
+    let count = texts.len() as u32;
+    let items = texts
+        .iter()
         .zip(1..)
-        .map(|(part, n)| match n {
-            1 => Item::new(key.clone(), stored(h.clone(), part, Some(count))),
-            n => {
-                let h = hash(&part);
-                Item::new(keys::series_part(&key, n), stored(h, part, None))
-            }
+        .map(|(c, n)| match n {
+            1 => TextItem::new(key.clone(), &StoredColumns { c, h: &h, parts: (count > 1).then_some(count) }),
+            n => TextItem::new(
+                keys::series_part(key, n),
+                &StoredColumns { c, h: &hash_text(c.get().as_bytes()), parts: None },
+            ),
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((h, items))
 }
 
 /// The timestamps of a stored day of samples, over all its parts.
 async fn stored_timestamps(
     deps: &Deps,
     key: &Key,
-    first: &Stored,
-) -> Result<std::collections::HashSet<String>, DomainError> {
-    let of = |v: &Value| -> Vec<String> {
-        v.get("data")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.get("timestamp")?.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default()
-    };
-    let mut seen: std::collections::HashSet<String> = of(&first.v).into_iter().collect();
-    for n in 2..=first.parts.unwrap_or(1) {
+    first: Stored,
+) -> Result<HashSet<DateTime<Utc>>, DomainError> {
+    let parts = first.parts.unwrap_or(1);
+    let mut seen: HashSet<DateTime<Utc>> = first.into_group()?.data.iter().map(|s| s.timestamp).collect();
+    for n in 2..=parts {
         if let Some(item) = deps.table.get(&keys::series_part(key, n)).await? {
-            seen.extend(of(&item.decode::<Stored>()?.v));
+            seen.extend(item.decode::<Stored>()?.into_group()?.data.iter().map(|s| s.timestamp));
         }
     }
     Ok(seen)
@@ -143,40 +167,43 @@ pub(crate) async fn put(
     entry: &Entry,
 ) -> Result<(Change, Value), DomainError> {
     let (key, value) = key_and_value(user, provider, entry.clone());
-    let h = hash(&value);
-    let old = deps.table.get(&key).await?;
-    let change = match &old {
+    let old = match deps.table.get(&key).await? {
+        Some(item) => Some(item.decode::<Stored>()?),
+        None => None,
+    };
+    let Entry::Series { samples, .. } = entry else {
+        let h = hash(&value);
+        let change = match old {
+            None => Change::Created,
+            Some(old) if old.h == h => return Ok((Change::Unchanged, value)),
+            Some(_) => Change::Updated,
+        };
+        deps.table.put(Item::new(key, stored(h, value.clone())), Condition::None).await?;
+        return Ok((change, value));
+    };
+    let (h, mut items) = series_items(&key, &source(provider, None), samples)?;
+    let change = match old {
         None => Change::Created,
-        Some(item) => {
-            let old: Stored = item.decode()?;
-            if old.h == h {
-                return Ok((Change::Unchanged, value));
-            }
-            match entry {
-                Entry::Series { samples, .. } => {
-                    let before = stored_timestamps(deps, &key, &old).await?;
-                    let any_new = samples.iter().any(|s| {
-                        !before.contains(
-                            &serde_json::to_value(s.timestamp)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_owned))
-                                .unwrap_or_default(),
-                        )
-                    });
-                    if any_new { Change::Created } else { Change::Updated }
-                }
-                _ => Change::Updated,
+        // A day stored before columns keeps the hash of its value's text.
+        Some(old) if old.h == h || (old.c.is_none() && old.h == hash(&value)) => {
+            return Ok((Change::Unchanged, value));
+        }
+        Some(old) => {
+            let before = stored_timestamps(deps, &key, old).await?;
+            if samples.iter().any(|s| !before.contains(&s.timestamp)) {
+                Change::Created
+            } else {
+                Change::Updated
             }
         }
     };
-    let mut items = items_for(key, value.clone(), h);
     let first = items.remove(0);
     // The other parts first, the day's own item (with the day's hash) last: a crash in between
     // leaves the old hash, so the next poll writes the day again.
     if !items.is_empty() {
-        deps.table.put_all(items).await?;
+        deps.table.put_all_text(items).await?;
     }
-    deps.table.put(first, Condition::None).await?;
+    deps.table.put_all_text(vec![first]).await?;
     Ok((change, value))
 }
 
@@ -206,187 +233,87 @@ pub(crate) async fn overwrite_all(
     Ok(())
 }
 
-/// The items that keep `entry`, as text. A day of samples that fits one item is written
-/// straight from its samples ([`DayText`]), its hash taken on the same bytes; other entries go
-/// through their value, as [`put`] stores them.
+/// The items that keep `entry`, as text: a day of samples in columns, other entries as
+/// [`put`] stores them.
 fn text_items_for(user: UserId, provider: &str, entry: Entry) -> Result<Vec<TextItem>, DomainError> {
-    if let Entry::Series { resource, date, samples } = &entry
-        && samples.len() <= PART_SAMPLES
-    {
+    if let Entry::Series { resource, date, samples } = &entry {
         let key = keys::series(user, resource, *date, provider);
-        let source = source(provider, None);
-        let day = serde_json::value::to_raw_value(&DayText::of(&source, samples))
-            .map_err(|e| StoreError::Invalid(format!("a day of samples: {e}")))?;
-        let h = hash_text(day.get().as_bytes());
-        return Ok(vec![TextItem::new(key, &StoredText { h: &h, v: &day })?]);
+        return Ok(series_items(&key, &source(provider, None), samples)?.1);
     }
     let (key, value) = key_and_value(user, provider, entry);
     let h = hash(&value);
-    items_for(key, value, h)
-        .into_iter()
-        .map(|item| TextItem::new(item.key, &item.body).map_err(DomainError::from))
-        .collect()
-}
-
-/// A day of samples as the table keeps it: the JSON text of `to_body(&SampleGroup { .. })`, keys
-/// in the same (sorted) order, but written from the samples with no `serde_json::Value` tree in
-/// between (which cost a historical pull more CPU than anything but the table's commits). The
-/// test `a_day_as_text_is_its_value_as_text` keeps the two the same, bytes and hash.
-#[derive(Serialize)]
-struct DayText<'a> {
-    data: SamplesText<'a>,
-    source: SourceText<'a>,
-}
-
-impl<'a> DayText<'a> {
-    fn of(source: &'a SourceContext, samples: &'a [Sample]) -> Self {
-        let SourceContext { provider, source_type, app_id, name, logo, slug } = source;
-        Self {
-            data: SamplesText(samples),
-            source: SourceText { app_id, logo, name, provider, slug, source_type },
-        }
-    }
-}
-
-struct SamplesText<'a>(&'a [Sample]);
-
-impl Serialize for SamplesText<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|s| {
-            let Sample { timestamp, value, unit, timezone_offset } = s;
-            SampleText {
-                timestamp: TimestampText(timestamp),
-                timezone_offset: *timezone_offset,
-                unit,
-                value: *value,
-            }
-        }))
-    }
-}
-
-/// [`Sample`]'s fields in sorted order.
-#[derive(Serialize)]
-struct SampleText<'a> {
-    timestamp: TimestampText<'a>,
-    timezone_offset: i32,
-    unit: &'a str,
-    value: f64,
-}
-
-/// A timestamp as chrono's serde writes it (RFC 3339, UTC as `Z`, fractional seconds in 3, 6 or
-/// 9 digits when there are any). chrono writes it a character at a time through the formatter,
-/// which took a tenth of a pull's CPU; a whole second of the years 0 to 9999 (every sample
-/// providers give) is written here from digits instead, anything else by chrono.
-struct TimestampText<'a>(&'a DateTime<Utc>);
-
-impl Serialize for TimestampText<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use chrono::{Datelike, Timelike};
-        let t = self.0;
-        let year = t.year();
-        if t.nanosecond() != 0 || !(0..=9999).contains(&year) {
-            return self.0.serialize(serializer);
-        }
-        let mut text = *b"0000-00-00T00:00:00Z";
-        let mut put = |at: usize, value: u32, digits: usize| {
-            let mut v = value;
-            for i in (at..at + digits).rev() {
-                text[i] = b'0' + (v % 10) as u8;
-                v /= 10;
-            }
-        };
-        put(0, year as u32, 4);
-        put(5, t.month(), 2);
-        put(8, t.day(), 2);
-        put(11, t.hour(), 2);
-        put(14, t.minute(), 2);
-        put(17, t.second(), 2);
-        serializer.serialize_str(std::str::from_utf8(&text).map_err(serde::ser::Error::custom)?)
-    }
-}
-
-/// [`SourceContext`]'s fields in sorted order.
-#[derive(Serialize)]
-struct SourceText<'a> {
-    app_id: &'a Option<String>,
-    logo: &'a Option<String>,
-    name: &'a str,
-    provider: &'a str,
-    slug: &'a str,
-    #[serde(rename = "type")]
-    source_type: &'a str,
-}
-
-/// [`Stored`] with its value as text.
-#[derive(Serialize)]
-struct StoredText<'a> {
-    h: &'a str,
-    v: &'a RawValue,
+    Ok(vec![TextItem::new(key, &stored(h, value))?])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn timestamps_are_written_as_chrono_writes_them() {
-        let mut at: DateTime<Utc> = "0000-01-01T00:00:00Z".parse().unwrap();
-        for step in 0..2_000i64 {
-            // Seconds, leap days, year boundaries, fractional seconds of every width.
-            at += chrono::Duration::seconds(step * 104_729 + 1)
-                + chrono::Duration::nanoseconds(if step % 5 == 0 { step * 1_000_000 } else { 0 });
-            assert_eq!(
-                serde_json::to_string(&TimestampText(&at)).unwrap(),
-                serde_json::to_string(&at).unwrap()
-            );
-        }
-        let outside = |y: i32| {
-            chrono::NaiveDate::from_ymd_opt(y, 6, 1).unwrap().and_hms_opt(1, 2, 3).unwrap().and_utc()
-        };
-        for t in [outside(10_000), outside(-1)] {
-            assert_eq!(
-                serde_json::to_string(&TimestampText(&t)).unwrap(),
-                serde_json::to_string(&t).unwrap()
-            );
-        }
-        for t in ["2026-03-01T00:00:00.000001Z", "2024-02-29T23:59:59Z", "1969-12-31T23:59:59.5Z"] {
-            let t: DateTime<Utc> = t.parse().unwrap();
-            assert_eq!(
-                serde_json::to_string(&TimestampText(&t)).unwrap(),
-                serde_json::to_string(&t).unwrap()
-            );
-        }
+    fn samples(n: i64) -> Vec<Sample> {
+        (0..n)
+            .map(|i| Sample {
+                timestamp: DateTime::from_timestamp(1_772_323_200 + i, 0).unwrap(),
+                value: i as f64 / 4.0,
+                unit: "bpm".into(),
+                timezone_offset: 3600,
+            })
+            .collect()
+    }
+
+    fn read_back(items: &[TextItem]) -> Vec<Stored> {
+        items.iter().map(|i| i.to_item().unwrap().decode::<Stored>().unwrap()).collect()
     }
 
     #[test]
-    fn a_day_as_text_is_its_value_as_text() {
-        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
-        let samples = vec![
-            Sample {
-                timestamp: at("2026-03-01T00:00:00Z"),
-                value: 61.0,
-                unit: "bpm".into(),
-                timezone_offset: 3600,
-            },
-            Sample {
-                timestamp: at("2026-03-01T00:00:01.250Z"),
-                value: 0.1,
-                unit: "\"q\u{e9}".into(),
-                timezone_offset: -18000,
-            },
-            Sample {
-                timestamp: at("2026-03-01T23:59:59Z"),
-                value: f64::NAN,
-                unit: String::new(),
-                timezone_offset: 0,
-            },
-        ];
-        let with_app = SourceContext { app_id: Some("com.x".into()), ..source("oura", None) };
-        for source in [source("oura", None), with_app] {
-            let value = to_body(&SampleGroup { source: source.clone(), data: samples.clone() });
-            let text = serde_json::to_string(&DayText::of(&source, &samples)).unwrap();
-            assert_eq!(text, serde_json::to_string(&value).unwrap());
-            assert_eq!(hash_text(text.as_bytes()), hash(&value));
+    fn a_day_is_one_item_in_columns_hashed_on_its_text() {
+        let key = Key::new("USER#1", "DATA#TS#heartrate#2026-03-01#oura");
+        let day = samples(PART_SAMPLES as i64);
+        let source = source("oura", None);
+        let (h, items) = series_items(&key, &source, &day).unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].key, key);
+        let stored = read_back(&items).remove(0);
+        assert_eq!((stored.h.as_str(), stored.parts), (h.as_str(), None));
+        assert_eq!(h, hash_text(stored.c.as_ref().unwrap().get().as_bytes()));
+        assert_eq!(stored.into_group().unwrap(), SampleGroup { source, data: day });
+    }
+
+    #[test]
+    fn a_longer_day_is_kept_in_parts_its_own_item_first() {
+        let key = Key::new("USER#1", "DATA#TS#heartrate#2026-03-01#oura");
+        let day = samples(2 * PART_SAMPLES as i64 + 1);
+        let (h, items) = series_items(&key, &source("oura", None), &day).unwrap();
+        let keys: Vec<&Key> = items.iter().map(|i| &i.key).collect();
+        assert_eq!(keys, vec![&key, &keys::series_part(&key, 2), &keys::series_part(&key, 3)]);
+        let stored = read_back(&items);
+        assert_eq!((stored[0].h.as_str(), stored[0].parts), (h.as_str(), Some(3)));
+        let mut whole = Sha256::new();
+        for part in &stored {
+            whole.update(part.c.as_ref().unwrap().get().as_bytes());
         }
+        assert_eq!(h, hex::encode(whole.finalize()), "the day's hash covers every part");
+        assert_eq!(stored[2].parts, None);
+        let read: Vec<Sample> = stored.into_iter().flat_map(|s| s.into_group().unwrap().data).collect();
+        assert_eq!(read, day);
+    }
+
+    #[test]
+    fn a_day_stored_before_columns_reads_as_it_did() {
+        let group = SampleGroup { source: source("oura", None), data: samples(3) };
+        let value = to_body(&group);
+        let item = Item::new(Key::new("P", "S"), stored(hash(&value), value.clone()));
+        let old: Stored = item.decode().unwrap();
+        assert_eq!((old.h.clone(), old.c.is_none()), (hash(&value), true));
+        assert_eq!(old.into_group().unwrap(), group);
+    }
+
+    #[test]
+    fn the_same_day_stores_the_same_text() {
+        let key = Key::new("USER#1", "DATA#TS#steps#2026-03-01#oura");
+        let a = series_items(&key, &source("oura", None), &samples(10)).unwrap();
+        let b = series_items(&key, &source("oura", None), &samples(10)).unwrap();
+        assert_eq!(a.0, b.0);
+        let c = series_items(&key, &source("oura", None), &samples(11)).unwrap();
+        assert_ne!(a.0, c.0);
     }
 }
