@@ -476,9 +476,15 @@ fn apply_in(txn: &redb::WriteTransaction, ops: &[Prepared]) -> Result<Vec<i64>, 
         let mut gsi = txn.open_table(GSI1).map_err(unavailable).map_err(refused)?;
         let mut current = Vec::with_capacity(ops.len());
         for (i, Prepared { op, .. }) in ops.iter().enumerate() {
-            // Only an addition needs the body it adds to; the other writes need the envelope
-            // (version, index entry).
-            let existing = read(&items, op.key(), matches!(op, WriteOp::Add(_))).map_err(refused)?;
+            let existing = match op {
+                // A put without a condition needs nothing of the item it replaces before
+                // writing: that item's index entry is found from what the insert answers, so
+                // the tree is walked once, not twice (most of a historical pull's writes).
+                WriteOp::Put { condition: Condition::None, .. } => None,
+                // Only an addition needs the body it adds to; the other writes need the
+                // envelope (version, index entry).
+                _ => read(&items, op.key(), matches!(op, WriteOp::Add(_))).map_err(refused)?,
+            };
             if !holds(op.condition(), existing.as_ref()) {
                 return Err(refused(StoreError::ConditionFailed { op: (ops.len() > 1).then_some(i) }));
             }
@@ -508,9 +514,6 @@ fn write_one(
 ) -> Result<(), StoreError> {
     match op {
         WriteOp::Put { item, .. } => {
-            if let Some(old) = &existing {
-                remove(items, gsi, old)?;
-            }
             let text = text.as_deref().ok_or_else(|| StoreError::Invalid("a put without its text".into()))?;
             insert(items, gsi, item, text)?;
         }
@@ -530,13 +533,21 @@ fn write_one(
     Ok(())
 }
 
+/// Writes `item` (its stored `text`) over whatever was at its key, and moves its index entry:
+/// the replaced item's entry goes, the new one's comes.
 fn insert(
     items: &mut ItemsTable<'_>,
     gsi: &mut ItemsTable<'_>,
     item: &Item,
     text: &[u8],
 ) -> Result<(), StoreError> {
-    items.insert(primary(&item.key).as_slice(), text).map_err(unavailable)?;
+    let replaced = match items.insert(primary(&item.key).as_slice(), text).map_err(unavailable)? {
+        Some(old) => Some(decode_envelope(old.value())?),
+        None => None,
+    };
+    if let Some(old) = replaced.as_ref().and_then(gsi_entry) {
+        gsi.remove(old.as_slice()).map_err(unavailable)?;
+    }
     if let Some(g) = gsi_entry(item) {
         gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
     }

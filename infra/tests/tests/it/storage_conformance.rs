@@ -164,6 +164,17 @@ pub async fn secondary_index(t: Arc<dyn Table>) {
     // Dropping the index key removes the item from the index.
     t.put(item(&format!("{pk}#0"), "ROOT", 0), Condition::None).await.unwrap();
     assert_eq!(query_all(t.as_ref(), Query::gsi1(&idx), 100).await.unwrap().len(), 11);
+    // A new index key moves the item: listed once, at its new place, whether the put that
+    // moves it has a condition or not.
+    t.put(item(&format!("{pk}#1"), "ROOT", 1).with_gsi1(&idx, "99"), Condition::None).await.unwrap();
+    t.put(item(&format!("{pk}#2"), "ROOT", 2).with_gsi1(&idx, "98"), Condition::Exists).await.unwrap();
+    let listed: Vec<u64> = query_all(t.as_ref(), Query::gsi1(&idx), 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|i| i.body["n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(listed, [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
 }
 
 pub async fn expiry_is_kept(t: Arc<dyn Table>) {
@@ -462,7 +473,11 @@ macro_rules! conformance {
 conformance!(redb_memory, Arc::new(wearlab_embedded::RedbTable::in_memory()));
 conformance!(redb_file, {
     let dir = std::env::temp_dir().join(format!("wearlab-conf-{}", uuid::Uuid::new_v4().simple()));
-    Arc::new(wearlab_embedded::RedbTable::open(&dir.join("t.redb")).unwrap())
+    let table = wearlab_embedded::RedbTable::open(&dir.join("t.redb")).unwrap();
+    // The table works through its open file, so the directory goes at once: nothing is left
+    // in the temporary directory whether the test passes or not.
+    std::fs::remove_dir_all(&dir).unwrap();
+    Arc::new(table)
 });
 conformance!(dynamodb_moto, Arc::new(crate::helpers::moto_table().await));
 
