@@ -397,10 +397,10 @@ async fn pipeline_poll_emits_daily_created_and_updated_only_on_change() {
     assert_eq!(stack.bus.published().len(), n);
 }
 
-/// A stored day in columns (`{"o","s","t","u","v"}`, see the pipeline's `columns.rs`) in the
+/// A stored day in columns (`{"o","t","u","v"}`, see the pipeline's `columns.rs`) in the
 /// shape days were stored in before columns, with that shape's hash: the API's `{source,
 /// data}` and the SHA-256 of its text.
-fn as_stored_before_columns(body: &Value) -> Value {
+fn as_stored_before_columns(body: &Value, source: &Value) -> Value {
     use sha2::Digest;
     let c = &body["c"];
     let runs = |runs: &Value| -> Vec<Value> {
@@ -424,7 +424,7 @@ fn as_stored_before_columns(body: &Value) -> Value {
             json!({"timestamp": at, "timezone_offset": offsets[i], "unit": units[i], "value": c["v"][i]})
         })
         .collect();
-    let v = json!({"data": data, "source": c["s"]});
+    let v = json!({"data": data, "source": source});
     let h = hex::encode(sha2::Sha256::digest(serde_json::to_vec(&v).unwrap()));
     json!({"h": h, "v": v})
 }
@@ -447,9 +447,12 @@ async fn pipeline_days_stored_before_columns_read_back_and_are_not_announced_aga
     let yesterday = (t.deps.now().date_naive() - Duration::days(1)).to_string();
     let before = (read_day(&t, &user, &yesterday).await, read_day(&t, &user, &today).await);
     assert!(!before.0.is_empty() && !before.1.is_empty());
+    let path = format!("/v2/timeseries/{user}/heartrate/grouped?start_date={today}&end_date={today}");
+    let source = t.get(&path).await.body["groups"]["oura"][0]["source"].clone();
+    assert_eq!(source["provider"], "oura");
     for (sk, body) in &series {
         let key = wearlab_domain::ports::Key::new(keys::user_partition(uid), sk.clone());
-        let old = wearlab_domain::ports::Item::new(key, as_stored_before_columns(body));
+        let old = wearlab_domain::ports::Item::new(key, as_stored_before_columns(body, &source));
         t.deps.table.put(old, wearlab_domain::ports::Condition::None).await.unwrap();
     }
     assert_eq!((read_day(&t, &user, &yesterday).await, read_day(&t, &user, &today).await), before);

@@ -1,13 +1,15 @@
 //! A day of samples (or one part of a day) as the table keeps it: in columns.
 //!
-//! `{"n":[nanos..],"o":[[offset,count]..],"s":source,"t":[seconds,delta..],"u":[[unit,count]..],"v":[value..]}`
+//! `{"n":[nanos..],"o":[[offset,count]..],"t":[seconds,delta..],"u":[[unit,count]..],"v":[value..]}`
 //!
 //! - `t`: the first sample's time in seconds since the epoch, then each sample's distance in
 //!   seconds from the one before;
 //! - `n`: each timestamp's fraction of a second in nanoseconds, only when some has one;
 //! - `o` and `u`: the time zone offsets and units in runs of equal values (a day has one or two);
-//! - `v`: the values;
-//! - `s`: the source, as the API answers it.
+//! - `v`: the values.
+//!
+//! The source is not stored: a provider's samples always have the same one
+//! (`normalize::source(provider, None)`), taken from the catalog when they are read.
 //!
 //! A sample takes about 9 bytes where the API's shape (`{"timestamp":..,"timezone_offset":..,
 //! "unit":..,"value":..}`) takes about 85: a historical pull writes a tenth of the bytes (the
@@ -17,50 +19,26 @@
 use chrono::{DateTime, Utc};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
-use wearlab_models::data::{Sample, SampleGroup, SourceContext};
+use wearlab_models::data::Sample;
 
 use crate::ports::StoreError;
 
-/// Samples of one source in columns, for writing (see the module's text).
-pub(crate) struct ColumnsText<'a> {
-    pub source: &'a SourceContext,
-    pub samples: &'a [Sample],
-}
+/// Samples in columns, for writing (see the module's text).
+pub(crate) struct ColumnsText<'a>(pub &'a [Sample]);
 
 impl Serialize for ColumnsText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let samples = self.samples;
+        let samples = self.0;
         let mut map = serializer.serialize_map(None)?;
         if samples.iter().any(|s| s.timestamp.timestamp_subsec_nanos() != 0) {
             map.serialize_entry("n", &Each(samples, |s: &Sample| s.timestamp.timestamp_subsec_nanos()))?;
         }
         map.serialize_entry("o", &Runs(samples, |s: &Sample| s.timezone_offset))?;
-        map.serialize_entry("s", &SourceText::of(self.source))?;
         map.serialize_entry("t", &Seconds(samples))?;
         map.serialize_entry("u", &Runs(samples, unit))?;
         map.serialize_entry("v", &Each(samples, |s: &Sample| s.value))?;
         map.end()
-    }
-}
-
-/// [`SourceContext`]'s fields in sorted order, as every other key here: the text is then the
-/// same after a read through a `serde_json::Value` (whose maps sort their keys).
-#[derive(Serialize)]
-struct SourceText<'a> {
-    app_id: &'a Option<String>,
-    logo: &'a Option<String>,
-    name: &'a str,
-    provider: &'a str,
-    slug: &'a str,
-    #[serde(rename = "type")]
-    source_type: &'a str,
-}
-
-impl<'a> SourceText<'a> {
-    fn of(source: &'a SourceContext) -> Self {
-        let SourceContext { provider, source_type, app_id, name, logo, slug } = source;
-        Self { app_id, logo, name, provider, slug, source_type }
     }
 }
 
@@ -122,7 +100,6 @@ pub(crate) struct Columns {
     #[serde(default)]
     n: Option<Vec<u32>>,
     o: Vec<(i32, u32)>,
-    s: SourceContext,
     t: Vec<i64>,
     u: Vec<(String, u32)>,
     v: Vec<f64>,
@@ -131,7 +108,7 @@ pub(crate) struct Columns {
 impl Columns {
     /// The samples, as the API answers them. A text whose columns do not fit together is
     /// refused as corrupt, never read short.
-    pub(crate) fn into_group(self) -> Result<SampleGroup, StoreError> {
+    pub(crate) fn into_samples(self) -> Result<Vec<Sample>, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("a stored day of samples: {what}"));
         let len = self.t.len();
         if self.v.len() != len || self.n.as_ref().is_some_and(|n| n.len() != len) {
@@ -151,7 +128,7 @@ impl Columns {
                 .ok_or_else(|| corrupt("a timestamp out of range"))?;
             data.push(Sample { timestamp, value, unit, timezone_offset });
         }
-        Ok(SampleGroup { source: self.s, data })
+        Ok(data)
     }
 }
 
@@ -165,25 +142,14 @@ fn expand<T: Clone>(runs: Vec<(T, u32)>, len: usize) -> Option<impl Iterator<Ite
 mod tests {
     use super::*;
 
-    fn source() -> SourceContext {
-        SourceContext {
-            provider: "oura".into(),
-            source_type: "ring".into(),
-            app_id: Some("com.x".into()),
-            name: "Oura".into(),
-            logo: None,
-            slug: "oura".into(),
-        }
-    }
-
     fn sample(at: &str, value: f64, unit: &str, offset: i32) -> Sample {
         Sample { timestamp: at.parse().unwrap(), value, unit: unit.into(), timezone_offset: offset }
     }
 
-    fn round_trip(samples: &[Sample]) -> (String, SampleGroup) {
-        let text = serde_json::to_string(&ColumnsText { source: &source(), samples }).unwrap();
+    fn round_trip(samples: &[Sample]) -> (String, Vec<Sample>) {
+        let text = serde_json::to_string(&ColumnsText(samples)).unwrap();
         let columns: Columns = serde_json::from_str(&text).unwrap();
-        (text, columns.into_group().unwrap())
+        (text, columns.into_samples().unwrap())
     }
 
     #[test]
@@ -197,8 +163,7 @@ mod tests {
             sample("2026-03-28T23:00:00.250Z", 72.5, "\"q\u{e9}", 7200),
             sample("1969-12-31T23:59:59.000000001Z", f64::MAX, "", -18000),
         ];
-        let (_, group) = round_trip(&samples);
-        assert_eq!(group, SampleGroup { source: source(), data: samples });
+        assert_eq!(round_trip(&samples).1, samples);
     }
 
     #[test]
@@ -211,12 +176,13 @@ mod tests {
                 timezone_offset: 3600,
             })
             .collect();
-        let (text, group) = round_trip(&samples);
+        let (text, read) = round_trip(&samples);
+        assert_eq!(read, samples);
         let through_a_value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(through_a_value.to_string(), text, "keys in the order a read gives them back");
         assert!(!text.contains("\"n\""), "no fractions, no column for them");
         assert!(text.contains(r#""o":[[3600,1440]]"#) && text.contains(r#""u":[["bpm",1440]]"#), "{text}");
-        let api = serde_json::to_string(&group).unwrap();
+        let api = serde_json::to_string(&samples).unwrap();
         assert!(
             text.len() * 7 < api.len(),
             "{} bytes in columns, {} in the API's shape",
@@ -227,18 +193,11 @@ mod tests {
 
     #[test]
     fn an_empty_day_is_empty() {
-        let (text, group) = round_trip(&[]);
-        assert_eq!(
-            text,
-            r#"{"o":[],"s":{"app_id":"com.x","logo":null,"name":"Oura","provider":"oura","slug":"oura","type":"ring"},"t":[],"u":[],"v":[]}"#
-        );
-        assert!(group.data.is_empty());
+        assert_eq!(round_trip(&[]), (r#"{"o":[],"t":[],"u":[],"v":[]}"#.to_owned(), vec![]));
     }
 
     #[test]
     fn columns_that_do_not_fit_together_are_corrupt() {
-        let s =
-            r#""s":{"provider":"oura","type":"ring","app_id":null,"name":"Oura","logo":null,"slug":"oura"}"#;
         for body in [
             r#""t":[1,2],"v":[1.0],"o":[[0,2]],"u":[["bpm",2]]"#,
             r#""t":[1,2],"v":[1.0,2.0],"o":[[0,1]],"u":[["bpm",2]]"#,
@@ -248,8 +207,8 @@ mod tests {
             r#""t":[9223372036854775807,1],"v":[1.0,2.0],"o":[[0,2]],"u":[["bpm",2]]"#,
             r#""t":[9000000000000000],"v":[1.0],"o":[[0,1]],"u":[["bpm",1]]"#,
         ] {
-            let columns: Columns = serde_json::from_str(&format!("{{{s},{body}}}")).unwrap();
-            assert!(matches!(columns.into_group(), Err(StoreError::Corrupt(_))), "{body}");
+            let columns: Columns = serde_json::from_str(&format!("{{{body}}}")).unwrap();
+            assert!(matches!(columns.into_samples(), Err(StoreError::Corrupt(_))), "{body}");
         }
     }
 }

@@ -197,7 +197,7 @@ pub async fn timeseries(
         if part > count {
             continue; // left from a day that once had more samples
         }
-        let group: SampleGroup = s.into_group()?;
+        let group: SampleGroup = s.into_group(&provider)?;
         let list = groups.entry(provider).or_default();
         // One group per source: days of the same source are joined.
         match list.iter_mut().find(|g| g.source == group.source) {

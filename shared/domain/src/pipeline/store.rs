@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
-use wearlab_models::data::{Sample, SampleGroup, SourceContext};
+use wearlab_models::data::{Sample, SampleGroup};
 
 use super::columns::{Columns, ColumnsText};
 use super::normalize::{Entry, source};
@@ -43,11 +43,14 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
-    /// The samples of a stored day (or part of one), in either form.
-    pub(crate) fn into_group(self) -> Result<SampleGroup, StoreError> {
+    /// The samples of a stored day (or part of one) of `provider`, in either form.
+    pub(crate) fn into_group(self, provider: &str) -> Result<SampleGroup, StoreError> {
         let corrupt = |e: serde_json::Error| StoreError::Corrupt(e.to_string());
         match self.c {
-            Some(c) => serde_json::from_str::<Columns>(c.get()).map_err(corrupt)?.into_group(),
+            Some(c) => Ok(SampleGroup {
+                source: source(provider, None),
+                data: serde_json::from_str::<Columns>(c.get()).map_err(corrupt)?.into_samples()?,
+            }),
             None => serde_json::from_value(self.v).map_err(corrupt),
         }
     }
@@ -109,16 +112,12 @@ struct StoredColumns<'a> {
 /// The items that keep a day of `samples` under `key`, in columns, and the day's hash. A day
 /// of more than [`PART_SAMPLES`] samples is kept in parts: the day's own item first (with the
 /// hash of all the parts' texts in order and the number of parts), then its other parts.
-fn series_items(
-    key: &Key,
-    source: &SourceContext,
-    samples: &[Sample],
-) -> Result<(String, Vec<TextItem>), DomainError> {
+fn series_items(key: &Key, samples: &[Sample]) -> Result<(String, Vec<TextItem>), DomainError> {
     let parts: Vec<&[Sample]> =
         if samples.is_empty() { vec![samples] } else { samples.chunks(PART_SAMPLES).collect() };
     let texts = parts
         .into_iter()
-        .map(|samples| serde_json::value::to_raw_value(&ColumnsText { source, samples }))
+        .map(|samples| serde_json::value::to_raw_value(&ColumnsText(samples)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| StoreError::Invalid(format!("a day of samples: {e}")))?;
     let mut day = Sha256::new();
@@ -145,13 +144,15 @@ fn series_items(
 async fn stored_timestamps(
     deps: &Deps,
     key: &Key,
+    provider: &str,
     first: Stored,
 ) -> Result<HashSet<DateTime<Utc>>, DomainError> {
     let parts = first.parts.unwrap_or(1);
-    let mut seen: HashSet<DateTime<Utc>> = first.into_group()?.data.iter().map(|s| s.timestamp).collect();
+    let mut seen: HashSet<DateTime<Utc>> =
+        first.into_group(provider)?.data.iter().map(|s| s.timestamp).collect();
     for n in 2..=parts {
         if let Some(item) = deps.table.get(&keys::series_part(key, n)).await? {
-            seen.extend(item.decode::<Stored>()?.into_group()?.data.iter().map(|s| s.timestamp));
+            seen.extend(item.decode::<Stored>()?.into_group(provider)?.data.iter().map(|s| s.timestamp));
         }
     }
     Ok(seen)
@@ -181,7 +182,7 @@ pub(crate) async fn put(
         deps.table.put(Item::new(key, stored(h, value.clone())), Condition::None).await?;
         return Ok((change, value));
     };
-    let (h, mut items) = series_items(&key, &source(provider, None), samples)?;
+    let (h, mut items) = series_items(&key, samples)?;
     let change = match old {
         None => Change::Created,
         // A day stored before columns keeps the hash of its value's text.
@@ -189,7 +190,7 @@ pub(crate) async fn put(
             return Ok((Change::Unchanged, value));
         }
         Some(old) => {
-            let before = stored_timestamps(deps, &key, old).await?;
+            let before = stored_timestamps(deps, &key, provider, old).await?;
             if samples.iter().any(|s| !before.contains(&s.timestamp)) {
                 Change::Created
             } else {
@@ -238,7 +239,7 @@ pub(crate) async fn overwrite_all(
 fn text_items_for(user: UserId, provider: &str, entry: Entry) -> Result<Vec<TextItem>, DomainError> {
     if let Entry::Series { resource, date, samples } = &entry {
         let key = keys::series(user, resource, *date, provider);
-        return Ok(series_items(&key, &source(provider, None), samples)?.1);
+        return Ok(series_items(&key, samples)?.1);
     }
     let (key, value) = key_and_value(user, provider, entry);
     let h = hash(&value);
@@ -268,21 +269,23 @@ mod tests {
     fn a_day_is_one_item_in_columns_hashed_on_its_text() {
         let key = Key::new("USER#1", "DATA#TS#heartrate#2026-03-01#oura");
         let day = samples(PART_SAMPLES as i64);
-        let source = source("oura", None);
-        let (h, items) = series_items(&key, &source, &day).unwrap();
+        let (h, items) = series_items(&key, &day).unwrap();
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].key, key);
         let stored = read_back(&items).remove(0);
         assert_eq!((stored.h.as_str(), stored.parts), (h.as_str(), None));
         assert_eq!(h, hash_text(stored.c.as_ref().unwrap().get().as_bytes()));
-        assert_eq!(stored.into_group().unwrap(), SampleGroup { source, data: day });
+        assert_eq!(
+            stored.into_group("oura").unwrap(),
+            SampleGroup { source: source("oura", None), data: day }
+        );
     }
 
     #[test]
     fn a_longer_day_is_kept_in_parts_its_own_item_first() {
         let key = Key::new("USER#1", "DATA#TS#heartrate#2026-03-01#oura");
         let day = samples(2 * PART_SAMPLES as i64 + 1);
-        let (h, items) = series_items(&key, &source("oura", None), &day).unwrap();
+        let (h, items) = series_items(&key, &day).unwrap();
         let keys: Vec<&Key> = items.iter().map(|i| &i.key).collect();
         assert_eq!(keys, vec![&key, &keys::series_part(&key, 2), &keys::series_part(&key, 3)]);
         let stored = read_back(&items);
@@ -293,7 +296,7 @@ mod tests {
         }
         assert_eq!(h, hex::encode(whole.finalize()), "the day's hash covers every part");
         assert_eq!(stored[2].parts, None);
-        let read: Vec<Sample> = stored.into_iter().flat_map(|s| s.into_group().unwrap().data).collect();
+        let read: Vec<Sample> = stored.into_iter().flat_map(|s| s.into_group("oura").unwrap().data).collect();
         assert_eq!(read, day);
     }
 
@@ -304,16 +307,16 @@ mod tests {
         let item = Item::new(Key::new("P", "S"), stored(hash(&value), value.clone()));
         let old: Stored = item.decode().unwrap();
         assert_eq!((old.h.clone(), old.c.is_none()), (hash(&value), true));
-        assert_eq!(old.into_group().unwrap(), group);
+        assert_eq!(old.into_group("oura").unwrap(), group);
     }
 
     #[test]
     fn the_same_day_stores_the_same_text() {
         let key = Key::new("USER#1", "DATA#TS#steps#2026-03-01#oura");
-        let a = series_items(&key, &source("oura", None), &samples(10)).unwrap();
-        let b = series_items(&key, &source("oura", None), &samples(10)).unwrap();
+        let a = series_items(&key, &samples(10)).unwrap();
+        let b = series_items(&key, &samples(10)).unwrap();
         assert_eq!(a.0, b.0);
-        let c = series_items(&key, &source("oura", None), &samples(11)).unwrap();
+        let c = series_items(&key, &samples(11)).unwrap();
         assert_ne!(a.0, c.0);
     }
 }
