@@ -96,8 +96,12 @@ async fn main() {
     for _ in 0..100_000 {
         let page = deps.table.query(q.clone()).await.expect("items");
         items += page.items.len();
-        samples +=
-            page.items.iter().map(|i| i.body["v"]["data"].as_array().map_or(0, Vec::len)).sum::<usize>();
+        // A day in columns has one value per sample (`c.v`); a day stored before, `v.data`.
+        samples += page
+            .items
+            .iter()
+            .map(|i| i.body["c"]["v"].as_array().or(i.body["v"]["data"].as_array()).map_or(0, Vec::len))
+            .sum::<usize>();
         match page.next_cursor {
             Some(c) => q.cursor = Some(c),
             None => break,
