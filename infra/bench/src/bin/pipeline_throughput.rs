@@ -7,8 +7,8 @@
 //!    from publishing until every delivery is done.
 //!
 //! Usage: pipeline-throughput [USERS=1000] [EVENTS=2000]. `BENCH_HISTORY_DAYS` (default 90, the
-//! product's default) sets the days each connection pulls: shorter histories let a run of
-//! 10,000 connections fit on a disk that 90 days would fill (about 6 MB per connection).
+//! product's default) sets the days each connection pulls: shorter histories make a run of
+//! 10,000 connections quicker and smaller (a 90-day connection takes about 2.2 MB of redb file).
 //! Every loop is bounded.
 
 use std::sync::Arc;
