@@ -223,19 +223,16 @@ pub(crate) fn records(provider: &str, account: &str, resource: &str, range: Date
         let d = day.to_string();
         let day_hashed = hashed(&[provider, account, resource, &d]);
         for hour in 0..24u32 {
-            // As `value(&[provider, account, resource, &d, &hour.to_string()])`, and the
-            // timestamp's text as chrono writes a whole hour in UTC: the simulator stands in
-            // for a provider in benchmarks, where its samples should cost little.
+            // As `value(&[provider, account, resource, &d, &hour.to_string()])`, going on
+            // from the day's hash; the timestamp's text as chrono writes a whole hour in UTC.
             let mut h = day_hashed.clone();
-            let digits = [b'0' + (hour / 10) as u8, b'0' + (hour % 10) as u8];
-            h.update(if hour < 10 { &digits[1..] } else { &digits[..] });
+            h.update(hour.to_string());
             h.update([0]);
-            let timestamp = format!("{d}T{}{}:00:00Z", hour / 10, hour % 10);
-            let mut sample = serde_json::Map::new();
-            sample.insert("timestamp".into(), Value::String(timestamp));
-            sample.insert("value".into(), round(value_of(h, lo, hi), places).into());
-            sample.insert("unit".into(), unit.into());
-            out.push(Value::Object(sample));
+            out.push(json!({
+                "timestamp": format!("{d}T{hour:02}:00:00Z"),
+                "value": round(value_of(h, lo, hi), places),
+                "unit": unit,
+            }));
         }
     }
     out
@@ -245,8 +242,8 @@ pub(crate) fn records(provider: &str, account: &str, resource: &str, range: Date
 mod tests {
     use super::*;
 
-    /// The hourly samples are built piece by piece for speed; they are the samples of the
-    /// plain formula: the value of all five parts, the timestamp as chrono writes it.
+    /// The hourly samples go on from their day's hash and write their timestamp as text; they
+    /// are the samples of the plain formula: the value of all five parts, chrono's timestamp.
     #[test]
     fn hourly_samples_are_the_plain_formulas() {
         let range = DateRange { start: "2025-12-30".parse().unwrap(), end: "2026-01-02".parse().unwrap() };
