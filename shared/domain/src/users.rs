@@ -1,6 +1,8 @@
 //! User records and the use cases that only read or write them: create, read, list, change.
 //! Linking builds on these; the lifecycle (delete, undo, refresh, erasure) builds on both.
 
+pub mod page_cache;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::patch::Patch;
@@ -14,7 +16,7 @@ use crate::idempotency::Completion;
 use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
 use crate::ports::to_body;
-use crate::ports::{Add, Condition, Item, Query, StoreError, WriteOp, query_all};
+use crate::ports::{Add, Condition, Item, Query, RawPage, StoreError, WriteOp, query_all};
 
 /// `source_slug` of fallback values set through the API.
 pub const MANUAL_SOURCE: &str = "manual";
@@ -309,7 +311,46 @@ struct UserCount {
 /// on this write; the caller then creates the counter ([`active_total`]: the team is counted
 /// once) and tries again.
 pub(crate) fn count_change(team: TeamId, delta: i64) -> WriteOp {
-    WriteOp::Add(Add::new(keys::team_user_count(team), ACTIVE, delta).when(Condition::Exists))
+    WriteOp::Add(count_add(team, delta))
+}
+
+fn count_add(team: TeamId, delta: i64) -> Add {
+    Add::new(keys::team_user_count(team), ACTIVE, delta).when(Condition::Exists)
+}
+
+/// The write that goes in the same transaction as a change of a user who stays listed (PATCH,
+/// a connection made or removed; a bulk import's see [`listed_changed`]): it adds nothing to the count but moves the counter item's
+/// version, which tells cached pages of the team's users ([`page_cache`]) that they are out of
+/// date. Like [`count_change`] it fails on a team without a counter item; the caller then
+/// creates it ([`active_total`]) and tries again.
+pub(crate) fn listed_change(team: TeamId) -> WriteOp {
+    count_change(team, 0)
+}
+
+/// After a transaction holding [`listed_change`] as write `counter` failed a condition on write
+/// `failed` (`None`: unknown which): if that may be the counter's, the team has no counter item
+/// yet, so it is created (the team counted once) before the caller tries again.
+pub(crate) async fn counter_made_sure_of(
+    deps: &Deps,
+    team: TeamId,
+    failed: Option<usize>,
+    counter: usize,
+) -> Result<(), DomainError> {
+    if failed.is_none_or(|op| op == counter) {
+        active_total(deps, team).await?;
+    }
+    Ok(())
+}
+
+/// [`listed_change`] on its own, after changes of listed users written without it: a bulk
+/// import's connections, moved for once per imported message (before the message counts as
+/// done), where a move per connection would make every import of a team contend on one item.
+/// A team without a counter item has no kept page to tell: nothing to move.
+pub(crate) async fn listed_changed(deps: &Deps, team: TeamId) -> Result<(), DomainError> {
+    match deps.table.add(count_add(team, 0)).await {
+        Ok(_) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Counts the team's active users by reading their index partition (bounded): only for a team
@@ -321,17 +362,36 @@ async fn count_active(deps: &Deps, team: TeamId) -> Result<u64, DomainError> {
     Ok(n)
 }
 
+/// The team's counter item as a page reads it: its active users, and the item's version, which
+/// every change of a listed user moves (it is written in the same transaction as the change:
+/// [`count_change`] or [`listed_change`]). A page read after the counter shows `version` shows
+/// every change up to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ListedUsers {
+    pub(crate) active: u64,
+    pub(crate) version: u64,
+}
+
 /// The team's active-user count: the counter item, else counted once and stored.
 pub(crate) async fn active_total(deps: &Deps, team: TeamId) -> Result<u64, DomainError> {
+    Ok(listed_users(deps, team).await?.active)
+}
+
+/// The team's counter item ([`ListedUsers`]), created (the team counted once) if missing.
+pub(crate) async fn listed_users(deps: &Deps, team: TeamId) -> Result<ListedUsers, DomainError> {
     let key = keys::team_user_count(team);
     for _ in 0..COUNT_TRIES {
         if let Some(item) = deps.table.get(&key).await? {
-            return Ok(item.decode::<UserCount>()?.active);
+            return Ok(ListedUsers { active: item.decode::<UserCount>()?.active, version: item.version });
         }
         let counted = count_active(deps, team).await?;
-        let item = Item::new(key.clone(), to_body(&UserCount { active: counted }));
+        let mut item = Item::new(key.clone(), to_body(&UserCount { active: counted }));
+        // Versions start at the creation time in microseconds, not at 1: an item deleted and
+        // counted again (a repair) then never repeats a version a kept page was read under.
+        item.version = u64::try_from(deps.now().timestamp_micros()).unwrap_or(1).max(1);
+        let version = item.version;
         match deps.table.put(item, Condition::NotExists).await {
-            Ok(()) => return Ok(counted),
+            Ok(()) => return Ok(ListedUsers { active: counted, version }),
             // A change of the team's users created it meanwhile: read that one.
             Err(StoreError::ConditionFailed { .. }) => continue,
             Err(e) => return Err(e.into()),
@@ -458,20 +518,59 @@ impl PageRequest {
 /// counter item and the team's index partition only as far as `offset + limit`, so a page costs
 /// the same in a team of ten users and in one of a million. Page 1 (offset 0, the common case)
 /// reads the counter and its users at once: its two reads take the time of one. The items are
-/// decoded straight from their stored text into records (`query_raw`).
+/// decoded straight from their stored text into records (`query_raw`). The HTTP answer goes
+/// through [`page_cache::list_json`], which keeps pages that have not changed.
 pub async fn list(deps: &Deps, team: TeamId, page: PageRequest) -> Result<UserPage, DomainError> {
+    Ok(read_page(deps, team, page).await?.0)
+}
+
+/// [`list`], with the counter item it read.
+async fn read_page(
+    deps: &Deps,
+    team: TeamId,
+    page: PageRequest,
+) -> Result<(UserPage, ListedUsers), DomainError> {
+    if page.offset == 0 {
+        let q = listing_query(team, page);
+        let (listed, first) = tokio::join!(listed_users(deps, team), deps.table.query_raw(q.clone()));
+        let listed = listed?;
+        Ok((collect_page(deps, q, Some(first?), page, listed.active).await?, listed))
+    } else {
+        let listed = listed_users(deps, team).await?;
+        Ok((read_listed(deps, team, page, listed.active).await?, listed))
+    }
+}
+
+/// The page's users, read from the index after the counter item (which gave `total`). Past the
+/// end nothing is read.
+async fn read_listed(
+    deps: &Deps,
+    team: TeamId,
+    page: PageRequest,
+    total: u64,
+) -> Result<UserPage, DomainError> {
+    let q = listing_query(team, page);
+    let first = if page.offset < total { Some(deps.table.query_raw(q.clone()).await?) } else { None };
+    collect_page(deps, q, first, page, total).await
+}
+
+/// The index query of a page's first read.
+fn listing_query(team: TeamId, page: PageRequest) -> Query {
+    let mut q = Query::gsi1(keys::team_users_index(team));
+    q.limit = Some((page.offset + page.limit).min(LIST_QUERY_LIMIT) as u32);
+    q
+}
+
+/// Reads on from the first index page `first` (of `q`) until the page's users are read.
+async fn collect_page(
+    deps: &Deps,
+    mut q: Query,
+    first: Option<RawPage>,
+    page: PageRequest,
+    total: u64,
+) -> Result<UserPage, DomainError> {
     let PageRequest { offset, limit } = page;
     let wanted = offset + limit;
-    let mut q = Query::gsi1(keys::team_users_index(team));
-    q.limit = Some(wanted.min(LIST_QUERY_LIMIT) as u32);
-    let (total, first) = if offset == 0 {
-        let (total, first) = tokio::join!(active_total(deps, team), deps.table.query_raw(q.clone()));
-        (total?, Some(first?))
-    } else {
-        let total = active_total(deps, team).await?;
-        // Past the end nothing is read but the counter.
-        (total, if offset < total { Some(deps.table.query_raw(q.clone()).await?) } else { None })
-    };
     let mut items = Vec::new();
     let mut next = first;
     while let Some(page) = next.take() {
@@ -543,12 +642,15 @@ pub async fn patch(
                 condition: Condition::NotExists,
             });
         }
+        let counter = ops.len();
+        ops.push(listed_change(team));
         match deps.table.transact(ops).await {
             Ok(()) => return Ok(()),
-            Err(StoreError::ConditionFailed { op: Some(2) }) => {
+            Err(StoreError::ConditionFailed { op: Some(2) }) if id_changed => {
                 return Err(taken(deps, team, &next.client_user_id).await);
             }
             Err(StoreError::ConditionFailed { op }) => {
+                counter_made_sure_of(deps, team, op, counter).await?;
                 // Either our version is stale (retry) or the new id is taken (op unknown).
                 if id_changed
                     && op.is_none()

@@ -685,6 +685,12 @@ fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 #[async_trait]
 impl Table for RedbTable {
+    /// An item and its index entry are written in one redb transaction, and every read sees
+    /// whole transactions: an index query shows each write that committed before it started.
+    fn index_lag(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         check_part(&key.pk)?;
         check_part(&key.sk)?;

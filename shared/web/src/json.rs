@@ -20,11 +20,7 @@ impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
         let mut buf = Vec::with_capacity(INITIAL_CAPACITY);
         match serde_json::to_writer(&mut buf, &self.0) {
-            Ok(()) => {
-                let mut res = Response::new(Body::from(Bytes::from(buf)));
-                res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                res
-            }
+            Ok(()) => JsonText(Bytes::from(buf)).into_response(),
             Err(e) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 [(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))],
@@ -32,6 +28,19 @@ impl<T: Serialize> IntoResponse for Json<T> {
             )
                 .into_response(),
         }
+    }
+}
+
+/// An answer whose JSON is written already (a kept page): 200 with
+/// `content-type: application/json`, as [`Json`] answers.
+#[derive(Debug, Clone)]
+pub struct JsonText(pub Bytes);
+
+impl IntoResponse for JsonText {
+    fn into_response(self) -> Response {
+        let mut res = Response::new(Body::from(self.0));
+        res.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        res
     }
 }
 

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use wearlab_domain::Deps;
 use wearlab_domain::fair_use::FairUse;
 use wearlab_domain::teams::Caller;
+use wearlab_domain::users::page_cache::PageCache;
 use wearlab_domain::webhook_url::UrlPolicy;
 
 /// How long a verified API key is trusted without a storage read, on the deployment's clock
@@ -33,6 +34,8 @@ pub struct SharedState {
     pub webhook_urls: UrlPolicy,
     /// This process's side of per-team fair use (the blocks of requests it holds per team).
     fair_use: Arc<FairUse>,
+    /// The pages of teams' user lists this process answered, kept while unchanged.
+    pub user_pages: Arc<PageCache>,
 }
 
 impl std::ops::Deref for AppState {
@@ -46,11 +49,12 @@ impl std::ops::Deref for AppState {
 impl AppState {
     pub fn new(deps: Deps) -> Self {
         Self(Arc::new(SharedState {
-            deps,
             auth_cache: Arc::default(),
             auth_ttl: AUTH_CACHE_TTL,
             webhook_urls: UrlPolicy::Production,
             fair_use: Arc::new(FairUse::new(crate::fair_use::default_limit_from_env())),
+            user_pages: Arc::new(PageCache::new(deps.table.index_lag())),
+            deps,
         }))
     }
 

@@ -14,7 +14,7 @@ use wearlab_domain::users::{self, NewUser, UserChanges};
 use wearlab_models::{
     ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
 };
-use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, QueryParams, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, JsonText, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
 
@@ -55,9 +55,9 @@ pub async fn list(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     QueryParams(p): QueryParams<ListParams>,
-) -> Answer<Json<UserPage>> {
+) -> Answer<JsonText> {
     let page = users::PageRequest::parse(p.offset, p.limit)?;
-    Ok(Json(users::list(&s.deps, team, page).await?))
+    Ok(JsonText(users::page_cache::list_json(&s.deps, &s.user_pages, team, page).await?))
 }
 
 /// Reads a user.

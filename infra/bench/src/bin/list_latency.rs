@@ -1,12 +1,14 @@
 //! `GET /v2/user` page 1 (limit 100) of a large team against a single `GET /v2/user/{id}`.
 //!
 //! - `list-latency [USERS] [N]` (defaults 100000 and 2000): the local stack on redb in memory
-//!   (auth cache warm), the team filled through the router; list and get timed interleaved, N of
-//!   each, first through the router in process (`oneshot`), then over HTTP/1.1 on loopback
-//!   (the same router served as `wearlab-local` serves it, one keep-alive connection).
+//!   (auth cache warm), the team filled through the router; timed interleaved, N of each: page 1
+//!   as the process keeps it, page 1 right after a PATCH of a user (untimed; the page is read
+//!   again), and a get; first through the router in process (`oneshot`), then over HTTP/1.1 on
+//!   loopback (the same router served as `wearlab-local` serves it, one keep-alive connection).
 //! - `list-latency --moto [USERS] [N]` (defaults 1000 and 200; under `scripts/with-moto`): the
-//!   same requests through the router on a DynamoDB table on moto, timed and with the DynamoDB
-//!   round trips of each request counted.
+//!   same requests through the router on a DynamoDB table on moto (page 1 kept once the index
+//!   lag has passed, then page 1 after each of N changes), timed and with the DynamoDB round
+//!   trips of each request counted.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,10 +59,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         p.timed(p.list_users_request(LIMIT)).await;
         p.timed(p.get_user_request()).await;
     }
-    let mut list = Vec::with_capacity(n);
-    let mut get = Vec::with_capacity(n);
-    for _ in 0..n {
+    let (mut list, mut changed, mut get) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
         list.push(p.timed(p.list_users_request(LIMIT)).await);
+        p.send(change_request(&p, i)).await;
+        changed.push(p.timed(p.list_users_request(LIMIT)).await);
         get.push(p.timed(p.get_user_request()).await);
     }
     println!(
@@ -68,7 +72,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
          N={n} per row, {WARM_UP} warm-up, interleaved",
         fill.as_secs_f64()
     );
-    table(&mut list, &mut get);
+    table(&mut list, &mut changed, &mut get);
 
     let addr = serve_http(p.app.clone()).await;
     let mut conn = HttpConnection::open(addr).await;
@@ -77,16 +81,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         conn.timed_get(&list_path, &p.key).await;
         conn.timed_get(&get_path, &p.key).await;
     }
-    let (mut list, mut get) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for _ in 0..n {
+    let (mut list, mut changed, mut get) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
         list.push(conn.timed_get(&list_path, &p.key).await);
+        p.send(change_request(&p, i)).await;
+        changed.push(conn.timed_get(&list_path, &p.key).await);
         get.push(conn.timed_get(&get_path, &p.key).await);
     }
     println!();
     println!(
         "HTTP/1.1 on loopback ({addr}), one keep-alive connection, same stack; N={n} per row, interleaved"
     );
-    table(&mut list, &mut get);
+    table(&mut list, &mut changed, &mut get);
 
     // What fair use adds to each request: one admission of the team, from this process's block
     // (a table add once per block of limit / 50).
@@ -147,6 +154,10 @@ async fn on_moto(users: usize, n: usize) -> Result<(), Box<dyn std::error::Error
         call(&list_path).await;
         call(&get_path).await;
     }
+    // A page is kept once read the index's lag after the team's last change.
+    tokio::time::sleep(deps.table.index_lag()).await;
+    call(&list_path).await;
+    // Kept pages: list and get interleaved.
     let (mut list, mut get) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut list_trips, mut get_trips) = (0, 0);
     for _ in 0..n {
@@ -161,30 +172,59 @@ async fn on_moto(users: usize, n: usize) -> Result<(), Box<dyn std::error::Error
             *trips += ddb.round_trips() - before;
         }
     }
+    // After a change of a listed user (a PATCH, not timed) the page is read again.
+    let (mut changed, mut changed_trips) = (Vec::with_capacity(n), 0);
+    let patch_path = format!("/v2/user/{user_id}");
+    for i in 0..n {
+        let (status, _) = send(&app, request(Method::PATCH, &patch_path, &key, Some(change_body(i)))).await;
+        assert_eq!(status, http::StatusCode::NO_CONTENT);
+        let before = ddb.round_trips();
+        let start = Instant::now();
+        let (status, _) = call(&list_path).await;
+        changed.push(start.elapsed());
+        assert_eq!(status, http::StatusCode::OK);
+        changed_trips += ddb.round_trips() - before;
+    }
     println!(
         "router oneshot on DynamoDB (moto at {endpoint}), auth cache warm; team of {users} users (filled in {:.1} s); \
-         N={n} per row, 10 warm-up, interleaved",
+         N={n} per row, 10 warm-up; kept page and get interleaved, then the changed page",
         fill.as_secs_f64()
     );
-    table(&mut list, &mut get);
+    table(&mut list, &mut changed, &mut get);
     println!(
-        "DynamoDB round trips per request: list page 1 {:.2}, get {:.2}",
+        "DynamoDB round trips per request: list page 1 kept {:.2}, after a change {:.2}, get {:.2}",
         list_trips as f64 / n as f64,
+        changed_trips as f64 / n as f64,
         get_trips as f64 / n as f64
     );
     Ok(())
 }
 
-fn table(list: &mut [Duration], get: &mut [Duration]) {
+/// A PATCH of the bench's user that changes what page 1 shows (its fallback time zone), so
+/// that the next page is read, not answered from the kept pages.
+fn change_request(p: &InProc, i: usize) -> http::Request<axum::body::Body> {
+    request(Method::PATCH, &format!("/v2/user/{}", p.user_id), &p.key, Some(change_body(i)))
+}
+
+/// The `i`th change's PATCH body: the fallback time zone, back and forth.
+fn change_body(i: usize) -> String {
+    let zone = if i.is_multiple_of(2) { "Asia/Tokyo" } else { "Europe/Berlin" };
+    serde_json::json!({ "fallback_time_zone": zone }).to_string()
+}
+
+fn table(list: &mut [Duration], changed: &mut [Duration], get: &mut [Duration]) {
     println!("| request | n | mean µs | median µs | p90 µs | p99 µs | max µs |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let l = print_row(&format!("GET /v2/user?limit={LIMIT} (page 1)"), list);
+    let l = print_row(&format!("GET /v2/user?limit={LIMIT} (page 1, kept)"), list);
+    let c = print_row(&format!("GET /v2/user?limit={LIMIT} (page 1 after a change)"), changed);
     let g = print_row("GET /v2/user/{id} (get)", get);
-    println!(
-        "list page 1 / get: {:.2}x (median), {:.2}x (p99)",
-        ratio(l.median, g.median),
-        ratio(l.p99, g.p99)
-    );
+    for (name, s) in [("page 1 kept", l), ("page 1 after a change", c)] {
+        println!(
+            "{name} / get: {:.2}x (median), {:.2}x (p99)",
+            ratio(s.median, g.median),
+            ratio(s.p99, g.p99)
+        );
+    }
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {

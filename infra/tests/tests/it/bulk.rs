@@ -236,6 +236,33 @@ async fn import_waits_for_completion_and_reports_each_user() {
     );
 }
 
+/// Imported connections are written without moving the team's list version one by one; the
+/// message moves it once before it counts as done, so a page kept before shows them after.
+#[tokio::test]
+async fn imported_connections_show_on_a_page_kept_before_the_import() {
+    let t = bulk_team().await;
+    let users = [t.create_user("kept-1").await, t.create_user("kept-2").await];
+    for _ in 0..3 {
+        let page = t.get("/v2/user?limit=10").await;
+        assert_eq!(page.body["users"][0]["connected_sources"], json!([]), "{}", page.body);
+    }
+    let body = json!({"provider": "fitbit", "wait_for_completion": true, "connections": [
+        recipe(&users[0], &team_token("k1")),
+        recipe(&users[1], &team_token("k2")),
+    ]});
+    let bg = workers(&t, 500);
+    let a = t.post("/v2/link/bulk_import", body).await;
+    bg.stop().await;
+    assert_eq!(sorted(&a.body["user_ids_imported"]), ids(&[&users[0], &users[1]]), "{}", a.body);
+    let page = t.get("/v2/user?limit=10").await;
+    let listed = page.body["users"].as_array().unwrap();
+    for u in &users {
+        // Created in the same instant: listed in user id order, so found by id.
+        let user = listed.iter().find(|l| l["user_id"] == u.as_str()).expect("listed");
+        assert_eq!(user["connected_sources"][0]["provider"]["slug"], "fitbit", "{}", page.body);
+    }
+}
+
 #[tokio::test]
 async fn reimport_replaces_tokens_without_a_second_connection() {
     let t = bulk_team().await;

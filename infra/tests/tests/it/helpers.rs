@@ -310,6 +310,10 @@ impl FaultyTable {
 
 #[async_trait::async_trait]
 impl Table for FaultyTable {
+    fn index_lag(&self) -> std::time::Duration {
+        self.inner.index_lag()
+    }
+
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         self.faults()?;
         self.reads.lock().unwrap().gets += 1;

@@ -30,5 +30,6 @@ mod throttle;
 mod users_api;
 mod users_count;
 mod users_on_dynamodb;
+mod users_page_cache;
 mod webhook_urls;
 mod webhooks;

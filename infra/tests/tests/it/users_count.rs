@@ -17,12 +17,12 @@ use wearlab_domain::{Deps, keys};
 use crate::helpers::{Faults, FaultyTable, Reads, TestApp};
 use crate::users_on_dynamodb::on_moto;
 
-async fn embedded() -> (TestApp, Arc<FaultyTable>) {
+pub(crate) async fn embedded() -> (TestApp, Arc<FaultyTable>) {
     TestApp::embedded_with_faults().await
 }
 
 /// The DynamoDB adapter on moto, behind the counting wrapper.
-async fn moto() -> (TestApp, Arc<FaultyTable>) {
+pub(crate) async fn moto() -> (TestApp, Arc<FaultyTable>) {
     let (t, table, _) = on_moto().await;
     let counted = Arc::new(FaultyTable::new(table));
     let deps = Deps { table: counted.clone(), ..t.deps.clone() };
@@ -39,7 +39,7 @@ async fn total(t: &TestApp) -> u64 {
 }
 
 /// Creates `n` users without going through HTTP (faster on moto), one second apart.
-async fn create_many(t: &TestApp, prefix: &str, n: usize) -> Vec<String> {
+pub(crate) async fn create_many(t: &TestApp, prefix: &str, n: usize) -> Vec<String> {
     let mut ids = Vec::new();
     for i in 0..n {
         let new = NewUser {
@@ -55,7 +55,7 @@ async fn create_many(t: &TestApp, prefix: &str, n: usize) -> Vec<String> {
     ids
 }
 
-fn ids_of(page: &Value) -> Vec<String> {
+pub(crate) fn ids_of(page: &Value) -> Vec<String> {
     page["users"].as_array().unwrap().iter().map(|u| u["user_id"].as_str().unwrap().to_owned()).collect()
 }
 

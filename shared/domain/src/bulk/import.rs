@@ -226,6 +226,11 @@ pub(crate) async fn import_chunk(
             Err(e) => transient = Some(format!("import task failed: {e}")),
         }
     }
+    if !result.ok.is_empty() || transient.is_some() {
+        // Kept pages of the team's users learn of the new connections before the message
+        // counts as done (or is tried again).
+        crate::users::listed_changed(deps, op.team_id).await?;
+    }
     if let Some(reason) = transient {
         // Imported recipes are marked with the operation; the retry skips them.
         return Ok(Outcome::Fail(reason));
@@ -316,6 +321,9 @@ pub(crate) async fn give_up(
         Err(_) => result.failed_unnamed = u64::from(items),
     }
     tracing::warn!(op_id = %op.op_id, chunk, failed = result.failed.len(), "bulk import message dead-lettered");
+    if !result.ok.is_empty() {
+        crate::users::listed_changed(deps, op.team_id).await?;
+    }
     record(deps, op, vec![(result_key, result)], false).await?;
     Ok(())
 }

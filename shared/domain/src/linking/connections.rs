@@ -296,13 +296,19 @@ pub async fn commit(
         // Staged with the connection: its historical pull starts from this event.
         let created = Staged::new(deps, user_id, vec![created_event(&user, slug)]);
         ops.push(created.write_op());
+        // A bulk import tells kept pages once per message (`users::listed_changed`).
+        let counter = ops.len();
+        if new.import_op.is_none() {
+            ops.push(users::listed_change(team));
+        }
         match deps.table.transact(ops).await {
             Ok(()) => {
                 tracing::info!(team_id = %team, user_id = %user_id, provider = slug, demo = new.demo, "connection created");
                 created.publish(deps).await;
                 return Ok(Committed::Connected { external_user_id: external.to_owned() });
             }
-            Err(StoreError::ConditionFailed { .. }) => {
+            Err(StoreError::ConditionFailed { op }) => {
+                users::counter_made_sure_of(deps, team, op, counter).await?;
                 if let Some(t) = &token {
                     match super::tokens::load_by_key(deps, &t.key).await? {
                         Some(fresh) if !matches!(fresh.record.state, TokenState::Consumed { .. }) => {
@@ -373,13 +379,17 @@ pub async fn deregister(
             },
         ];
         ops.extend(pending.write_op());
+        let counter = ops.len();
+        ops.push(users::listed_change(team));
         match deps.table.transact(ops).await {
             Ok(()) => {
                 tracing::info!(team_id = %team, user_id = %user_id, provider, "connection removed");
                 pending.attempt(deps).await;
                 return Ok(());
             }
-            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(StoreError::ConditionFailed { op }) => {
+                users::counter_made_sure_of(deps, team, op, counter).await?;
+            }
             Err(e) => return Err(e.into()),
         }
     }

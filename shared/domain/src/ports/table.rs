@@ -484,8 +484,20 @@ fn distinct_keys<'a>(keys: impl Iterator<Item = &'a Key>) -> Result<(), StoreErr
     Ok(())
 }
 
+/// What [`Table::index_lag`] answers unless an adapter knows better: DynamoDB's global
+/// secondary indexes take "a fraction of a second, under normal conditions" to show a write.
+pub const INDEX_LAG: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[async_trait]
 pub trait Table: Send + Sync + 'static {
+    /// How long after a write its index entry may still be missing from (or stale in) an index
+    /// query, in normal operation. Zero for an adapter that writes the index with the item.
+    /// A cache built from index queries trusts a query only if it started this long after the
+    /// writes it must show.
+    fn index_lag(&self) -> std::time::Duration {
+        INDEX_LAG
+    }
+
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
 
     /// [`Table::get`] for a caller that only decodes the body (see [`RawItem`]): the same read,
