@@ -319,10 +319,11 @@ fn count_add(team: TeamId, delta: i64) -> Add {
 }
 
 /// The write that goes in the same transaction as a change of a user who stays listed (PATCH,
-/// a connection made or removed; a bulk import's see [`listed_changed`]): it adds nothing to the count but moves the counter item's
-/// version, which tells cached pages of the team's users ([`page_cache`]) that they are out of
-/// date. Like [`count_change`] it fails on a team without a counter item; the caller then
-/// creates it ([`active_total`]) and tries again.
+/// a connection made or removed; for a bulk import's see [`listed_changed`]): it adds nothing
+/// to the count but moves the counter item's version, which tells the kept pages of the team's
+/// users ([`page_cache`]) that they are out of date. Like [`count_change`] it fails on a team
+/// without a counter item; the caller then creates it ([`counter_made_sure_of`]) and tries
+/// again.
 pub(crate) fn listed_change(team: TeamId) -> WriteOp {
     count_change(team, 0)
 }
