@@ -208,7 +208,8 @@ impl PageCache {
     }
 
     /// The bytes of kept answers held now.
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.pages().bytes
     }
 }
