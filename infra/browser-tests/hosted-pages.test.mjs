@@ -196,6 +196,32 @@ describe('link widget', () => {
     await shot(page, 'widget-expired');
     await page.close();
   });
+
+  test('a deployment that links no simulated provider offers no demo-only provider', async () => {
+    // The SAM template's default: no provider has an OAuth app configured here, so every one
+    // is demo only and none may be offered for a real link.
+    const deployed = await Stack.start({ WEARLAB_SIMULATED_PROVIDERS: 'false' });
+    try {
+      const catalog = await deployed.api('GET', '/v2/providers');
+      assert.ok(catalog.length > 30);
+      assert.ok(catalog.every((p) => p.availability === 'demo_only'), 'every provider is demo only here');
+      const user = await deployed.createUser('browser-demo-only');
+      const { link_web_url: url } = await deployed.linkToken({ user_id: user });
+      const page = await newPage();
+      const res = await page.goto(url);
+      assert.equal(res.status(), 200);
+      assertPageHeaders(res, 'provider list without providers');
+      await page.getByRole('heading', { name: 'Connect a health data provider' }).waitFor();
+      assert.equal(await page.locator('[data-provider]').count(), 0, 'no provider is offered');
+      assert.match(await page.getByRole('status').innerText(), /can be connected here yet/);
+      await shot(page, 'widget-demo-only-deployment');
+      const direct = await page.goto(`${deployed.base}/v2/link/web/provider/whoop?token=${encodeURIComponent(new URL(url).searchParams.get('token'))}`);
+      assert.equal(direct.status(), 404, 'a demo-only provider page cannot be opened by its address');
+      await page.close();
+    } finally {
+      await deployed.stop();
+    }
+  });
 });
 
 describe('user portal', () => {

@@ -28,15 +28,16 @@ async function freePort() {
 }
 
 export class Stack {
-  /** Starts the binary and waits (bounded) for its `Listening on http://...` line. */
-  static async start() {
+  /** Starts the binary (with `env` added to its environment) and waits (bounded) for its
+   *  `Listening on http://...` line. */
+  static async start(env = {}) {
     if (!existsSync(BINARY)) {
       throw new Error(`${BINARY} is missing: build it with cargo build --bin wearlab-local`);
     }
     const dataDir = mkdtempSync(join(tmpdir(), 'wearlab-browser-data-'));
     const port = await freePort();
     const child = spawn(BINARY, [], {
-      env: { ...process.env, PORT: String(port), WEARLAB_API_KEY: API_KEY, WEARLAB_DATA_DIR: dataDir, RUST_LOG: 'warn' },
+      env: { ...process.env, PORT: String(port), WEARLAB_API_KEY: API_KEY, WEARLAB_DATA_DIR: dataDir, RUST_LOG: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';

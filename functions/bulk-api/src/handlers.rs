@@ -18,7 +18,7 @@ use wearlab_domain::ports::Cursor;
 use wearlab_domain::teams;
 use wearlab_models::DetailBody;
 use wearlab_models::bulk::{
-    BulkExportBody, BulkExportPage, BulkImportBody, BulkImportResult, BulkOpPage, BulkPauseBody,
+    BulkExportBody, BulkExportPage, BulkFailure, BulkImportBody, BulkImportResult, BulkOpPage, BulkPauseBody,
     BulkPauseResult, BulkTriggerBody, BulkTriggerResult,
 };
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
@@ -47,10 +47,15 @@ async fn answer<T: serde::Serialize>(
     s: &AppState,
     op: OpRef,
     wait: bool,
-    body: impl FnOnce(Vec<uuid::Uuid>, Vec<uuid::Uuid>) -> T,
+    body: impl FnOnce(Vec<uuid::Uuid>, Vec<uuid::Uuid>, Vec<BulkFailure>) -> T,
 ) -> Answer<Response> {
-    if wait && let Some((ok, failed)) = bulk::wait(&s.deps, &op).await? {
-        return Ok((StatusCode::OK, Json(body(ids(ok), ids(failed)))).into_response());
+    if wait && let Some(r) = bulk::wait(&s.deps, &op).await? {
+        let failures = r
+            .reasons
+            .into_iter()
+            .map(|(user, reason)| BulkFailure { user_id: user.as_uuid(), reason })
+            .collect();
+        return Ok((StatusCode::OK, Json(body(ids(r.ok), ids(r.failed), failures))).into_response());
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }
@@ -73,9 +78,10 @@ pub async fn import(
     let req = ImportRequest::parse(body)?;
     let wait = req.wait_for_completion;
     let op = bulk::import::submit(&s.deps, team, req).await?;
-    answer(&s, op, wait, |user_ids_imported, user_ids_failed| BulkImportResult {
+    answer(&s, op, wait, |user_ids_imported, user_ids_failed, failures| BulkImportResult {
         user_ids_imported,
         user_ids_failed,
+        failures,
     })
     .await
 }
@@ -98,9 +104,10 @@ pub async fn trigger_historical_pull(
     let req = TriggerRequest::parse(body)?;
     let wait = req.wait_for_completion;
     let op = bulk::trigger::submit(&s.deps, team, req).await?;
-    answer(&s, op, wait, |user_ids_triggered, user_ids_failed| BulkTriggerResult {
+    answer(&s, op, wait, |user_ids_triggered, user_ids_failed, failures| BulkTriggerResult {
         user_ids_triggered,
         user_ids_failed,
+        failures,
     })
     .await
 }

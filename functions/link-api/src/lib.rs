@@ -45,7 +45,7 @@ pub fn app(state: AppState) -> wearlab_web::App {
 }
 
 /// The routes of the deployed function: with the simulated providers' consent page only when
-/// the deployment is configured for simulation (`WEARLAB_SIMULATOR_PAGES=true`).
+/// the deployment links simulated providers (`WEARLAB_SIMULATED_PROVIDERS=true`).
 pub fn deployed_routes(simulator_pages: bool) -> Routes {
     let routes = routes();
     if simulator_pages { routes.merge(Routes::from(wearlab_sim::routes())) } else { routes }

@@ -1,6 +1,7 @@
 //! The link-api Lambda: its router on the AWS adapters. Providers are real where the operator
-//! configured their OAuth app (`wearlab_providers::from_env`), the simulator otherwise; the
-//! simulator's consent page is served here when the template's `SimulatorPages` parameter says so.
+//! configured their OAuth app (`wearlab_providers::from_env`); the others can be linked to the
+//! simulator, whose consent page is then served here, only when the template's
+//! `SimulatedProviders` parameter says so (`WEARLAB_SIMULATED_PROVIDERS`).
 
 use std::sync::Arc;
 
@@ -14,7 +15,8 @@ async fn main() -> Result<(), lambda_http::Error> {
     // A provider's push notification queues polls on the pull queue.
     let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
     let deps = Deps { queue, ..deps };
-    let routes = link_api::deployed_routes(wearlab_sim::pages_configured());
+    let simulated = wearlab_providers::simulated_links(|k| std::env::var(k).ok())?;
+    let routes = link_api::deployed_routes(simulated);
     let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));
     lambda_http::run(app).await
 }

@@ -80,11 +80,19 @@ pub fn list(w: &Widget, raw: &str) -> Page {
         };
         items.push_str(&provider_row(p, href.as_deref()));
     }
-    let body = format!(
+    let body = if items.is_empty() {
+        // Every provider the token allows is demo only on this deployment.
         "<h1>Connect a health data provider</h1>\
-         <p>Choose the service that holds your data. You sign in with the service itself.</p>\
-         <nav aria-label=\"Providers\"><ul class=\"providers\">{items}</ul></nav>"
-    );
+         <p class=\"none\" role=\"status\">None of the services this link is for can be connected here yet. \
+         Please go back to the app that sent you.</p>"
+            .to_owned()
+    } else {
+        format!(
+            "<h1>Connect a health data provider</h1>\
+             <p>Choose the service that holds your data. You sign in with the service itself.</p>\
+             <nav aria-label=\"Providers\"><ul class=\"providers\">{items}</ul></nav>"
+        )
+    };
     Page::new("Connect a health data provider", body)
 }
 

@@ -40,6 +40,14 @@ pub const DATA_POLL_EVERY: Duration = Duration::from_secs(15 * 60);
 /// does on AWS.
 pub const SWEEP_WORKER_EVERY: Duration = Duration::from_secs(60);
 
+/// The process environment, with `WEARLAB_SIMULATED_PROVIDERS` true unless it is set.
+fn local_var(name: &str) -> Option<String> {
+    match std::env::var(name).ok() {
+        None if name == wearlab_providers::SIMULATED_PROVIDERS_VAR => Some("true".to_owned()),
+        value => value,
+    }
+}
+
 /// One process's adapters and workers.
 #[derive(Clone)]
 pub struct LocalStack {
@@ -62,8 +70,12 @@ impl LocalStack {
         let key = local_data_key(data_dir)?;
         // Local receivers run on this machine: http and loopback are allowed.
         let sender = HttpSender::from_env(UrlPolicy::LocalStack).map_err(DomainError::Rejected)?;
-        // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md).
-        Ok(Self::with(table, Arc::new(SystemClock), key, sender, wearlab_providers::from_env))
+        // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md); every
+        // other provider links to the simulator unless WEARLAB_SIMULATED_PROVIDERS=false: on a
+        // laptop, simulated data is the point.
+        wearlab_providers::simulated_links(local_var).map_err(DomainError::Rejected)?;
+        let providers = |sim| wearlab_providers::from_vars(sim, local_var);
+        Ok(Self::with(table, Arc::new(SystemClock), key, sender, providers))
     }
 
     /// A stack in memory on the given clock (tests, benchmarks), with a throwaway data key.

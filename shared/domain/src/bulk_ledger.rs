@@ -115,6 +115,32 @@ pub(crate) struct ResultRecord {
     /// Items that failed without a readable user id (an unreadable dead-lettered message).
     #[serde(default)]
     pub(crate) failed_unnamed: u64,
+    /// Why users of `failed` failed, where it is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) reasons: Vec<(UserId, String)>,
+}
+
+impl ResultRecord {
+    /// One user that failed, and why.
+    pub(crate) fn failed_because(user: UserId, reason: impl Into<String>) -> Self {
+        Self { failed: vec![user], reasons: vec![(user, reason.into())], ..Default::default() }
+    }
+
+    /// Adds a user that failed, and why.
+    pub(crate) fn fail(&mut self, user: UserId, reason: impl Into<String>) {
+        self.failed.push(user);
+        self.reasons.push((user, reason.into()));
+    }
+}
+
+/// What an ended operation did per user (sorted by user id).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Results {
+    /// Users imported or triggered.
+    pub ok: Vec<UserId>,
+    pub failed: Vec<UserId>,
+    /// Why users of `failed` failed, where it is known.
+    pub reasons: Vec<(UserId, String)>,
 }
 
 /// Records a new operation; its items are queued next.
@@ -220,20 +246,22 @@ pub(crate) async fn record(
     Err(DomainError::Busy("the bulk operation is being updated concurrently; retry".into()))
 }
 
-/// The users an ended operation handled, and those it failed (sorted).
-pub(crate) async fn results(deps: &Deps, op: &OpRef) -> Result<(Vec<UserId>, Vec<UserId>), DomainError> {
+/// The users an ended operation handled, and those it failed, with the reasons known.
+pub(crate) async fn results(deps: &Deps, op: &OpRef) -> Result<Results, DomainError> {
     let items =
         query_all(deps.table.as_ref(), Query::partition(keys::results_partition(&op.op_id)), 1_000_000)
             .await?;
-    let (mut ok, mut failed) = (Vec::new(), Vec::new());
+    let mut out = Results::default();
     for item in &items {
         let r: ResultRecord = item.decode()?;
-        ok.extend(r.ok);
-        failed.extend(r.failed);
+        out.ok.extend(r.ok);
+        out.failed.extend(r.failed);
+        out.reasons.extend(r.reasons);
     }
-    ok.sort();
-    failed.sort();
-    Ok((ok, failed))
+    out.ok.sort();
+    out.failed.sort();
+    out.reasons.sort();
+    Ok(out)
 }
 
 /// The pull worker's report: the user's pull started (or could not).
@@ -245,7 +273,7 @@ pub async fn record_pull(deps: &Deps, op: &OpRef, user: UserId, started: bool) -
     let r = if started {
         ResultRecord { ok: vec![user], ..Default::default() }
     } else {
-        ResultRecord { failed: vec![user], ..Default::default() }
+        ResultRecord::failed_because(user, "the pull could not start: the connection is gone or not usable")
     };
     record(deps, op, vec![(key, r)], false).await.map(|_| ())
 }

@@ -5,14 +5,21 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use wearlab_models::{AuthType, ConnectedSource, ProviderEntry, ProviderRef, Resource};
+use wearlab_models::{AuthType, ConnectedSource, ProviderAvailability, ProviderEntry, ProviderRef, Resource};
 
 use crate::ports::providers::Providers;
 
 const PROVIDERS_JSON: &str = include_str!("../../../infra/data/providers.json");
 
-/// Appended to the description of a provider that is only simulated on this deployment.
+/// Appended to the description of a provider that has a real adapter in this build but no OAuth
+/// application on this deployment, which does not link simulated providers.
 pub const DEMO_ONLY_NOTE: &str = " Demo only on this deployment: no OAuth application is configured for it.";
+/// Appended to the description of a provider Wearlab has no adapter for, on a deployment that
+/// does not link simulated providers.
+pub const NO_ADAPTER_NOTE: &str =
+    " Demo only on this deployment: Wearlab does not connect to this provider's own API yet.";
+/// Appended to the description of a provider whose links this deployment simulates.
+pub const SIMULATED_NOTE: &str = " Simulated on this deployment: a link gives synthetic data.";
 
 /// Providers that can be connected with a demo account (POST /v2/link/connect/demo).
 pub const DEMO_PROVIDERS: [&str; 4] = ["apple_health_kit", "fitbit", "freestyle_libre", "oura"];
@@ -33,14 +40,27 @@ pub struct ProviderInfo {
 }
 
 impl ProviderInfo {
-    pub fn entry(&self) -> ProviderEntry {
+    /// The catalog entry as `providers` offer it on this deployment: the resources a real link
+    /// fills ([`Catalog::resources_on`]), how it can be linked, and a description that says so
+    /// when the provider is simulated or demo only here.
+    pub fn entry_on(&self, providers: &dyn Providers) -> ProviderEntry {
+        let availability = providers.availability(&self.slug);
+        let mut description = self.description.clone();
+        let has_adapter = providers.resources(&self.slug).is_some();
+        match availability {
+            ProviderAvailability::Live => {}
+            ProviderAvailability::DemoOnly if has_adapter => description.push_str(DEMO_ONLY_NOTE),
+            ProviderAvailability::DemoOnly => description.push_str(NO_ADAPTER_NOTE),
+            _ => description.push_str(SIMULATED_NOTE),
+        }
         ProviderEntry {
             name: self.name.clone(),
             slug: self.slug.clone(),
-            description: self.description.clone(),
+            description,
             logo: self.logo.clone(),
             auth_type: self.auth_type.clone(),
-            supported_resources: self.supported_resources.clone(),
+            supported_resources: catalog().resources_on(providers, &self.slug),
+            availability,
         }
     }
 
@@ -86,30 +106,21 @@ impl Catalog {
         &self.providers
     }
 
-    /// GET /v2/providers: every provider, or those whose auth type is `source_type`.
-    pub fn list(&self, source_type: Option<&str>) -> Vec<ProviderEntry> {
+    /// Every provider, or those whose auth type is `source_type`.
+    pub fn list(&self, source_type: Option<&str>) -> Vec<&ProviderInfo> {
         self.providers
             .iter()
             .filter(|p| match source_type {
                 None | Some("") => true,
                 Some(t) => p.auth_type.as_ref().is_some_and(|a| a.as_str() == t),
             })
-            .map(ProviderInfo::entry)
             .collect()
     }
 
-    /// [`Catalog::list`] as this deployment offers it: a provider with a real adapter lists the
-    /// resources the adapter fills, and one whose OAuth app is not configured says it is demo
-    /// only.
+    /// GET /v2/providers: [`Catalog::list`] as this deployment offers it
+    /// ([`ProviderInfo::entry_on`]).
     pub fn list_on(&self, providers: &dyn Providers, source_type: Option<&str>) -> Vec<ProviderEntry> {
-        let mut entries = self.list(source_type);
-        for e in &mut entries {
-            e.supported_resources = self.resources_on(providers, &e.slug);
-            if providers.demo_only(&e.slug) {
-                e.description.push_str(DEMO_ONLY_NOTE);
-            }
-        }
-        entries
+        self.list(source_type).into_iter().map(|p| p.entry_on(providers)).collect()
     }
 
     /// The resources `slug` offers on a deployment: where the build has a real adapter for it,

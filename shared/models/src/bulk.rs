@@ -70,11 +70,21 @@ pub struct BulkImportBody {
     pub wait_for_completion: bool,
 }
 
+/// Why one user of a bulk operation failed (our addition).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct BulkFailure {
+    pub user_id: Uuid,
+    pub reason: String,
+}
+
 /// The answer of a bulk import that finished while the request waited.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct BulkImportResult {
     pub user_ids_imported: Vec<Uuid>,
     pub user_ids_failed: Vec<Uuid>,
+    /// Why each user of `user_ids_failed` failed, where it is known (our addition).
+    #[serde(default)]
+    pub failures: Vec<BulkFailure>,
 }
 
 /// POST /v2/link/bulk_trigger_historical_pull body.
@@ -92,6 +102,9 @@ pub struct BulkTriggerBody {
 pub struct BulkTriggerResult {
     pub user_ids_triggered: Vec<Uuid>,
     pub user_ids_failed: Vec<Uuid>,
+    /// Why each user of `user_ids_failed` failed, where it is known (our addition).
+    #[serde(default)]
+    pub failures: Vec<BulkFailure>,
 }
 
 /// A bulk operation and its progress.

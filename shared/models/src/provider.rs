@@ -93,6 +93,20 @@ open_enum!(
 );
 
 open_enum!(
+    /// How a provider can be linked on this deployment (our addition to the catalog entry).
+    /// `live`: Wearlab speaks the provider's own API here, so a link gives the user's real data.
+    /// `simulated`: this deployment lets simulated providers be linked (a local stack, a demo
+    /// or staging deployment): a link succeeds and its data is synthetic. `demo_only`: the
+    /// provider cannot be linked for real here; only a demo connection
+    /// (`POST /v2/link/connect/demo`) is offered.
+    ProviderAvailability {
+        Live => "live",
+        Simulated => "simulated",
+        DemoOnly => "demo_only",
+    }
+);
+
+open_enum!(
     /// Whether a resource of a connection can be read.
     AvailabilityStatus {
         Available => "available",
@@ -112,6 +126,9 @@ pub struct ProviderEntry {
     #[schema(required = true)]
     pub auth_type: Option<AuthType>,
     pub supported_resources: Vec<Resource>,
+    /// How the provider can be linked on this deployment (our addition; see
+    /// `ProviderAvailability`).
+    pub availability: ProviderAvailability,
 }
 
 /// A catalog entry with the URL that starts the provider's OAuth consent.
@@ -174,6 +191,9 @@ pub struct UserConnection {
     pub error_details: Option<ConnectionErrorDetails>,
     /// Per resource (key: resource name).
     pub resource_availability: BTreeMap<String, ResourceAvailability>,
+    /// The connection's data is synthetic (our addition): a demo connection, or a link to a
+    /// provider this deployment simulates.
+    pub demo: bool,
 }
 
 /// GET /v2/user/providers/{user_id} answer.
@@ -229,13 +249,14 @@ mod tests {
     fn unknown_auth_types_and_resources_still_serialize() {
         let e: ProviderEntry = serde_json::from_str(
             r#"{"name":"X","slug":"x","description":"d","logo":null,"auth_type":"telepathy",
-                "supported_resources":["sleep","dreams"]}"#,
+                "supported_resources":["sleep","dreams"],"availability":"by_appointment"}"#,
         )
         .unwrap();
         assert_eq!(e.supported_resources[1], Resource::Other("dreams".into()));
         let back = serde_json::to_value(&e).unwrap();
         assert_eq!(back["auth_type"], "telepathy");
         assert_eq!(back["supported_resources"][1], "dreams");
+        assert_eq!(back["availability"], "by_appointment");
     }
 
     #[test]

@@ -37,12 +37,32 @@ pub fn from_env(sim: Arc<dyn Providers>) -> Arc<dyn Providers> {
     from_vars(sim, |k| std::env::var(k).ok())
 }
 
+/// The variable that lets providers without a real adapter be linked to the simulator.
+pub const SIMULATED_PROVIDERS_VAR: &str = "WEARLAB_SIMULATED_PROVIDERS";
+
+/// `WEARLAB_SIMULATED_PROVIDERS` from `var`: `true` or `false`; unset is `false`, so that a
+/// deployment never links a real person to synthetic data unless its operator asked for it.
+pub fn simulated_links(var: impl Fn(&str) -> Option<String>) -> Result<bool, String> {
+    match var(SIMULATED_PROVIDERS_VAR).as_deref().map(str::trim) {
+        None | Some("") => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) => Err(format!("{SIMULATED_PROVIDERS_VAR} must be true or false, not {v:?}")),
+    }
+}
+
 /// The adapters the operator activated, the simulator behind them. A provider is real when its
 /// platform OAuth app is configured (`WEARLAB_PROVIDER_<SLUG>_CLIENT_ID` and `_CLIENT_SECRET`),
 /// or when `WEARLAB_PROVIDER_<SLUG>_ENABLED=true` (a provider linked only through teams' own
-/// OAuth apps). Everything else, and every demo connection, stays simulated; with nothing
-/// configured the deployment is the simulator alone.
+/// OAuth apps). Every other provider can be linked to the simulator only when
+/// `WEARLAB_SIMULATED_PROVIDERS=true` ([`simulated_links`]); otherwise it is demo only. Demo
+/// connections stay simulated either way.
+///
+/// # Panics
+/// On a `WEARLAB_SIMULATED_PROVIDERS` that is neither `true` nor `false`: it is read once at a
+/// function's start, which then stops with the message naming the variable.
 pub fn from_vars(sim: Arc<dyn Providers>, var: impl Fn(&str) -> Option<String>) -> Arc<dyn Providers> {
+    let simulating = simulated_links(&var).unwrap_or_else(|e| panic!("{e}"));
     let enabled = |slug: &str, config: &AppConfig| {
         config.platform_client.is_some()
             || var(&format!("WEARLAB_PROVIDER_{}_ENABLED", slug.to_ascii_uppercase()))
@@ -56,7 +76,7 @@ pub fn from_vars(sim: Arc<dyn Providers>, var: impl Fn(&str) -> Option<String>) 
             routes.push(Route { adapter, config });
         }
     }
-    Arc::new(RealProviders::new(sim, routes).with_available(&available))
+    Arc::new(RealProviders::new(sim, routes).with_available(&available).simulating(simulating))
 }
 
 /// Every adapter in this build with its configuration from `var`, whether the operator
@@ -85,6 +105,7 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
 mod tests {
     use super::*;
     use wearlab_domain::ports::providers::AuthorizeRequest;
+    use wearlab_models::ProviderAvailability;
 
     fn request() -> AuthorizeRequest {
         AuthorizeRequest { client_id: "id".into(), redirect_uri: "https://w/cb".into(), state: "s".into() }
@@ -93,8 +114,8 @@ mod tests {
     #[test]
     fn a_provider_is_real_once_its_app_is_configured() {
         let unconfigured = from_vars(wearlab_sim::providers(), |_| None);
-        assert!(unconfigured.demo_only("oura"));
-        assert!(!unconfigured.demo_only("garmin"), "no adapter: simulated by design");
+        assert_eq!(unconfigured.availability("oura"), ProviderAvailability::DemoOnly);
+        assert_eq!(unconfigured.availability("garmin"), ProviderAvailability::DemoOnly);
         let sim_url = unconfigured.authorize_url("oura", &request()).unwrap();
         assert!(!sim_url.starts_with("https://cloud.ouraring.com/"), "{sim_url}");
 
@@ -103,7 +124,8 @@ mod tests {
             "WEARLAB_PROVIDER_OURA_CLIENT_SECRET" => Some("secret".into()),
             _ => None,
         });
-        assert!(!configured.demo_only("oura"));
+        assert_eq!(configured.availability("oura"), ProviderAvailability::Live);
+        assert_eq!(configured.availability("garmin"), ProviderAvailability::DemoOnly);
         assert_eq!(configured.platform_oauth_client("oura").unwrap().client_id, "id");
         let url = configured.authorize_url("oura", &request()).unwrap();
         assert!(url.starts_with("https://cloud.ouraring.com/oauth/authorize?"), "{url}");
@@ -150,18 +172,44 @@ mod tests {
 
     #[test]
     fn the_catalog_says_which_providers_are_demo_only_and_that_fitbit_is_off() {
-        use wearlab_domain::catalog::{DEMO_ONLY_NOTE, catalog};
-        let description = |providers: &dyn Providers, slug: &str| {
-            catalog().list_on(providers, None).into_iter().find(|e| e.slug == slug).unwrap().description
+        use wearlab_domain::catalog::{DEMO_ONLY_NOTE, NO_ADAPTER_NOTE, SIMULATED_NOTE, catalog};
+        let entry = |providers: &dyn Providers, slug: &str| {
+            catalog().list_on(providers, None).into_iter().find(|e| e.slug == slug).unwrap()
         };
         let unconfigured = from_vars(wearlab_sim::providers(), |_| None);
-        assert!(description(unconfigured.as_ref(), "oura").ends_with(DEMO_ONLY_NOTE));
-        assert!(!description(unconfigured.as_ref(), "garmin").contains(DEMO_ONLY_NOTE));
-        assert!(description(unconfigured.as_ref(), "fitbit").contains("turned off on 2026-11-02"));
+        let oura = entry(unconfigured.as_ref(), "oura");
+        assert!(oura.description.ends_with(DEMO_ONLY_NOTE));
+        assert_eq!(oura.availability, ProviderAvailability::DemoOnly);
+        let garmin = entry(unconfigured.as_ref(), "garmin");
+        assert!(garmin.description.ends_with(NO_ADAPTER_NOTE), "{}", garmin.description);
+        assert_eq!(garmin.availability, ProviderAvailability::DemoOnly);
+        assert!(entry(unconfigured.as_ref(), "fitbit").description.contains("turned off on 2026-11-02"));
         let configured = from_vars(wearlab_sim::providers(), |k| {
             k.starts_with("WEARLAB_PROVIDER_OURA_CLIENT_").then(|| "x".to_owned())
         });
-        assert!(!description(configured.as_ref(), "oura").contains(DEMO_ONLY_NOTE));
+        let oura = entry(configured.as_ref(), "oura");
+        assert!(!oura.description.contains("on this deployment"), "{}", oura.description);
+        assert_eq!(oura.availability, ProviderAvailability::Live);
+
+        let simulating = from_vars(wearlab_sim::providers(), |k| {
+            (k == SIMULATED_PROVIDERS_VAR).then(|| "true".to_owned())
+        });
+        for slug in ["oura", "garmin", "peloton"] {
+            let e = entry(simulating.as_ref(), slug);
+            assert_eq!(e.availability, ProviderAvailability::Simulated, "{slug}");
+            assert!(e.description.ends_with(SIMULATED_NOTE), "{slug}: {}", e.description);
+        }
+    }
+
+    #[test]
+    fn simulated_links_are_off_unless_asked_for_and_a_bad_value_is_named() {
+        assert_eq!(simulated_links(|_| None), Ok(false));
+        let with = |v: &'static str| simulated_links(move |_| Some(v.to_owned()));
+        assert_eq!(with("true"), Ok(true));
+        assert_eq!(with(" TRUE "), Ok(true));
+        assert_eq!(with("false"), Ok(false));
+        assert_eq!(with(""), Ok(false));
+        assert!(with("yes").unwrap_err().contains(SIMULATED_PROVIDERS_VAR));
     }
 
     #[test]

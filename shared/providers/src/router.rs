@@ -12,6 +12,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
     ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest, RateWindow,
 };
+use wearlab_models::ProviderAvailability;
 
 use crate::adapter::Adapter;
 use crate::config::AppConfig;
@@ -28,13 +29,24 @@ pub struct RealProviders {
     routes: HashMap<&'static str, Route>,
     /// Providers with an adapter in this build, active or not, with the resources it fills.
     available: HashMap<&'static str, &'static [&'static str]>,
+    /// Whether providers without an active adapter may be linked to the simulator
+    /// (`WEARLAB_SIMULATED_PROVIDERS`); demo connections are offered either way.
+    simulated_links: bool,
 }
 
 impl RealProviders {
+    /// Routes to `routes`; every other provider is demo only until [`Self::simulating`].
     pub fn new(sim: Arc<dyn Providers>, routes: Vec<Route>) -> Self {
         let routes: HashMap<_, _> = routes.into_iter().map(|r| (r.adapter.slug(), r)).collect();
         let available = routes.iter().map(|(slug, r)| (*slug, r.adapter.resources())).collect();
-        Self { sim, available, routes }
+        Self { sim, available, routes, simulated_links: false }
+    }
+
+    /// Lets providers without an active adapter be linked to the simulator (their data is
+    /// synthetic): the local stack, demo and staging deployments.
+    pub fn simulating(mut self, on: bool) -> Self {
+        self.simulated_links = on;
+        self
     }
 
     /// Names the adapters in this build, active or not, so that providers without an OAuth app
@@ -116,13 +128,36 @@ impl Providers for RealProviders {
         &self,
         provider: &str,
         client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<(), ProviderError> {
-        match self.real(provider, credentials) {
-            // None of the real providers publishes token introspection: an imported token is
-            // checked by its first use (a refused one marks the connection in error).
-            Some(_) => Ok(()),
-            None => self.sim.verify_app_token(provider, client, credentials).await,
+        account: &ProviderAccount,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        let credentials = &account.credentials;
+        let Some(route) = self.real(provider, credentials) else {
+            return self.sim.verify_app_token(provider, client, account).await;
+        };
+        // None of the real providers publishes token introspection. A refresh token is refreshed
+        // with the team's app: the provider refuses one issued to another app. An access token
+        // alone can only be shown to work, by one authenticated call.
+        if credentials.refresh_token.is_some() {
+            return route.adapter.refresh(client, credentials).await.map_err(|e| match e {
+                ProviderError::Revoked(why) | ProviderError::CredentialError(why) => {
+                    ProviderError::CredentialError(format!(
+                        "the provider refused the refresh token with the team's OAuth application \
+                         (issued to another application, or revoked): {why}"
+                    ))
+                }
+                other => other,
+            });
+        }
+        let Some(resource) = route.adapter.resources().first() else { return Ok(credentials.clone()) };
+        let today = chrono::Utc::now().date_naive();
+        let range = DateRange { start: today.pred_opt().unwrap_or(today), end: today };
+        match route.adapter.fetch(account, resource, range).await {
+            Ok(_) => Ok(credentials.clone()),
+            Err(ProviderError::AccessTokenRefused) => Err(ProviderError::CredentialError(
+                "the provider refused the access token (expired or revoked) and no refresh token was given"
+                    .into(),
+            )),
+            Err(e) => Err(e),
         }
     }
 
@@ -229,8 +264,18 @@ impl Providers for RealProviders {
         out
     }
 
-    fn demo_only(&self, provider: &str) -> bool {
-        self.available.contains_key(provider) && !self.routes.contains_key(provider)
+    fn availability(&self, provider: &str) -> ProviderAvailability {
+        if self.routes.contains_key(provider) {
+            ProviderAvailability::Live
+        } else if self.simulated_links {
+            ProviderAvailability::Simulated
+        } else {
+            ProviderAvailability::DemoOnly
+        }
+    }
+
+    fn simulates(&self, provider: &str, credentials: &ProviderCredentials) -> bool {
+        self.real(provider, credentials).is_none()
     }
 
     fn resources(&self, provider: &str) -> Option<&'static [&'static str]> {

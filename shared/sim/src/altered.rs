@@ -9,6 +9,7 @@ use chrono::NaiveDate;
 use serde_json::Value;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::*;
+use wearlab_models::ProviderAvailability;
 
 /// What an [`Altered`] changes about the providers it wraps. Each default changes nothing.
 #[async_trait]
@@ -95,9 +96,9 @@ impl<A: Alteration> Providers for Altered<A> {
         &self,
         p: &str,
         client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<(), ProviderError> {
-        self.inner.verify_app_token(p, client, credentials).await
+        account: &ProviderAccount,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.inner.verify_app_token(p, client, account).await
     }
 
     async fn refresh_credentials(
@@ -169,8 +170,12 @@ impl<A: Alteration> Providers for Altered<A> {
         self.inner.maintain_push_subscriptions(public_url).await
     }
 
-    fn demo_only(&self, p: &str) -> bool {
-        self.inner.demo_only(p)
+    fn availability(&self, p: &str) -> ProviderAvailability {
+        self.inner.availability(p)
+    }
+
+    fn simulates(&self, p: &str, credentials: &ProviderCredentials) -> bool {
+        self.inner.simulates(p, credentials)
     }
 
     fn resources(&self, p: &str) -> Option<&'static [&'static str]> {

@@ -3,8 +3,8 @@
 //! (`allow`, `partial`, `error`) or `error=access_denied` (`deny`). It is served on the API's
 //! own address, so it sends the browser nowhere but this API's OAuth callback for the provider
 //! (anything else would make the API's domain an open redirect), and its answers carry the
-//! hosted pages' headers. Deployed functions serve it only where simulation is configured
-//! ([`pages_configured`]).
+//! hosted pages' headers. Deployed functions serve it only where simulated providers may be
+//! linked (`WEARLAB_SIMULATED_PROVIDERS=true`).
 
 use serde::{Deserialize, Serialize};
 use wearlab_domain::linking::with_query;
@@ -61,15 +61,6 @@ fn origin(url: &str) -> Option<&str> {
     let (scheme, rest) = url.split_once("://")?;
     let host_len = rest.find('/').unwrap_or(rest.len());
     Some(&url[..scheme.len() + 3 + host_len])
-}
-
-/// The variable that turns the consent page on in a deployed function (`true`); the template sets
-/// it from its `SimulatorPages` parameter.
-pub const PAGES_ENV: &str = "WEARLAB_SIMULATOR_PAGES";
-
-/// Whether this deployment serves the simulator's pages.
-pub fn pages_configured() -> bool {
-    std::env::var(PAGES_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
 #[cfg(test)]

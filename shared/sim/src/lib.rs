@@ -30,7 +30,7 @@ use wearlab_domain::ports::providers::{
 use wearlab_models::{AuthType, MfaMethod};
 
 pub use altered::{Alteration, Altered, one_second_samples};
-pub use consent::{CONSENT_PATH, PAGES_ENV, pages_configured};
+pub use consent::CONSENT_PATH;
 #[cfg(feature = "consent")]
 pub use consent_page::routes;
 pub use lab::{REFUSED_ZIP, SimulatedLab};
@@ -345,9 +345,10 @@ impl Providers for SimProviders {
         &self,
         provider: &str,
         client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<(), ProviderError> {
+        account: &ProviderAccount,
+    ) -> Result<ProviderCredentials, ProviderError> {
         known(provider)?;
+        let credentials = &account.credentials;
         let info = parse_token(credentials.access_token.expose())
             .ok_or_else(|| ProviderError::CredentialError("the provider does not know this token".into()))?;
         if info.flags.iter().any(|f| f == FLAG_VERIFY_ERROR) {
@@ -361,7 +362,7 @@ impl Providers for SimProviders {
                 "the token was not issued to the team's OAuth application".into(),
             ));
         }
-        Ok(())
+        Ok(credentials.clone())
     }
 
     async fn fetch(

@@ -21,6 +21,7 @@ mod linking;
 mod metrics;
 mod outbox;
 mod pipeline;
+mod provider_truth;
 mod queues;
 mod real_providers;
 mod retryable;

@@ -21,6 +21,7 @@ use crate::linking::connections::{self, Committed, ConnectionRecord, NewConnecti
 use crate::linking::team;
 use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, QueueName};
+use crate::throttle::{self, Decision};
 
 /// Longest token and provider user id accepted.
 const MAX_TOKEN: usize = 8 * 1024;
@@ -171,7 +172,9 @@ pub async fn submit(deps: &Deps, team: TeamId, req: ImportRequest) -> Result<OpR
 /// How one recipe ended.
 enum Imported {
     Ok(UserId),
-    Failed(UserId),
+    Failed(UserId, String),
+    /// The provider's limit for the team's app is reached: the message waits this long.
+    Later(std::time::Duration),
 }
 
 /// Imports the recipes of one message. A provider that cannot tell whether a token is the
@@ -212,6 +215,7 @@ pub(crate) async fn import_chunk(
     let mut pending = recipes.into_iter();
     let mut result = ResultRecord::default();
     let mut transient = None;
+    let mut later = None;
     loop {
         while tasks.len() < CONCURRENCY {
             let Some(r) = pending.next() else { break };
@@ -221,12 +225,13 @@ pub(crate) async fn import_chunk(
         let Some(done) = tasks.join_next().await else { break };
         match done {
             Ok(Ok(Imported::Ok(u))) => result.ok.push(u),
-            Ok(Ok(Imported::Failed(u))) => result.failed.push(u),
+            Ok(Ok(Imported::Failed(u, why))) => result.fail(u, why),
+            Ok(Ok(Imported::Later(wait))) => later = later.max(Some(wait)),
             Ok(Err(e)) => transient = Some(e.to_string()),
             Err(e) => transient = Some(format!("import task failed: {e}")),
         }
     }
-    if !result.ok.is_empty() || transient.is_some() {
+    if !result.ok.is_empty() || transient.is_some() || later.is_some() {
         // Kept pages of the team's users learn of the new connections before the message
         // counts as done (or is tried again).
         crate::users::listed_changed(deps, op.team_id).await?;
@@ -234,6 +239,11 @@ pub(crate) async fn import_chunk(
     if let Some(reason) = transient {
         // Imported recipes are marked with the operation; the retry skips them.
         return Ok(Outcome::Fail(reason));
+    }
+    if let Some(wait) = later {
+        // Waiting for the provider's window is no failure: the message comes back after it,
+        // and skips what it imported.
+        return Ok(Outcome::RetryAfter(wait));
     }
     tracing::info!(op_id = %op.op_id, chunk, imported = result.ok.len(), failed = result.failed.len(), "bulk import message done");
     record(deps, op, vec![(result_key, result)], false).await?;
@@ -249,9 +259,12 @@ async fn import_one(
 ) -> Result<Imported, DomainError> {
     let Packed(user_id, access, refresh, provider_id, expires_at, scopes) = r;
     let slug = provider.slug.as_str();
+    if let Some(why) = crate::linking::not_linkable(deps.providers.as_ref(), slug) {
+        return Ok(Imported::Failed(user_id, why));
+    }
     // Unknown, deleted and other teams' users fail before the provider is asked anything.
     if crate::users::load(deps, op.team_id, user_id).await?.is_none_or(|(u, _)| u.deletion.is_some()) {
-        return Ok(Imported::Failed(user_id));
+        return Ok(Imported::Failed(user_id, "no active user of the team has this user_id".into()));
     }
     if let Some(item) = deps.table.get(&crate::keys::linking::connection(user_id, slug)).await? {
         let existing: ConnectionRecord = item.decode()?;
@@ -265,17 +278,27 @@ async fn import_one(
         expires_at: (expires_at > 0).then(|| DateTime::<Utc>::from_timestamp(expires_at, 0)).flatten(),
         scopes,
     };
-    match deps.providers.verify_app_token(slug, client, &credentials).await {
-        Ok(()) => {}
+    // The check is a request to the provider on the team's app: within its published limits.
+    let limits = deps.providers.app_limits(slug, &credentials);
+    match throttle::take_app(deps, slug, &client.client_id, &limits).await? {
+        Decision::Granted => {}
+        Decision::Wait(wait) => return Ok(Imported::Later(wait)),
+    }
+    let account = ProviderAccount { external_user_id: provider_id, credentials };
+    let credentials = match deps.providers.verify_app_token(slug, client, &account).await {
+        Ok(credentials) => credentials,
         Err(e @ ProviderError::Api(_)) => return Err(DomainError::Busy(format!("{slug}: {e}"))),
+        Err(ProviderError::RateLimited { retry_after_secs }) => {
+            return Ok(Imported::Later(std::time::Duration::from_secs(retry_after_secs.max(1))));
+        }
         Err(e) => {
             tracing::info!(op_id = %op.op_id, user_id = %user_id, provider = slug, error_type = %e.link_error_type(), "recipe refused");
-            return Ok(Imported::Failed(user_id));
+            return Ok(Imported::Failed(user_id, format!("{slug} refused the tokens: {e}")));
         }
-    }
+    };
     let new = NewConnection {
         provider,
-        account: ProviderAccount { external_user_id: provider_id, credentials },
+        account: ProviderAccount { credentials, ..account },
         demo: false,
         token: None,
         extra_ops: vec![],
@@ -284,11 +307,16 @@ async fn import_one(
     };
     match connections::commit(deps, op.team_id, user_id, new).await {
         Ok(Committed::Connected { .. }) => Ok(Imported::Ok(user_id)),
-        Ok(Committed::UserGone | Committed::Duplicate | Committed::TokenConsumed) => {
-            Ok(Imported::Failed(user_id))
-        }
+        Ok(Committed::UserGone) => Ok(Imported::Failed(user_id, "the user was deleted meanwhile".into())),
+        Ok(Committed::Duplicate) => Ok(Imported::Failed(
+            user_id,
+            "this provider account is connected to another user of the team, and the team rejects duplicate \
+             connections"
+                .into(),
+        )),
+        Ok(Committed::TokenConsumed) => Ok(Imported::Failed(user_id, "a concurrent change won".into())),
         // Too many connections: a refusal, not a retry.
-        Err(DomainError::Rejected(_)) => Ok(Imported::Failed(user_id)),
+        Err(DomainError::Rejected(why)) => Ok(Imported::Failed(user_id, why)),
         Err(e) => Err(e),
     }
 }
@@ -315,7 +343,12 @@ pub(crate) async fn give_up(
                     Some(item) => item.decode::<ConnectionRecord>()?.imported_by(op.team_id, &op.op_id),
                     None => false,
                 };
-                if done { result.ok.push(r.0) } else { result.failed.push(r.0) }
+                if done {
+                    result.ok.push(r.0)
+                } else {
+                    result
+                        .fail(r.0, "the import message failed repeatedly (the provider could not be reached)")
+                }
             }
         }
         Err(_) => result.failed_unnamed = u64::from(items),

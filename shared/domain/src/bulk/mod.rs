@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::bulk::{BulkOp, BulkProvider};
 
 use crate::Deps;
-use crate::bulk_ledger::{OpRecord, OpRef, results};
+use crate::bulk_ledger::{OpRecord, OpRef, Results, results};
 use crate::catalog::ProviderInfo;
 use crate::crypto::Sealed;
 use crate::error::DomainError;
@@ -104,7 +104,7 @@ pub async fn list(
 
 /// Waits (at most `WAIT_LIMIT` on the deployment's clock) for the operation to end; its
 /// results if it did.
-pub async fn wait(deps: &Deps, op: &OpRef) -> Result<Option<(Vec<UserId>, Vec<UserId>)>, DomainError> {
+pub async fn wait(deps: &Deps, op: &OpRef) -> Result<Option<Results>, DomainError> {
     let deadline = op.started_at + chrono::Duration::from_std(WAIT_LIMIT).expect("small");
     // Bounded in real time too, should the clock stand still (a manual clock in tests).
     let polls = WAIT_LIMIT.as_millis() / WAIT_POLL.as_millis();

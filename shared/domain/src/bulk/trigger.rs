@@ -63,15 +63,36 @@ fn pull_id(op: &OpRef) -> String {
     format!("bulk-{}", op.op_id)
 }
 
-fn failed_results(op: &OpRef, users: &[UserId]) -> Vec<(Key, ResultRecord)> {
+fn failed_results(op: &OpRef, users: &[(UserId, String)]) -> Vec<(Key, ResultRecord)> {
     users
         .iter()
-        .map(|u| (keys::user_result(&op.op_id, *u), ResultRecord { failed: vec![*u], ..Default::default() }))
+        .map(|(u, why)| (keys::user_result(&op.op_id, *u), ResultRecord::failed_because(*u, why.as_str())))
         .collect()
 }
 
+/// Why `user` cannot have its pull of `provider` triggered, if it cannot.
+async fn not_triggerable(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    provider: &str,
+) -> Result<Option<String>, DomainError> {
+    if !matches!(users::load(deps, team, user).await?, Some((u, _)) if u.deletion.is_none()) {
+        return Ok(Some("no active user of the team has this user_id".into()));
+    }
+    let Some(item) = deps.table.get(&crate::keys::linking::connection(user, provider)).await? else {
+        return Ok(Some(format!("the user has no connection to {provider}")));
+    };
+    let conn: ConnectionRecord = item.decode()?;
+    if conn.status != ConnectionStatus::Connected {
+        return Ok(Some(format!("the user's connection to {provider} is {}", conn.status)));
+    }
+    Ok(None)
+}
+
 /// Queues the pulls of one message's users; users without an active, unpaused connection to
-/// the provider fail at once.
+/// the provider fail at once, and so does everyone when the provider is demo only here (a
+/// simulated connection kept from before is not pulled in bulk as if it were real).
 pub(crate) async fn trigger_chunk(
     deps: &Deps,
     op: &OpRef,
@@ -79,18 +100,16 @@ pub(crate) async fn trigger_chunk(
 ) -> Result<Outcome, DomainError> {
     let Some(header) = deps.table.get(&op.key()).await? else { return Ok(Outcome::Ack) };
     let provider = header.decode::<OpRecord>()?.provider;
+    let demo_only = crate::linking::not_linkable(deps.providers.as_ref(), &provider);
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
     for &user in user_ids {
-        let active =
-            matches!(users::load(deps, op.team_id, user).await?, Some((u, _)) if u.deletion.is_none());
-        let connected = active
-            && match deps.table.get(&crate::keys::linking::connection(user, &provider)).await? {
-                Some(item) => item.decode::<ConnectionRecord>()?.status == ConnectionStatus::Connected,
-                None => false,
-            };
-        if !connected {
-            failed.push(user);
+        let why = match &demo_only {
+            Some(why) => Some(why.clone()),
+            None => not_triggerable(deps, op.team_id, user, &provider).await?,
+        };
+        if let Some(why) = why {
+            failed.push((user, why));
             continue;
         }
         let job = PullJob {
@@ -115,5 +134,7 @@ pub(crate) async fn trigger_chunk(
 pub(crate) async fn give_up(deps: &Deps, op: &OpRef, user_ids: &[UserId]) -> Result<(), DomainError> {
     tracing::warn!(op_id = %op.op_id, users = user_ids.len(), "bulk trigger message dead-lettered");
     // `record` drops results that exist (pulls that started meanwhile).
-    record(deps, op, failed_results(op, user_ids), false).await.map(|_| ())
+    let failed: Vec<(UserId, String)> =
+        user_ids.iter().map(|u| (*u, "the trigger message failed repeatedly".to_owned())).collect();
+    record(deps, op, failed_results(op, &failed), false).await.map(|_| ())
 }

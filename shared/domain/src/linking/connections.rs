@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::{
-    AvailabilityStatus, ConnectionErrorDetails, ConnectionStatus, EventEnvelope, ResourceAvailability,
-    UserConnection, UserConnections,
+    AvailabilityStatus, ConnectionErrorDetails, ConnectionStatus, EventEnvelope, ProviderAvailability,
+    ResourceAvailability, UserConnection, UserConnections,
 };
 
 use super::revokes::Pending;
@@ -20,7 +20,7 @@ use crate::error::DomainError;
 use crate::ids::{TeamId, UserId};
 use crate::keys;
 use crate::outbox::Staged;
-use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, Providers};
+use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
 use crate::users::{self, ConnectionRef, UserRecord};
@@ -108,9 +108,22 @@ impl ConnectionRecord {
         item
     }
 
+    /// Whether the connection's data is synthetic: a demo connection, or credentials that reach
+    /// the simulator (a link made where simulated providers may be linked, kept and still
+    /// working as a demo where they no longer may).
+    pub fn is_demo(&self, deps: &Deps) -> bool {
+        self.demo
+            || match self.credentials(deps) {
+                Ok(c) => deps.providers.simulates(&self.provider, &c),
+                // Credentials that do not open reach nothing; say what the provider is here.
+                Err(_) => deps.providers.availability(&self.provider) != ProviderAvailability::Live,
+            }
+    }
+
     /// The connection as GET /v2/user/providers lists it, with the resources it offers on this
     /// deployment (`Catalog::resources_on`).
-    pub fn to_wire(&self, providers: &dyn Providers) -> UserConnection {
+    pub fn to_wire(&self, deps: &Deps) -> UserConnection {
+        let providers = deps.providers.as_ref();
         let provider = catalog().reference(&self.provider);
         let status = if self.status == ConnectionStatus::Connected {
             AvailabilityStatus::Available
@@ -136,6 +149,7 @@ impl ConnectionRecord {
             external_user_id: Some(self.external_user_id.clone()),
             error_details: self.error_details.clone(),
             resource_availability,
+            demo: self.is_demo(deps),
         }
     }
 }
@@ -336,9 +350,7 @@ pub async fn list(deps: &Deps, team: TeamId, user_id: UserId) -> Result<UserConn
     users::load_active(deps, team, user_id).await?;
     let mut records = load_all(deps, user_id).await?;
     records.sort_by(|a, b| a.0.created_on.cmp(&b.0.created_on).then_with(|| a.0.provider.cmp(&b.0.provider)));
-    Ok(UserConnections {
-        providers: records.iter().map(|(r, _)| r.to_wire(deps.providers.as_ref())).collect(),
-    })
+    Ok(UserConnections { providers: records.iter().map(|(r, _)| r.to_wire(deps)).collect() })
 }
 
 /// Every connection item of the user with its version.

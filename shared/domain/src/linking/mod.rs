@@ -16,11 +16,12 @@ pub mod tokens;
 pub mod widget;
 
 use sha2::{Digest, Sha256};
-use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderMfaRequest};
+use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderAvailability, ProviderMfaRequest};
 
-use crate::catalog::{ProviderInfo, catalog};
+use crate::catalog::{DEMO_PROVIDERS, ProviderInfo, catalog};
 use crate::error::DomainError;
 use crate::ports::StoreError;
+use crate::ports::providers::Providers;
 
 /// 256 random bits as 64 hex characters (two v4 UUIDs hashed, as API keys are made).
 pub(crate) fn random_hex() -> String {
@@ -37,6 +38,33 @@ pub(crate) fn sha256_hex(s: &str) -> String {
 /// A provider slug of the path: known, or 404.
 pub fn known_provider(slug: &str) -> Result<&'static ProviderInfo, DomainError> {
     catalog().get(slug).ok_or_else(|| DomainError::NotFound(format!("Provider {slug} is not supported.")))
+}
+
+/// Why `provider` cannot be linked for real on this deployment, with the demo alternative;
+/// `None` when it can (live, or simulated where the deployment allows it).
+pub fn not_linkable(providers: &dyn Providers, provider: &str) -> Option<String> {
+    if providers.availability(provider) != ProviderAvailability::DemoOnly {
+        return None;
+    }
+    let why = if providers.resources(provider).is_some() {
+        "no OAuth application is configured for it on this deployment"
+    } else {
+        "Wearlab does not connect to this provider's own API yet"
+    };
+    Some(format!(
+        "{provider} cannot be linked on this deployment: {why}, and the deployment does not link \
+         simulated providers (their data would be synthetic). A demo connection with synthetic data \
+         is available through POST /v2/link/connect/demo for: {}.",
+        DEMO_PROVIDERS.join(", ")
+    ))
+}
+
+/// A link to `provider` may go ahead: refused (400) when it is demo only here.
+pub fn linkable(providers: &dyn Providers, provider: &str) -> Result<(), DomainError> {
+    match not_linkable(providers, provider) {
+        Some(why) => Err(DomainError::Rejected(why)),
+        None => Ok(()),
+    }
 }
 
 /// An outcome of a link step, before it is said as a Link result.

@@ -65,6 +65,7 @@ pub async fn start(
 ) -> Result<OauthProviderEntry, DomainError> {
     let p = oauth_provider(provider)?;
     let slug = p.slug.as_str();
+    super::linkable(deps.providers.as_ref(), slug)?;
     let token = match tokens::check(deps, team, raw_token, slug).await? {
         Ok(t) => t,
         Err(r) => return Err(DomainError::Rejected(format!("{}: {}", r.error_type, r.error))),
@@ -106,7 +107,7 @@ pub async fn start(
         .authorize_url(slug, &AuthorizeRequest { client_id, redirect_uri, state })
         .map_err(|e| DomainError::Rejected(e.to_string()))?;
     tracing::info!(team_id = %team_id, user_id = %token.record.user_id, provider = slug, team_app, "oauth consent started");
-    let e = p.entry();
+    let e = p.entry_on(deps.providers.as_ref());
     Ok(OauthProviderEntry {
         name: e.name,
         slug: e.slug,
@@ -183,6 +184,11 @@ pub async fn callback(
         }
     };
     let redirect = token.record.redirect_url.clone();
+    // The deployment stopped linking simulated providers while this consent was open.
+    if let Some(why) = super::not_linkable(deps.providers.as_ref(), slug) {
+        forget(deps, &state_key).await;
+        return Ok(outcome(slug, redirect, LinkOutcome::failed(LinkErrorType::ProviderApiError, why)));
+    }
     if let Some(error) = params.error.as_deref() {
         forget(deps, &state_key).await;
         let o = if error == "access_denied" {

@@ -91,6 +91,7 @@ pub async fn link(
     attempt: PasswordAttempt,
 ) -> Result<LinkResult, DomainError> {
     let slug = attempt.provider.slug.as_str();
+    super::linkable(deps.providers.as_ref(), slug)?;
     let token = match tokens::check(deps, Some(team), raw_token, slug).await? {
         Ok(t) => t,
         Err(refusal) => return Ok(refusal.result(slug)),

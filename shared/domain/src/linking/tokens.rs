@@ -200,6 +200,10 @@ pub async fn create(
     new: NewLinkToken,
     base_url: &str,
 ) -> Result<LinkTokenAnswer, DomainError> {
+    // A token that opens the page on a provider it cannot link would be a dead end.
+    if let Some(provider) = &new.provider {
+        super::linkable(deps.providers.as_ref(), provider)?;
+    }
     users::load_active(deps, team, new.user_id).await?;
     let now = deps.now();
     let token = format!("{TOKEN_PREFIX}{}", random_hex());

@@ -43,23 +43,31 @@ pub fn method(p: &ProviderInfo) -> Method {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Widget {
     pub token: ValidToken,
+    /// Providers this deployment cannot link for real (demo only): never offered.
+    unlinkable: Vec<&'static str>,
 }
 
 impl Widget {
-    /// The providers the token allows, in catalog order.
+    /// Whether the page offers `slug`: the token allows it and the deployment can link it.
+    fn offers(&self, slug: &str) -> bool {
+        self.token.record.allows(slug) && !self.unlinkable.contains(&slug)
+    }
+
+    /// The providers the page offers, in catalog order.
     pub fn providers(&self) -> Vec<&'static ProviderInfo> {
-        catalog().all().iter().filter(|p| self.token.record.allows(&p.slug)).collect()
+        catalog().all().iter().filter(|p| self.offers(&p.slug)).collect()
     }
 
     /// The provider the token was made for: the page opens straight on it.
     pub fn named(&self) -> Option<&'static ProviderInfo> {
-        self.token.record.provider.as_deref().and_then(|p| catalog().get(p))
+        self.token.record.provider.as_deref().filter(|p| self.offers(p)).and_then(|p| catalog().get(p))
     }
 
-    /// A provider of the page's path: 404 when unknown or not allowed by the token.
+    /// A provider of the page's path: 404 when unknown, not allowed by the token, or not
+    /// linkable on this deployment.
     pub fn provider(&self, slug: &str) -> Result<&'static ProviderInfo, DomainError> {
         let p = known_provider(slug)?;
-        if !self.token.record.allows(slug) {
+        if !self.offers(slug) {
             return Err(DomainError::NotFound(format!("This link cannot connect {slug}.")));
         }
         Ok(p)
@@ -83,7 +91,13 @@ impl Widget {
 
 /// The token of a page: usable, or why not (expired, consumed, unknown).
 pub async fn open(deps: &Deps, raw: Option<&str>) -> Result<Result<Widget, TokenRefusal>, DomainError> {
-    Ok(tokens::peek(deps, raw).await?.map(|token| Widget { token }))
+    let unlinkable = catalog()
+        .all()
+        .iter()
+        .filter(|p| super::not_linkable(deps.providers.as_ref(), &p.slug).is_some())
+        .map(|p| p.slug.as_str())
+        .collect::<Vec<_>>();
+    Ok(tokens::peek(deps, raw).await?.map(|token| Widget { token, unlinkable }))
 }
 
 /// Which form the page shows again.

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use wearlab_models::{LinkErrorType, MfaMethod};
+use wearlab_models::{LinkErrorType, MfaMethod, ProviderAvailability};
 
 use crate::crypto::Secret;
 
@@ -231,15 +231,19 @@ pub trait Providers: Send + Sync + 'static {
         exchange: CodeExchange,
     ) -> Result<ProviderAccount, ProviderError>;
 
-    /// Checks that credentials a team imports were issued to its OAuth application `client`
-    /// (token introspection). `CredentialError` when they belong to another application or
-    /// do not work; `Api` when the provider could not tell (retry later).
+    /// Checks that credentials a team imports were issued to its OAuth application `client`,
+    /// by the provider's own means: a refresh with `client` where a refresh token is given
+    /// (a token of another application is refused), else one authenticated call. Answers the
+    /// credentials of `account` to store: the refreshed ones when the check refreshed them (the provider may
+    /// have rotated the refresh token). `CredentialError` when they belong to another
+    /// application or do not work; `Api` when the provider could not tell (retry later);
+    /// `RateLimited` when the provider's limit is reached.
     async fn verify_app_token(
         &self,
         provider: &str,
         client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<(), ProviderError>;
+        account: &ProviderAccount,
+    ) -> Result<ProviderCredentials, ProviderError>;
 
     /// New credentials from the refresh token. `client` is the OAuth application the
     /// credentials were issued to: a team's own app, or `None` for the platform's.
@@ -326,10 +330,19 @@ pub trait Providers: Send + Sync + 'static {
         vec![]
     }
 
-    /// Whether Wearlab can link `provider` for real but this deployment configured no OAuth app
-    /// for it, so only its simulation (demo connections, simulated links) is offered.
-    fn demo_only(&self, _provider: &str) -> bool {
-        false
+    /// How `provider` can be linked on this deployment: `Live` where a real adapter serves it,
+    /// else `Simulated` where the deployment lets simulated providers be linked (the local
+    /// stack, a demo deployment), else `DemoOnly`: nothing but a demo connection, so that no
+    /// user's link ever receives synthetic data presented as theirs. The simulator alone (as
+    /// tests and benches use it): `Simulated`.
+    fn availability(&self, _provider: &str) -> ProviderAvailability {
+        ProviderAvailability::Simulated
+    }
+
+    /// Whether `credentials` of `provider` reach the simulator rather than the provider, so the
+    /// connection's data is synthetic (the simulator alone: always).
+    fn simulates(&self, _provider: &str, _credentials: &ProviderCredentials) -> bool {
+        true
     }
 
     /// The resources a real link of `provider` fills, where this build has an adapter for it
