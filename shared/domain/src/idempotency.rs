@@ -1,11 +1,15 @@
 //! Idempotency keys: the first answer to a request carrying `X-Idempotency-Key` is kept for
-//! 24 hours per team and replayed for a repeat with the same key and the same request.
+//! 24 hours per team and replayed for a repeat with the same key and the same request. Kept
+//! answers are sealed with the data key: some carry secrets shown once (a webhook secret, a link
+//! token, a portal code, exported provider tokens), which must not rest in the table in plain
+//! text any more than they do elsewhere.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Deps;
+use crate::crypto::Sealed;
 use crate::error::DomainError;
 use crate::ids::TeamId;
 use crate::ports::to_body;
@@ -60,7 +64,40 @@ pub struct StoredResponse {
 struct Record {
     fingerprint: String,
     claimed_at: DateTime<Utc>,
-    response: Option<StoredResponse>,
+    response: Option<Kept>,
+}
+
+/// A kept answer as stored: its body sealed, bound to the record's key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Kept {
+    status: u16,
+    content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed: Option<Sealed>,
+    /// Answers kept before sealing (gone 24 hours after that version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
+}
+
+fn seal_context(key: &Key) -> String {
+    format!("idempotency|{}|{}", key.pk, key.sk)
+}
+
+impl Kept {
+    fn seal(deps: &Deps, key: &Key, r: StoredResponse) -> Self {
+        let sealed = deps.data_key.seal(r.body.as_bytes(), &seal_context(key));
+        Self { status: r.status, content_type: r.content_type, sealed: Some(sealed), body: None }
+    }
+
+    fn open(self, deps: &Deps, key: &Key) -> Result<StoredResponse, DomainError> {
+        let body = match (self.sealed, self.body) {
+            (Some(sealed), _) => String::from_utf8(deps.data_key.open(&sealed, &seal_context(key))?)
+                .map_err(|_| StoreError::Corrupt("a kept answer is not text".into()))?,
+            (None, Some(body)) => body,
+            (None, None) => String::new(),
+        };
+        Ok(StoredResponse { status: self.status, content_type: self.content_type, body })
+    }
 }
 
 /// What to do with a request carrying a key.
@@ -137,7 +174,7 @@ pub async fn claim(
         return Ok(Claim::Mismatch);
     }
     Ok(match stored.response {
-        Some(r) => Claim::Replay(r),
+        Some(r) => Claim::Replay(r.open(deps, &skey)?),
         None => Claim::InProgress,
     })
 }
@@ -145,11 +182,11 @@ pub async fn claim(
 /// The write that keeps `response` as the claim's answer. A use case may put it in the
 /// transaction of its change (see [`Completion`]), so a process that dies after the change
 /// still leaves the answer for the retry.
-pub fn complete_op(token: &ClaimToken, response: StoredResponse) -> WriteOp {
+pub fn complete_op(deps: &Deps, token: &ClaimToken, response: StoredResponse) -> WriteOp {
     let record = Record {
         fingerprint: token.fingerprint.clone(),
         claimed_at: token.claimed_at,
-        response: Some(response),
+        response: Some(Kept::seal(deps, &token.key, response)),
     };
     let mut item = Item::new(token.key.clone(), to_body(&record)).with_expiry(Some(expiry(token.claimed_at)));
     item.version = token.version + 1;
@@ -162,10 +199,11 @@ pub fn complete_op(token: &ClaimToken, response: StoredResponse) -> WriteOp {
 pub struct Completion(pub Option<ClaimToken>);
 
 impl Completion {
-    pub fn ops<T: Serialize>(&self, status: u16, answer: &T) -> Vec<WriteOp> {
+    pub fn ops<T: Serialize>(&self, deps: &Deps, status: u16, answer: &T) -> Vec<WriteOp> {
         let Some(token) = &self.0 else { return vec![] };
         let body = serde_json::to_string(answer).expect("answers serialize");
         vec![complete_op(
+            deps,
             token,
             StoredResponse { status, content_type: Some("application/json".into()), body },
         )]
@@ -174,7 +212,7 @@ impl Completion {
 
 /// Keeps the answer for replay.
 pub async fn complete(deps: &Deps, token: ClaimToken, response: StoredResponse) -> Result<(), DomainError> {
-    let WriteOp::Put { item, condition } = complete_op(&token, response) else { unreachable!("a put") };
+    let WriteOp::Put { item, condition } = complete_op(deps, &token, response) else { unreachable!("a put") };
     match deps.table.put(item, condition).await {
         // Someone took the claim over after it went stale; their answer wins.
         Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(()),

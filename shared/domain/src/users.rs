@@ -258,7 +258,7 @@ pub async fn create_keeping(
             WriteOp::Put { item: reserved, condition: Condition::NotExists },
             count_change(team, 1),
         ];
-        writes.extend(completion.ops(200, &user));
+        writes.extend(completion.ops(deps, 200, &user));
         match deps.table.transact(writes).await {
             Ok(()) => {
                 tracing::info!(team_id = %team, user_id = %record.user_id, "user created");

@@ -25,6 +25,7 @@ mod provider_truth;
 mod queues;
 mod real_providers;
 mod retryable;
+mod secrets_at_rest;
 mod simulator_pages;
 mod storage_conformance;
 mod throttle;
