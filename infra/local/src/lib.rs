@@ -2,6 +2,8 @@
 //!
 //! `make run` starts it; tests build one in memory with a manual clock and drive its jobs.
 
+pub mod listener;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

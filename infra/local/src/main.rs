@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("API key: {key}");
     println!("Data: {}", dir.display());
     let app = stack.app(stack.state());
-    axum::serve(listener, ServiceExt::<Request>::into_make_service(app))
+    axum::serve(wearlab_local::listener::Listener(listener), ServiceExt::<Request>::into_make_service(app))
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

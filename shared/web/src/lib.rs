@@ -14,6 +14,7 @@ mod path_check;
 mod routes;
 mod schema_check;
 mod state;
+mod well_formed;
 
 pub use auth::AuthTeam;
 pub use error::ApiError;
@@ -21,6 +22,7 @@ pub use extract::{JsonBody, QueryParams, path_user_id};
 pub use json::{Json, JsonText};
 pub use routes::{AddDocs, DocRouter, Documented, Routes};
 pub use state::AppState;
+pub use well_formed::MAX_URI_BYTES;
 
 /// The API's public address as a request saw it (`WEARLAB_PUBLIC_URL` when set, else the
 /// forwarded or own host), for links in answers: `link_web_url`, OAuth callbacks, requisition
@@ -71,7 +73,7 @@ fn finished(docs: &[AddDocs]) -> utoipa::openapi::OpenApi {
 }
 
 /// Finishes routes for serving: their document at `/openapi.json`, JSON 404/405 answers, the
-/// 6 MB body limit and trailing-slash tolerance.
+/// 6 MB body limit, trailing-slash tolerance, and every error well formed (`well_formed`).
 pub fn app(routes: Routes, state: AppState) -> App {
     let (router, docs) = routes.into_parts();
     // Built when first asked for, not at start: a Lambda's init does not pay for it.
@@ -94,7 +96,9 @@ pub fn app(routes: Routes, state: AppState) -> App {
         )
         .with_state(state)
         .fallback(|| async { ApiError::NotFound("Not Found".into()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        // Last, so that it sees every answer, the fallbacks' included.
+        .layer(well_formed::WellFormedLayer);
     NormalizePathLayer::trim_trailing_slash().layer(router)
 }
 

@@ -101,6 +101,15 @@ fn source_of(url: &str) -> Option<String> {
     host_ok.then(|| format!("{scheme}://{host}"))
 }
 
+/// Where the hosted pages live: the link widget, the user portal (by token and by short code)
+/// and the simulator's consent page.
+pub const HOSTED_PREFIXES: [&str; 4] = ["/v2/link/web", "/v3/portal", "/v3/p/", "/v2/link/sim/"];
+
+/// Whether `path` is a hosted page's (its answers carry [`set_security_headers`]).
+pub fn is_hosted_path(path: &str) -> bool {
+    HOSTED_PREFIXES.iter().any(|p| path.starts_with(p))
+}
+
 /// The headers every hosted page answer carries, HTML, redirect or error alike.
 pub fn set_security_headers(h: &mut HeaderMap, form_target: Option<&str>) {
     if let Ok(csp) = HeaderValue::from_str(&content_security_policy(form_target)) {

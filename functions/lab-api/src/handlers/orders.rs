@@ -218,6 +218,8 @@ pub async fn requisition_pdf(
     let mut res = pdf.into_response();
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/pdf"));
+    // The form names the patient (name, date of birth, address): kept by no browser or proxy.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Ok(v) = HeaderValue::from_str(&format!("inline; filename=\"requisition-{id}.pdf\"")) {
         h.insert(header::CONTENT_DISPOSITION, v);
     }

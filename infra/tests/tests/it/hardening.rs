@@ -56,3 +56,67 @@ async fn the_local_data_file_is_the_owners_only() {
     assert_eq!(mode(&dir), 0o700);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// Every error is `{"detail": ...}` JSON, also where axum refuses a request before a handler
+/// (a body over the limit, a query that does not parse) and for a URI longer than the API reads.
+#[tokio::test]
+async fn refusals_made_before_a_handler_are_json_too() {
+    let t = TestApp::embedded().await;
+    let json = |a: &crate::helpers::Answer, what: &str| {
+        assert_eq!(a.headers["content-type"], "application/json", "{what}: {:?}", a.body);
+        assert!(a.body["detail"].as_str().is_some_and(|d| !d.is_empty()), "{what}: {:?}", a.body);
+    };
+    let big = "a".repeat(7 * 1024 * 1024);
+    let push = t.send(Method::POST, "/v2/provider_webhooks/oura", None, Some(&big)).await;
+    assert_eq!(push.status, StatusCode::PAYLOAD_TOO_LARGE);
+    json(&push, "a 7 MB push");
+
+    // Longer ones (a 100,000-character cursor) never reach the app: the local stack's listener
+    // answers them (`wearlab_local::listener`), API Gateway on AWS.
+    let long = format!("/v2/user?cursor={}", "a".repeat(60_000));
+    let a = t.get(&long).await;
+    assert_eq!(a.status, StatusCode::URI_TOO_LONG);
+    json(&a, "a 60,000-character cursor");
+    let a = t.get(&format!("/v2/user/{}", "b".repeat(wearlab_web::MAX_URI_BYTES))).await;
+    assert_eq!(a.status, StatusCode::URI_TOO_LONG);
+    json(&a, "a long path");
+
+    // The local stack's own routes too.
+    let stack = t.stack.clone().unwrap();
+    let local = TestApp { app: stack.app(wearlab_web::AppState::without_auth_cache(t.deps.clone())), ..t };
+    let a = local.get("/local/events?limit=abc").await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST);
+    json(&a, "a bad local parameter");
+}
+
+/// Hosted pages' 404 and 405 carry the pages' security headers; the requisition PDF (the
+/// patient's name, date of birth and address) is never kept by a cache.
+#[tokio::test]
+async fn hosted_page_refusals_and_the_requisition_are_not_cached_or_framed() {
+    let t = TestApp::embedded().await;
+    for (method, path) in [
+        (Method::POST, "/v2/link/web?token=x"),
+        (Method::GET, "/v2/link/web/nothing/here"),
+        (Method::GET, "/v3/p/abc/nothing"),
+        (Method::DELETE, "/v3/portal"),
+    ] {
+        let a = t.send(method.clone(), path, None, None).await;
+        assert!(
+            a.status == StatusCode::NOT_FOUND || a.status == StatusCode::METHOD_NOT_ALLOWED,
+            "{path}: {}",
+            a.status
+        );
+        assert_eq!(a.headers["cache-control"], "no-store", "{method} {path}");
+        assert!(
+            a.headers["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'none'"),
+            "{path}"
+        );
+        assert_eq!(a.headers["x-frame-options"], "DENY", "{path}");
+    }
+    let (_, order) = crate::lab::place_order(&t, "pdf-cache").await;
+    let id = order["id"].as_str().unwrap();
+    let pdf = t.get(&format!("/v3/order/{id}/requisition/pdf")).await;
+    assert_eq!(pdf.status, StatusCode::OK);
+    assert_eq!(pdf.headers["content-type"], "application/pdf");
+    assert_eq!(pdf.headers["cache-control"], "no-store");
+}
