@@ -75,6 +75,12 @@ crate::open_enum!(
 
 // ---------------------------------------------------------------- people and addresses
 
+/// Input field names serde also reads under another name (`#[serde(alias)]`), as
+/// (alias, field): the 422 check, which walks the documented schema, must not call a field held
+/// under its alias missing. Every `#[serde(alias)]` of a request body is listed here (a test
+/// checks it).
+pub const INPUT_ALIASES: &[(&str, &str)] = &[("zip_code", "zip")];
+
 /// A postal address. Input takes `zip` or its alias `zip_code`; answers carry `zip`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct UserAddress {
@@ -621,4 +627,48 @@ pub struct PortalUrl {
     pub url: String,
     /// Seconds until the link expires.
     pub expires_in: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `#[serde(alias = "...")]` of the crate, as (alias, field), read from the sources.
+    fn aliases_in_sources() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("src") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("source");
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                if !line.trim_start().starts_with("#[serde(") {
+                    continue;
+                }
+                let Some(rest) = line.split("alias = \"").nth(1) else { continue };
+                let alias = rest.split('"').next().unwrap_or_default().to_owned();
+                let field = lines[i + 1..]
+                    .iter()
+                    .find_map(|l| l.trim().strip_prefix("pub ").and_then(|f| f.split(':').next()))
+                    .unwrap_or_default()
+                    .to_owned();
+                found.push((alias, field));
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn input_aliases_lists_every_serde_alias() {
+        let mut listed: Vec<(String, String)> =
+            INPUT_ALIASES.iter().map(|(a, f)| (a.to_string(), f.to_string())).collect();
+        let mut found = aliases_in_sources();
+        listed.sort();
+        found.sort();
+        assert_eq!(listed, found);
+        let a: UserAddress = serde_json::from_value(serde_json::json!({
+            "first_line": "1 Main St", "city": "New York", "state": "NY", "zip_code": "10001", "country": "US"
+        }))
+        .expect("zip_code is read as zip");
+        assert_eq!(a.zip, "10001");
+    }
 }

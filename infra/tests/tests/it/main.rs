@@ -19,6 +19,7 @@ mod lifecycle;
 mod lifecycle_events;
 mod linking;
 mod metrics;
+mod one_422;
 mod outbox;
 mod pipeline;
 mod queues;
