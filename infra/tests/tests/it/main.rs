@@ -18,6 +18,7 @@ mod lambda_env;
 mod lifecycle;
 mod lifecycle_events;
 mod linking;
+mod max_heart_rate;
 mod metrics;
 mod one_422;
 mod outbox;
