@@ -47,6 +47,15 @@ impl DomainError {
     }
 }
 
+/// A request body parsed into a domain value: every rule checked, every offending field
+/// reported at once. The web layer also runs `from_body` on a body it refused (with the refused
+/// parts replaced), so rule findings arrive in the same 422 as missing fields.
+pub trait FromBody: Sized {
+    /// What the request holds.
+    type Body: serde::de::DeserializeOwned;
+    fn from_body(body: Self::Body, today: chrono::NaiveDate) -> Result<Self, DomainError>;
+}
+
 /// Builds one validation issue.
 pub fn issue(loc: &[&str], msg: impl Into<String>, kind: &str) -> ValidationIssue {
     ValidationIssue {

@@ -112,6 +112,13 @@ pub struct NewUser {
     pub ingestion_end: Option<NaiveDate>,
 }
 
+impl crate::error::FromBody for NewUser {
+    type Body = CreateUserBody;
+    fn from_body(body: CreateUserBody, today: NaiveDate) -> Result<Self, DomainError> {
+        Self::parse(body, today)
+    }
+}
+
 impl NewUser {
     /// Checks every rule and reports every offending field at once.
     pub fn parse(body: CreateUserBody, today: NaiveDate) -> Result<Self, DomainError> {
@@ -141,6 +148,13 @@ pub struct UserChanges {
     pub fallback_birth_date: Patch<NaiveDate>,
     pub ingestion_start: Patch<NaiveDate>,
     pub ingestion_end: Patch<NaiveDate>,
+}
+
+impl crate::error::FromBody for UserChanges {
+    type Body = PatchUserBody;
+    fn from_body(body: PatchUserBody, today: NaiveDate) -> Result<Self, DomainError> {
+        Self::parse(body, today)
+    }
 }
 
 impl UserChanges {

@@ -75,6 +75,12 @@ crate::open_enum!(
 
 // ---------------------------------------------------------------- people and addresses
 
+/// Input field names serde also reads under another name (`#[serde(alias)]`), as
+/// (alias, field): the 422 check, which walks the documented schema, must not call a field held
+/// under its alias missing. Every `#[serde(alias)]` of a request body is listed here (a test
+/// checks it).
+pub const INPUT_ALIASES: &[(&str, &str)] = &[("zip_code", "zip")];
+
 /// A postal address. Input takes `zip` or its alias `zip_code`; answers carry `zip`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct UserAddress {
@@ -286,6 +292,9 @@ pub struct LabTest {
     pub status: String,
     pub fasting: bool,
     pub common_tat_days: u32,
+    /// True for the lab test an order of add-on markers only shows (made for that order, not
+    /// in the catalog).
+    pub auto_generated: bool,
     pub lab: Lab,
     pub markers: Vec<LabTestMarker>,
 }
@@ -428,6 +437,24 @@ impl PostOrderResponse {
     }
 }
 
+/// The part of an order that its collection method runs: the upstream order's `details`, a
+/// union tagged by `type` (the collection method) whose `data` holds the part's id and times.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct OrderDetails {
+    /// The collection method: `walk_in_test`, `at_home_phlebotomy` or `testkit`.
+    #[serde(rename = "type")]
+    pub kind: CollectionMethod,
+    pub data: OrderDetailsData,
+}
+
+/// The collection part of an order. Wearlab keeps one id per order: `id` is the order's id.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct OrderDetailsData {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
 /// A lab order.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct Order {
@@ -438,15 +465,19 @@ pub struct Order {
     pub patient_address: UserAddress,
     pub order_set: OrderSet,
     pub lab_tests: Vec<LabTest>,
-    /// The first lab test (kept for clients of single-test orders); null for an order of
-    /// add-on markers only.
-    #[schema(required = true)]
-    pub lab_test: Option<LabTest>,
+    /// The first lab test (kept for clients of single-test orders); for an order of add-on
+    /// markers only, a lab test made for the order (`auto_generated`, its id the order's).
+    pub lab_test: LabTest,
     pub lab: Lab,
     pub collection_method: CollectionMethod,
+    /// The collection method's part of the order (`type` is the collection method).
+    pub details: OrderDetails,
     /// The latest status, `<group>.<collection_method>.<detail>`.
     pub status: String,
     pub events: Vec<OrderEvent>,
+    /// Whether the order carries an Advance Beneficiary Notice (ABN) form. Always false: the
+    /// network asks for none.
+    pub has_abn: bool,
     pub physician: Physician,
     pub priority: bool,
     pub billing_type: BillingType,
@@ -475,10 +506,12 @@ pub struct OrderPage {
 pub struct ResultEntry {
     pub name: String,
     pub slug: String,
-    /// The result as the lab reports it; read it according to `type`.
+    /// The result as the lab reports it; read it according to `type` (also sent as `result_type`).
     pub result: String,
     #[serde(rename = "type")]
     pub kind: ResultType,
+    /// The same value as `type`, under the name the deprecation notes use.
+    pub result_type: ResultType,
     /// Deprecated: the numeric value (the bound for `range` results), null otherwise. Use `result`.
     #[schema(required = true, deprecated)]
     pub value: Option<f64>,
@@ -515,6 +548,8 @@ pub struct ResultMetadata {
     #[schema(required = true)]
     pub date_collected: Option<DateTime<Utc>>,
     pub date_reported: DateTime<Utc>,
+    /// The patient's age in whole years on the report date, e.g. `"55"`.
+    pub age: String,
     /// `partial` or `final`.
     pub status: String,
 }
@@ -592,4 +627,48 @@ pub struct PortalUrl {
     pub url: String,
     /// Seconds until the link expires.
     pub expires_in: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `#[serde(alias = "...")]` of the crate, as (alias, field), read from the sources.
+    fn aliases_in_sources() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("src") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("source");
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                if !line.trim_start().starts_with("#[serde(") {
+                    continue;
+                }
+                let Some(rest) = line.split("alias = \"").nth(1) else { continue };
+                let alias = rest.split('"').next().unwrap_or_default().to_owned();
+                let field = lines[i + 1..]
+                    .iter()
+                    .find_map(|l| l.trim().strip_prefix("pub ").and_then(|f| f.split(':').next()))
+                    .unwrap_or_default()
+                    .to_owned();
+                found.push((alias, field));
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn input_aliases_lists_every_serde_alias() {
+        let mut listed: Vec<(String, String)> =
+            INPUT_ALIASES.iter().map(|(a, f)| (a.to_string(), f.to_string())).collect();
+        let mut found = aliases_in_sources();
+        listed.sort();
+        found.sort();
+        assert_eq!(listed, found);
+        let a: UserAddress = serde_json::from_value(serde_json::json!({
+            "first_line": "1 Main St", "city": "New York", "state": "NY", "zip_code": "10001", "country": "US"
+        }))
+        .expect("zip_code is read as zip");
+        assert_eq!(a.zip, "10001");
+    }
 }

@@ -2,13 +2,16 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use chrono::NaiveDate;
 use http::request::Parts;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
+use wearlab_domain::DomainError;
+use wearlab_domain::error::FromBody;
 use wearlab_domain::ids::UserId;
 use wearlab_models::{LocPart, ValidationIssue};
 
-use crate::ApiError;
+use crate::{ApiError, AppState};
 
 /// Request bodies above this are refused with 413 (API Gateway + Lambda carry at most 6 MB).
 pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
@@ -27,11 +30,76 @@ impl<S: Send + Sync, T: DeserializeOwned + ToSchema> FromRequest<S> for JsonBody
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let JsonBodyBytes(bytes) = JsonBodyBytes::from_request(req, state).await?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// A JSON body parsed into a domain value `P` (`FromBody`): every rule of the domain checked.
+/// A refused answer is one 422 that lists every field the schema refuses (missing, wrong type)
+/// and every rule the other fields break (names, phone numbers, dates), not one round of each.
+pub struct Parsed<P>(pub P);
+
+impl<P> FromRequest<AppState> for Parsed<P>
+where
+    P: FromBody,
+    P::Body: ToSchema,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let today = state.deps.now().date_naive();
+        let JsonBodyBytes(bytes) = JsonBodyBytes::from_request(req, state).await?;
+        match parse_json::<P::Body>(&bytes) {
+            Ok(body) => Ok(Parsed(P::from_body(body, today)?)),
+            Err(ApiError::Validation(found)) => {
+                Err(ApiError::Validation(with_rule_issues::<P>(&bytes, found, today)))
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// `found` (what the schema refused) and then what the domain's rules find in the rest of the
+/// body: the refused parts are replaced by placeholders the schema accepts, and rule findings at
+/// (or under) a place already reported are left out.
+fn with_rule_issues<P>(
+    bytes: &[u8],
+    mut found: Vec<ValidationIssue>,
+    today: NaiveDate,
+) -> Vec<ValidationIssue>
+where
+    P: FromBody,
+    P::Body: ToSchema,
+{
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes) else { return found };
+    if !value.is_object() {
+        return found;
+    }
+    let repaired = crate::schema_check::repaired::<P::Body>(&value);
+    let Ok(body) = serde_json::from_value::<P::Body>(repaired) else { return found };
+    let Err(DomainError::Validation(rules)) = P::from_body(body, today) else { return found };
+    for issue in rules {
+        let known = found.iter().any(|f| issue.loc.starts_with(&f.loc));
+        if !known {
+            found.push(issue);
+        }
+    }
+    found
+}
+
+/// The bytes of a request body within the size limit.
+struct JsonBodyBytes(Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBodyBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = Bytes::from_request(req, state).await.map_err(|_| too_large())?;
         if bytes.len() > MAX_BODY_BYTES {
             return Err(too_large());
         }
-        parse_json(&bytes).map(JsonBody)
+        Ok(JsonBodyBytes(bytes))
     }
 }
 

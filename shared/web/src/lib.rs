@@ -18,7 +18,7 @@ mod well_formed;
 
 pub use auth::AuthTeam;
 pub use error::ApiError;
-pub use extract::{JsonBody, QueryParams, path_user_id};
+pub use extract::{JsonBody, Parsed, QueryParams, path_user_id};
 pub use json::{Json, JsonText};
 pub use routes::{AddDocs, DocRouter, Documented, Routes};
 pub use state::AppState;

@@ -14,7 +14,7 @@ use wearlab_domain::lab::catalog::PageSpec;
 use wearlab_domain::lab::orders::{self, Links, NewOrder, OrderFilter};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
+use wearlab_web::{ApiError, AppState, AuthTeam, Parsed, QueryParams};
 
 use crate::requisition;
 use wearlab_web::public_links as links;
@@ -56,9 +56,8 @@ pub async fn create(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
-    JsonBody(body): JsonBody<CreateOrderBody>,
+    Parsed(new): Parsed<NewOrder>,
 ) -> Result<Json<PostOrderResponse>, ApiError> {
-    let new = NewOrder::parse(body, s.deps.now().date_naive())?;
     let order = orders::create(&s.deps, team, new, &links(&headers)).await?;
     Ok(Json(PostOrderResponse::success(order, "Order created.")))
 }

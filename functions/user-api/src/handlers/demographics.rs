@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use wearlab_domain::lab::demographics::{self, Demographics};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::UserInfo;
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthTeam, Parsed, path_user_id};
 
 /// Sets the user's demographics (every required field; replaces earlier ones).
 #[utoipa::path(patch, path = "/v2/user/{user_id}/info", operation_id = "set_user_info", tag = "lab",
@@ -19,10 +19,9 @@ pub async fn set(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     Path(user_id): Path<String>,
-    JsonBody(body): JsonBody<UserInfo>,
+    Parsed(d): Parsed<Demographics>,
 ) -> Result<Json<UserInfo>, ApiError> {
     let user_id = path_user_id(&user_id)?;
-    let d = Demographics::parse(body, s.deps.now().date_naive())?;
     Ok(Json(demographics::set(&s.deps, team, user_id, d).await?))
 }
 

@@ -7,7 +7,7 @@ use utoipa::IntoParams;
 use wearlab_domain::lab::insurance::{self, NewInsurance};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{Insurance, InsuranceBody};
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthTeam, Parsed, QueryParams, path_user_id};
 
 /// Stores an insurance of the user; `company` is resolved from `payor_code`.
 #[utoipa::path(post, path = "/v2/user/{user_id}/insurance", operation_id = "create_insurance", tag = "lab",
@@ -21,10 +21,9 @@ pub async fn create(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     Path(user_id): Path<String>,
-    JsonBody(body): JsonBody<InsuranceBody>,
+    Parsed(new): Parsed<NewInsurance>,
 ) -> Result<Json<Insurance>, ApiError> {
     let user_id = path_user_id(&user_id)?;
-    let new = NewInsurance::parse(body, s.deps.now().date_naive())?;
     Ok(Json(insurance::create(&s.deps, team, user_id, new).await?))
 }
 

@@ -14,7 +14,7 @@ use wearlab_domain::users::{self, NewUser, UserChanges};
 use wearlab_models::{
     ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
 };
-use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, JsonText, QueryParams, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonText, Parsed, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
 
@@ -28,9 +28,8 @@ pub async fn create(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     completion: Option<Extension<Completion>>,
-    JsonBody(body): JsonBody<CreateUserBody>,
+    Parsed(new): Parsed<NewUser>,
 ) -> Answer<Json<User>> {
-    let new = NewUser::parse(body, s.deps.now().date_naive())?;
     let completion = completion.map(|c| c.0).unwrap_or_default();
     Ok(Json(users::create_keeping(&s.deps, team, new, &completion).await?))
 }
@@ -103,10 +102,9 @@ pub async fn patch(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
     Path(user_id): Path<String>,
-    JsonBody(body): JsonBody<PatchUserBody>,
+    Parsed(changes): Parsed<UserChanges>,
 ) -> Answer<StatusCode> {
     let user_id = path_user_id(&user_id)?;
-    let changes = UserChanges::parse(body, s.deps.now().date_naive())?;
     users::patch(&s.deps, team, user_id, changes).await?;
     Ok(StatusCode::NO_CONTENT)
 }

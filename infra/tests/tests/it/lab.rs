@@ -9,6 +9,7 @@ mod open_order_sweep;
 mod orders;
 mod portal;
 mod psc;
+mod upstream_client;
 mod verification;
 
 use http::StatusCode;

@@ -170,20 +170,53 @@ impl Catalog {
             status: if t.is_active { "active" } else { "inactive" }.into(),
             fasting: t.fasting,
             common_tat_days: t.common_tat_days,
+            auto_generated: false,
             lab,
-            markers: t
-                .marker_ids
-                .iter()
-                .filter_map(|id| self.marker(*id))
-                .map(|m| LabTestMarker {
-                    id: m.id,
-                    name: m.name.clone(),
-                    slug: m.slug.clone(),
-                    provider_id: m.provider_id.clone(),
-                    kind: m.kind.clone(),
-                    unit: m.unit.clone(),
-                })
-                .collect(),
+            markers: t.marker_ids.iter().filter_map(|id| self.marker(*id)).map(lab_test_marker).collect(),
+        }
+    }
+
+    /// The lab test an order of add-on markers only shows (`auto_generated`): its id is the
+    /// order's, it holds the markers at their summed price, for the order's collection method,
+    /// with the longest turnaround of the lab's tests for that method.
+    pub fn add_on_lab_test_wire(
+        &self,
+        order_id: Uuid,
+        lab_id: i64,
+        method: &str,
+        marker_ids: &[i64],
+    ) -> LabTest {
+        let lab = self.lab(lab_id).cloned().expect("orders name known labs");
+        let markers: Vec<&Marker> = marker_ids.iter().filter_map(|id| self.marker(*id)).collect();
+        let sample_type = markers
+            .iter()
+            .flat_map(|m| &m.expected_results)
+            .find_map(|r| self.analyte(&r.loinc.code))
+            .map(|a| a.sample_type.clone())
+            .or_else(|| lab.sample_types.first().cloned())
+            .unwrap_or_default();
+        let common_tat_days = self
+            .lab_tests
+            .iter()
+            .filter(|t| t.lab_id == lab_id && t.method == method)
+            .map(|t| t.common_tat_days)
+            .max()
+            .unwrap_or(0);
+        LabTest {
+            id: order_id,
+            slug: format!("add_on_{}", order_id.simple()),
+            name: "Add-on markers".into(),
+            description: format!("The add-on markers of order {order_id}."),
+            sample_type,
+            method: CollectionMethod::from(method),
+            price: markers.iter().filter_map(|m| m.price.parse::<f64>().ok()).sum(),
+            is_active: true,
+            status: "active".into(),
+            fasting: false,
+            common_tat_days,
+            auto_generated: true,
+            lab,
+            markers: markers.into_iter().map(lab_test_marker).collect(),
         }
     }
 
@@ -192,6 +225,18 @@ impl Catalog {
             || m.name.to_lowercase().contains(needle)
             || m.provider_id.to_lowercase().contains(needle)
             || self.panel_names.get(&m.id).is_some_and(|names| names.iter().any(|n| n.contains(needle)))
+    }
+}
+
+/// A marker as a lab test lists it.
+fn lab_test_marker(m: &Marker) -> LabTestMarker {
+    LabTestMarker {
+        id: m.id,
+        name: m.name.clone(),
+        slug: m.slug.clone(),
+        provider_id: m.provider_id.clone(),
+        kind: m.kind.clone(),
+        unit: m.unit.clone(),
     }
 }
 

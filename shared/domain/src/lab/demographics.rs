@@ -25,6 +25,13 @@ struct DemographicsRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Demographics(UserInfo);
 
+impl crate::error::FromBody for Demographics {
+    type Body = UserInfo;
+    fn from_body(body: UserInfo, today: NaiveDate) -> Result<Self, DomainError> {
+        Self::parse(body, today)
+    }
+}
+
 impl Demographics {
     /// Checks every rule and reports every offending field.
     pub fn parse(info: UserInfo, today: NaiveDate) -> Result<Self, DomainError> {

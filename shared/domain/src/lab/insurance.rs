@@ -136,6 +136,13 @@ struct InsuranceRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewInsurance(Insurance);
 
+impl crate::error::FromBody for NewInsurance {
+    type Body = InsuranceBody;
+    fn from_body(body: InsuranceBody, today: NaiveDate) -> Result<Self, DomainError> {
+        Self::parse(body, today)
+    }
+}
+
 impl NewInsurance {
     pub fn parse(body: InsuranceBody, today: NaiveDate) -> Result<Self, DomainError> {
         let mut issues = Issues::new();

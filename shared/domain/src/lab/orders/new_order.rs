@@ -29,6 +29,13 @@ pub struct NewOrder {
     pub billing_type: BillingType,
 }
 
+impl crate::error::FromBody for NewOrder {
+    type Body = CreateOrderBody;
+    fn from_body(body: CreateOrderBody, today: NaiveDate) -> Result<Self, DomainError> {
+        Self::parse(body, today)
+    }
+}
+
 impl NewOrder {
     /// Checks every rule; `lab_test_id` (deprecated) becomes a one-test order set.
     pub fn parse(body: CreateOrderBody, today: NaiveDate) -> Result<Self, DomainError> {

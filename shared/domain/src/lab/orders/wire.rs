@@ -4,8 +4,8 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 use wearlab_models::EventEnvelope;
 use wearlab_models::lab::{
-    CollectionMethod, Interpretation, Order, OrderResults, PatientDetails, Physician, ResultEntry,
-    ResultMetadata, ResultType, UserAddress,
+    CollectionMethod, Interpretation, Order, OrderDetails, OrderDetailsData, OrderResults, PatientDetails,
+    Physician, ResultEntry, ResultMetadata, ResultType, UserAddress,
 };
 
 use super::REQUISITION_URL_DAYS;
@@ -63,12 +63,23 @@ impl OrderRecord {
             patient_details: self.patient_details.clone(),
             patient_address: self.patient_address.clone(),
             order_set: self.order_set.clone(),
-            lab_test: lab_tests.first().cloned(),
+            lab_test: lab_tests.first().cloned().unwrap_or_else(|| {
+                c.add_on_lab_test_wire(self.id, self.lab_id, &self.collection_method, &self.marker_ids)
+            }),
             lab_tests,
             lab,
             collection_method: CollectionMethod::from(self.collection_method.as_str()),
+            details: OrderDetails {
+                kind: CollectionMethod::from(self.collection_method.as_str()),
+                data: OrderDetailsData {
+                    id: self.id,
+                    created_at: self.created_at,
+                    updated_at: self.updated_at,
+                },
+            },
             status: self.status.clone(),
             events: self.events.clone(),
+            has_abn: false,
             physician: self.physician.clone(),
             priority: self.priority,
             billing_type: self.billing_type.clone(),
@@ -160,6 +171,7 @@ impl ResultsRecord {
                 specimen_number: rec.sample_id.clone(),
                 date_collected: r.collected_at,
                 date_reported: r.reported_at,
+                age: r.reported_at.date_naive().years_since(p.dob).unwrap_or(0).to_string(),
                 status: r.status.clone(),
             },
             results: r
@@ -170,11 +182,13 @@ impl ResultsRecord {
                         x.value.zip(x.min_range_value).map(|(v, lo)| x.result_type == "numeric" && v < lo);
                     let above =
                         x.value.zip(x.max_range_value).map(|(v, hi)| x.result_type == "numeric" && v > hi);
+                    let kind = ResultType::from(x.result_type.as_str());
                     ResultEntry {
                         name: x.name,
                         slug: x.slug.clone(),
                         result: x.result,
-                        kind: ResultType::from(x.result_type.as_str()),
+                        result_type: kind.clone(),
+                        kind,
                         value: x.value,
                         unit: x.unit,
                         timestamp: r.reported_at,
