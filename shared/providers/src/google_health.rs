@@ -1,7 +1,7 @@
 //! Google Health API v4 (https://health.googleapis.com), the successor of the Fitbit Web API:
 //! Google OAuth 2 with the client in the body and `access_type=offline`, the user's id from
-//! `/v4/users/me/identity`, data points per data type under
-//! `/v4/users/me/dataTypes/{type}/dataPoints` filtered by an AIP-160 `filter` and paged by
+//! `/v4/users/me/identity`, data points per data type reconciled across the user's sources by
+//! `/v4/users/me/dataTypes/{type}/dataPoints:reconcile`, filtered by an AIP-160 `filter` and paged by
 //! `pageToken`, and a subscriber endpoint verified and authenticated by a shared secret. Facts:
 //! `../shared/PROVIDERS.md` section 7 and the discovery document `health:v4` (GH-DISC); what is
 //! mapped to what: `docs/PROVIDERS.md`.
@@ -116,9 +116,48 @@ pub fn value_key(data_type: &str) -> String {
     out
 }
 
+/// Google's addresses beside the Health API's hosts ([`AppConfig`]'s endpoints): configurable so
+/// tests point them at the local fake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoogleUrls {
+    /// Google's OAuth 2 token revocation endpoint (`POST` with the form field `token`).
+    pub revoke: String,
+    /// The public keyset the Health API signs its webhook notifications with (a Tink JSON
+    /// keyset).
+    pub signing_keys: String,
+}
+
+impl GoogleUrls {
+    /// Google's own: https://developers.google.com/identity/protocols/oauth2/web-server
+    /// ("Revoking a token"), and the keyset receivers of Health API webhooks verify against.
+    pub fn real() -> Self {
+        Self {
+            revoke: "https://oauth2.googleapis.com/revoke".into(),
+            signing_keys: "https://www.gstatic.com/googlehealthapi/webhooks/webhooks_public_keyset.json"
+                .into(),
+        }
+    }
+
+    /// [`GoogleUrls::real`] overridden by `WEARLAB_PROVIDER_GOOGLE_HEALTH_REVOKE_URL` and
+    /// `WEARLAB_PROVIDER_GOOGLE_HEALTH_SIGNING_KEYS_URL` read through `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| {
+            var(&format!("WEARLAB_PROVIDER_GOOGLE_HEALTH_{name}"))
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let real = Self::real();
+        Self {
+            revoke: get("REVOKE_URL").unwrap_or(real.revoke),
+            signing_keys: get("SIGNING_KEYS_URL").unwrap_or(real.signing_keys),
+        }
+    }
+}
+
 pub struct GoogleHealth {
     http: http::SharedClient,
     config: AppConfig,
+    urls: GoogleUrls,
 }
 
 impl GoogleHealth {
@@ -131,12 +170,13 @@ impl GoogleHealth {
         }
     }
 
-    pub fn new(config: AppConfig) -> Self {
-        Self { http: http::client(), config }
+    pub fn new(config: AppConfig, urls: GoogleUrls) -> Self {
+        Self { http: http::client(), config, urls }
     }
 
     pub fn from_env() -> Self {
-        Self::new(AppConfig::from_env(SLUG, Self::endpoints()))
+        let var = |k: &str| std::env::var(k).ok();
+        Self::new(AppConfig::from_vars(SLUG, Self::endpoints(), var), GoogleUrls::from_vars(var))
     }
 
     pub fn config(&self) -> &AppConfig {
@@ -149,7 +189,11 @@ impl GoogleHealth {
         http::check(SLUG, answer)?.json(SLUG)
     }
 
-    /// The value of every data point of `data_type` in `range`'s days, every page followed.
+    /// The value of every data point of `data_type` in `range`'s days, every page followed, as
+    /// `dataPoints:reconcile` answers them: GH-DISC documents it as the method that "Reconcile[s]
+    /// data points from multiple data sources into a single data stream" (all sources by
+    /// default). `dataPoints.list` answers each source's points as recorded, so a user with a
+    /// phone and a watch would have each step and metre counted twice.
     async fn points(
         &self,
         token: &str,
@@ -167,7 +211,7 @@ impl GoogleHealth {
         let filter = filter(data_type, range)
             .ok_or_else(|| ProviderError::Unsupported(format!("{SLUG} data type {data_type}")))?;
         let size = if matches!(data_type, "exercise" | "sleep") { SESSION_PAGE_SIZE } else { PAGE_SIZE };
-        let path = format!("/v4/users/me/dataTypes/{data_type}/dataPoints");
+        let path = format!("/v4/users/me/dataTypes/{data_type}/dataPoints:reconcile");
         let key = value_key(data_type);
         let mut out = Vec::new();
         let mut next: Option<String> = None;
@@ -622,11 +666,25 @@ impl Adapter for GoogleHealth {
         Ok(FetchedResource { resource: resource.to_owned(), records })
     }
 
-    /// Google's token revocation endpoint is not in the sources Wearlab is built from
-    /// (PROVIDERS.md section 7: "revoke URL unknown here"): nothing is called. The user removes
-    /// Wearlab's access in their Google account; the connection's tokens are deleted here.
-    async fn revoke(&self, _client: &OauthClient, _account: &ProviderAccount) -> Result<(), ProviderError> {
-        Ok(())
+    /// Google's revocation endpoint (`POST token=...`, form encoded): the refresh token when the
+    /// connection holds one (revoking it revokes the grant, its access tokens with it), else the
+    /// access token. Google answers 200; a 400 (`invalid_token`) means the token is dead
+    /// already, which is what revoking asks for.
+    async fn revoke(&self, _client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
+        let c = &account.credentials;
+        let token = c.refresh_token.as_ref().unwrap_or(&c.access_token);
+        let body = serde_urlencoded::to_string([("token", token.expose())])
+            .map_err(|e| ProviderError::Api(e.to_string()))?;
+        let request = self
+            .http
+            .post(&self.urls.revoke)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        let answer = http::send(SLUG, request).await?;
+        if answer.status.as_u16() == 400 {
+            return Ok(());
+        }
+        http::check(SLUG, answer).map(|_| ())
     }
 
     fn push(

@@ -9,7 +9,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, RateWindow,
 };
 use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
-use wearlab_providers::google_health::{self, GoogleHealth};
+use wearlab_providers::google_health::{self, GoogleHealth, GoogleUrls};
 use wearlab_providers::{Adapter, AppConfig};
 
 const REDIRECT: &str = "https://wearlab.example/v2/link/provider/oauth/google_health/callback";
@@ -24,7 +24,7 @@ fn client() -> OauthClient {
 
 async fn setup() -> (GoogleHealthFake, GoogleHealth) {
     let fake = GoogleHealthFake::start(&client()).await;
-    let adapter = GoogleHealth::new(fake.config(&client(), Some(PUSH_SECRET)));
+    let adapter = GoogleHealth::new(fake.config(&client(), Some(PUSH_SECRET)), fake.urls());
     (fake, adapter)
 }
 
@@ -218,6 +218,44 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
 }
 
 #[tokio::test]
+async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
+    let (fake, adapter) = setup().await;
+    fake.set_page_size(100);
+    let account = fake.account();
+    let day = DateRange { start: day("2026-11-21"), end: day("2026-11-21") };
+    let total = |records: &[Value]| records.iter().map(|r| r["value"].as_f64().unwrap()).sum::<f64>();
+
+    // Google lists each source's points as recorded: the phone's 08:00-08:30 beside the watch's.
+    let http = reqwest::Client::new();
+    let raw = http
+        .get(format!("{}/v4/users/me/dataTypes/steps/dataPoints", fake.base_url()))
+        .bearer_auth(account.credentials.access_token.expose())
+        .query(&[("pageSize", "100")])
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let raw: Value = serde_json::from_slice(&raw).unwrap();
+    let sources: Vec<&str> = raw["dataPoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["steps"]["interval"]["startTime"] == "2026-11-21T08:00:00Z")
+        .map(|p| p["dataSource"]["platform"].as_str().unwrap())
+        .collect();
+    assert_eq!(sources, ["FITBIT", "HEALTH_CONNECT"], "the fixture holds the walk twice");
+
+    // The adapter reads the reconciled stream: the walk once.
+    let steps = adapter.fetch(&account, "steps", day).await.unwrap().records;
+    assert_eq!(total(&steps), 1200.0 + 850.0, "{steps:?}");
+    let distance = adapter.fetch(&account, "distance", day).await.unwrap().records;
+    assert_eq!(total(&distance), 850.0, "{distance:?}");
+    assert!(fake.calls("steps:reconcile") > 0 && fake.calls("distance:reconcile") > 0);
+}
+
+#[tokio::test]
 async fn any_other_resource_is_a_clear_error() {
     let (fake, adapter) = setup().await;
     for resource in ["activity", "profile", "calories_active", "connection"] {
@@ -255,8 +293,10 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
 
 #[test]
 fn app_and_user_limits_are_googles_published_ones() {
-    let adapter =
-        GoogleHealth::new(AppConfig::from_vars("google_health", GoogleHealth::endpoints(), |_| None));
+    let adapter = GoogleHealth::new(
+        AppConfig::from_vars("google_health", GoogleHealth::endpoints(), |_| None),
+        GoogleUrls::real(),
+    );
     assert_eq!(
         adapter.app_limits(),
         &[
@@ -326,11 +366,38 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
 }
 
 #[tokio::test]
-async fn deregistration_calls_nothing_at_google() {
+async fn deregistration_revokes_the_grant_at_google() {
     let (fake, adapter) = setup().await;
     let account = fake.account();
     adapter.revoke(&client(), &account).await.unwrap();
-    assert_eq!(fake.calls("token:refresh_token") + fake.calls("identity"), 0);
+    let refresh = account.credentials.refresh_token.as_ref().unwrap().expose().to_owned();
+    assert_eq!(fake.revoked(), vec![refresh], "the refresh token: revoking it ends the grant");
+    assert_eq!(
+        adapter.fetch(&account, "steps", fixture_range()).await,
+        Err(ProviderError::AccessTokenRefused),
+        "the grant's access token is gone with it"
+    );
+    assert!(matches!(adapter.refresh(&client(), &account.credentials).await, Err(ProviderError::Revoked(_))));
+    // Revoking again (Google: 400 invalid_token) is not an error: the grant is gone.
+    adapter.revoke(&client(), &account).await.unwrap();
+    assert_eq!(fake.calls("revoke"), 2);
+
+    // Credentials without a refresh token: the access token is revoked.
+    let mut access_only = fake.account();
+    access_only.credentials.refresh_token = None;
+    adapter.revoke(&client(), &access_only).await.unwrap();
+    assert_eq!(fake.revoked().last(), Some(&access_only.credentials.access_token.expose().to_owned()));
+}
+
+#[test]
+fn googles_other_urls_are_its_own_unless_configured() {
+    assert_eq!(GoogleUrls::real().revoke, "https://oauth2.googleapis.com/revoke");
+    assert_eq!(GoogleUrls::from_vars(|_| None), GoogleUrls::real());
+    let urls = GoogleUrls::from_vars(|k| {
+        (k == "WEARLAB_PROVIDER_GOOGLE_HEALTH_REVOKE_URL").then(|| "http://127.0.0.1:9/revoke".to_owned())
+    });
+    assert_eq!(urls.revoke, "http://127.0.0.1:9/revoke");
+    assert_eq!(urls.signing_keys, GoogleUrls::real().signing_keys);
 }
 
 #[tokio::test]
