@@ -12,6 +12,7 @@ pub mod config;
 pub mod http;
 pub mod oauth;
 pub mod router;
+pub mod tink;
 
 pub mod dexcom;
 pub mod google_health;

@@ -2,7 +2,9 @@
 //! token endpoint (client in the body; a refresh answers no new refresh token),
 //! `/v4/users/me/identity`, and `/v4/users/me/dataTypes/{type}/dataPoints` from
 //! `fixtures/google_health/` with the AIP-160 civil-time `filter` checked and applied, newest
-//! first, paged by `pageToken`, and Google's 300 requests a minute per user. It counts calls,
+//! first, paged by `pageToken`, and Google's 300 requests a minute per user; Google's token
+//! revocation; and a webhook signing keyset (a Tink JSON keyset of a P-256 key the fake makes
+//! when it starts) with which it signs notifications. It counts calls,
 //! keeps the queries and can be told to fail data calls.
 
 use std::collections::HashMap;
@@ -93,10 +95,28 @@ fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Inner> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The key id of the fake's signing key in its keyset.
+pub const SIGNING_KEY_ID: u32 = 0x2f6e_8a11;
+
 #[derive(Clone)]
 pub struct GoogleHealthFake {
     base: String,
     inner: Shared,
+    signing_key: Arc<p256::ecdsa::SigningKey>,
+}
+
+/// A signing key for this fake: from a hash of the time and a counter (a test key, not a
+/// secret).
+fn new_signing_key() -> p256::ecdsa::SigningKey {
+    use sha2::Digest;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    for n in 0u32..100 {
+        let seed = sha2::Sha256::digest(format!("{}-{n}", nanos.as_nanos()));
+        if let Ok(key) = p256::ecdsa::SigningKey::from_slice(&seed) {
+            return key;
+        }
+    }
+    p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).expect("a valid scalar")
 }
 
 impl GoogleHealthFake {
@@ -109,7 +129,18 @@ impl GoogleHealthFake {
             per_user_limit: PER_USER_PER_MINUTE,
             ..Inner::default()
         }));
+        let signing_key = Arc::new(new_signing_key());
+        let keyset = crate::tink::keyset_json(SIGNING_KEY_ID, signing_key.verifying_key());
+        let keyset_calls = inner.clone();
         let app = Router::new()
+            .route(
+                "/webhooks_public_keyset.json",
+                get(move || {
+                    lock(&keyset_calls).count("signing_keys");
+                    let keyset = keyset.clone();
+                    async move { ([(header::CONTENT_TYPE, "application/json")], keyset).into_response() }
+                }),
+            )
             .route("/o/oauth2/v2/auth", get(authorize))
             .route("/token", post(token))
             .route("/revoke", post(revoke))
@@ -117,7 +148,7 @@ impl GoogleHealthFake {
             .route("/v4/users/me/dataTypes/{data_type}/dataPoints", get(data_points))
             .route("/v4/users/me/dataTypes/{data_type}/dataPoints:reconcile", get(reconciled_points))
             .with_state(inner.clone());
-        Self { base: super::serve(app).await, inner }
+        Self { base: super::serve(app).await, inner, signing_key }
     }
 
     pub fn base_url(&self) -> &str {
@@ -138,6 +169,21 @@ impl GoogleHealthFake {
             revoke: format!("{}/revoke", self.base),
             signing_keys: format!("{}/webhooks_public_keyset.json", self.base),
         }
+    }
+
+    /// `X-HEALTHAPI-SIGNATURE` for `body` as Google sends it: base64 of a Tink signature (key
+    /// id prefix, DER ECDSA P-256 SHA-256) over the raw body, by the key of this fake's keyset.
+    pub fn signature(&self, body: &str) -> String {
+        use base64::Engine;
+        let signed = crate::tink::sign(SIGNING_KEY_ID, &self.signing_key, body.as_bytes());
+        base64::engine::general_purpose::STANDARD.encode(signed)
+    }
+
+    /// A notification POST as Google sends it: [`push`] signed by this fake's key.
+    pub fn signed_push(&self, authorization: Option<&str>, body: &str) -> PushRequest {
+        let mut request = push(authorization, body);
+        request.headers.push(("x-healthapi-signature".to_owned(), self.signature(body)));
+        request
     }
 
     /// Every token revoked at Google's revocation endpoint, in order.

@@ -326,9 +326,11 @@ async fn the_subscriber_verification_answers_201_with_the_secret_and_is_refused_
 }
 
 #[tokio::test]
-async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
-    let (_, adapter) = setup().await;
-    let push = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+async fn a_notification_with_the_secret_and_googles_signature_becomes_a_notice_for_its_days() {
+    let (fake, adapter) = setup().await;
+    let push = fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    adapter.prepare_push(&push).await.unwrap();
+    assert_eq!(fake.calls("signing_keys"), 1, "Google's keyset read before the push is checked");
     let PushOutcome::Notices(notices) = adapter.push(&client(), Some(PUSH_SECRET), &push) else {
         panic!("refused")
     };
@@ -338,11 +340,11 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
     assert_eq!(notices[0].range, Some(DateRange { start: day("2026-11-21"), end: day("2026-11-23") }));
     assert_eq!(adapter.push_claimed_user(&push).as_deref(), Some(fake::USER_ID));
 
-    let unsigned = fake::push(None, fake::NOTIFICATION);
-    assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &unsigned), PushOutcome::Refused(_)));
-    let wrong = fake::push(Some("Bearer guess"), fake::NOTIFICATION);
+    let no_secret = fake.signed_push(None, fake::NOTIFICATION);
+    assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &no_secret), PushOutcome::Refused(_)));
+    let wrong = fake.signed_push(Some("Bearer guess"), fake::NOTIFICATION);
     assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &wrong), PushOutcome::Refused(_)));
-    let unreadable = fake::push(Some(PUSH_SECRET), "not json");
+    let unreadable = fake.signed_push(Some(PUSH_SECRET), "not json");
     assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &unreadable), PushOutcome::Refused(_)));
     let mut get = push.clone();
     get.method = "GET".into();
@@ -351,7 +353,11 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
     let notice_of = |data_type: &str| {
         let mut body: Value = serde_json::from_str(fake::NOTIFICATION).unwrap();
         body["data"]["dataType"] = json!(data_type);
-        match adapter.push(&client(), Some(PUSH_SECRET), &fake::push(Some(PUSH_SECRET), &body.to_string())) {
+        match adapter.push(
+            &client(),
+            Some(PUSH_SECRET),
+            &fake.signed_push(Some(PUSH_SECRET), &body.to_string()),
+        ) {
             PushOutcome::Notices(n) => n.into_iter().flat_map(|n| n.resources).collect::<Vec<_>>(),
             other => panic!("{other:?}"),
         }
@@ -363,6 +369,61 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
     assert_eq!(notice_of("weight"), vec!["body"]);
     assert_eq!(notice_of("daily-oxygen-saturation"), vec!["blood_oxygen"]);
     assert!(notice_of("floors").is_empty(), "authentic but nothing Wearlab maps");
+}
+
+#[tokio::test]
+async fn a_notification_not_signed_by_google_is_refused_even_with_the_secret() {
+    let (fake, adapter) = setup().await;
+    let refused = |request: &wearlab_domain::ports::providers::PushRequest| {
+        matches!(adapter.push(&client(), Some(PUSH_SECRET), request), PushOutcome::Refused(_))
+    };
+    let signed = fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    // Before Google's keys are read nothing can be checked: refused.
+    assert!(refused(&signed));
+    adapter.prepare_push(&signed).await.unwrap();
+    assert!(!refused(&signed));
+
+    let unsigned = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    assert!(refused(&unsigned), "the shared secret alone is not enough");
+    // The signature of another body.
+    let mut tampered = signed.clone();
+    tampered.body = fake::NOTIFICATION.replace("steps", "sleep").into_bytes();
+    assert!(refused(&tampered));
+    // Signed by a key Google does not publish, under Google's key id.
+    let forger = p256::ecdsa::SigningKey::from_slice(&[3u8; 32]).unwrap();
+    let forged = wearlab_providers::tink::sign(fake::SIGNING_KEY_ID, &forger, fake::NOTIFICATION.as_bytes());
+    let mut request = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    request.headers.push((
+        "x-healthapi-signature".into(),
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, forged),
+    ));
+    assert!(refused(&request));
+    let mut garbage = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    garbage.headers.push(("x-healthapi-signature".into(), "not base64!".into()));
+    assert!(refused(&garbage));
+
+    // An unknown key id reads the keyset again, at most once a minute.
+    let unknown = wearlab_providers::tink::sign(7, &forger, fake::NOTIFICATION.as_bytes());
+    let mut request = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    request.headers.push((
+        "x-healthapi-signature".into(),
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, unknown),
+    ));
+    adapter.prepare_push(&request).await.unwrap();
+    adapter.prepare_push(&request).await.unwrap();
+    assert_eq!(fake.calls("signing_keys"), 1, "tried within the minute: not read again");
+    assert!(refused(&request));
+}
+
+#[tokio::test]
+async fn without_googles_keys_a_signed_notification_cannot_be_checked() {
+    let fake = GoogleHealthFake::start(&client()).await;
+    let mut urls = fake.urls();
+    urls.signing_keys = format!("{}/nothing-here.json", fake.base_url());
+    let adapter = GoogleHealth::new(fake.config(&client(), Some(PUSH_SECRET)), urls);
+    let signed = fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    assert!(matches!(adapter.prepare_push(&signed).await, Err(ProviderError::Api(_))));
+    assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &signed), PushOutcome::Refused(_)));
 }
 
 #[tokio::test]

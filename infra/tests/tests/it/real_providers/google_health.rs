@@ -48,16 +48,31 @@ async fn real_google_health() -> Real<GoogleHealthFake> {
     real_stack(fake, clock, |sim| wearlab_providers::from_vars(sim, |k| vars.get(k).cloned())).await
 }
 
+/// A POST to the push endpoint; `signed`: with the fake's `X-HEALTHAPI-SIGNATURE` of `body`.
+async fn webhook_as(
+    r: &Real<GoogleHealthFake>,
+    authorization: Option<&str>,
+    signed: bool,
+    body: &str,
+) -> crate::helpers::Answer {
+    let signature = r.fake.signature(body);
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(a) = authorization {
+        headers.push(("authorization", a));
+    }
+    if signed {
+        headers.push(("x-healthapi-signature", signature.as_str()));
+    }
+    r.t.send_as(Method::POST, "/v2/provider_webhooks/google_health", None, &headers, Some(body)).await
+}
+
+/// A POST signed as Google signs it.
 async fn webhook(
     r: &Real<GoogleHealthFake>,
     authorization: Option<&str>,
     body: &str,
 ) -> crate::helpers::Answer {
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(a) = authorization {
-        headers.push(("authorization", a));
-    }
-    r.t.send_as(Method::POST, "/v2/provider_webhooks/google_health", None, &headers, Some(body)).await
+    webhook_as(r, authorization, true, body).await
 }
 
 async fn samples(r: &Real<GoogleHealthFake>, user: &str, resource: &str, day: &str) -> Vec<Value> {
@@ -128,6 +143,14 @@ async fn the_subscriber_is_verified_and_a_notification_polls_the_new_day() {
     // Without the secret, or with another: refused, nothing queued.
     assert_eq!(webhook(&r, None, &body).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(webhook(&r, Some("Bearer guess"), &body).await.status, StatusCode::UNAUTHORIZED);
+    // With the secret but not signed by Google, or signed over another body: refused too.
+    assert_eq!(webhook_as(&r, Some(PUSH_SECRET), false, &body).await.status, StatusCode::UNAUTHORIZED);
+    let signature = r.fake.signature(&body);
+    let headers = [("authorization", PUSH_SECRET), ("x-healthapi-signature", signature.as_str())];
+    let other = body.replace("steps", "sleep");
+    let a =
+        r.t.send_as(Method::POST, "/v2/provider_webhooks/google_health", None, &headers, Some(&other)).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
     assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
 
     let a = webhook(&r, Some(PUSH_SECRET), &body).await;
