@@ -65,7 +65,21 @@ pub struct ActivitySummary {
     pub source: SourceContext,
 }
 
-/// One sleep session.
+crate::open_enum!(
+    /// What kind of sleep a session is, with the values and meanings of the upstream API's sleep
+    /// `type` (Junction's `SleepType`, non-exhaustive, as published in its Python client `vital`
+    /// 2.1.569 on PyPI, `vital/types/sleep_type.py`): `long_sleep` at least 3 hours,
+    /// `short_sleep` under 3 hours, `acknowledged_nap` a nap (typically under 3 hours),
+    /// `unknown` a session still being recorded.
+    SleepType {
+        LongSleep => "long_sleep",
+        ShortSleep => "short_sleep",
+        AcknowledgedNap => "acknowledged_nap",
+        Unknown => "unknown",
+    }
+);
+
+/// One sleep session. A day can hold several (a night and a nap): each is its own summary.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct SleepSummary {
     pub id: String,
@@ -73,6 +87,10 @@ pub struct SleepSummary {
     pub calendar_date: NaiveDate,
     pub bedtime_start: DateTime<Utc>,
     pub bedtime_stop: DateTime<Utc>,
+    /// `long_sleep` (at least 3 hours), `short_sleep` (under 3 hours), `acknowledged_nap` (a
+    /// sleep the provider marks as a nap), `unknown` (still being recorded).
+    #[serde(rename = "type")]
+    pub sleep_type: SleepType,
     pub timezone: String,
     pub timezone_offset: i32,
     /// Seconds in bed.

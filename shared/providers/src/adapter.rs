@@ -64,6 +64,12 @@ pub trait Adapter: Send + Sync + 'static {
         request: &PushRequest,
     ) -> PushOutcome;
 
+    /// Fetches what checking `request` needs before [`Adapter::push`] reads it without I/O
+    /// (Google Health: the public keys its notifications are signed with). Nothing by default.
+    async fn prepare_push(&self, _request: &PushRequest) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
     /// Whether the provider sends push notifications at all. A provider without (Dexcom) has
     /// its pushes refused as such, not as badly signed ones.
     fn pushes(&self) -> bool {

@@ -1,7 +1,7 @@
 //! Google Health API v4 (https://health.googleapis.com), the successor of the Fitbit Web API:
 //! Google OAuth 2 with the client in the body and `access_type=offline`, the user's id from
-//! `/v4/users/me/identity`, data points per data type under
-//! `/v4/users/me/dataTypes/{type}/dataPoints` filtered by an AIP-160 `filter` and paged by
+//! `/v4/users/me/identity`, data points per data type reconciled across the user's sources by
+//! `/v4/users/me/dataTypes/{type}/dataPoints:reconcile`, filtered by an AIP-160 `filter` and paged by
 //! `pageToken`, and a subscriber endpoint verified and authenticated by a shared secret. Facts:
 //! `../shared/PROVIDERS.md` section 7 and the discovery document `health:v4` (GH-DISC); what is
 //! mapped to what: `docs/PROVIDERS.md`.
@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use base64::Engine;
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,6 +23,7 @@ use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
 use crate::http;
 use crate::oauth::{self, ClientAuth};
+use crate::tink;
 use crate::whoop::{etc_zone, with_zone};
 
 pub const SLUG: &str = "google_health";
@@ -116,9 +118,64 @@ pub fn value_key(data_type: &str) -> String {
     out
 }
 
+/// Google's addresses beside the Health API's hosts ([`AppConfig`]'s endpoints): configurable so
+/// tests point them at the local fake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoogleUrls {
+    /// Google's OAuth 2 token revocation endpoint (`POST` with the form field `token`).
+    pub revoke: String,
+    /// The public keyset the Health API signs its webhook notifications with (a Tink JSON
+    /// keyset).
+    pub signing_keys: String,
+}
+
+impl GoogleUrls {
+    /// Google's own: https://developers.google.com/identity/protocols/oauth2/web-server
+    /// ("Revoking a token"), and the keyset receivers of Health API webhooks verify against.
+    pub fn real() -> Self {
+        Self {
+            revoke: "https://oauth2.googleapis.com/revoke".into(),
+            signing_keys: "https://www.gstatic.com/googlehealthapi/webhooks/webhooks_public_keyset.json"
+                .into(),
+        }
+    }
+
+    /// [`GoogleUrls::real`] overridden by `WEARLAB_PROVIDER_GOOGLE_HEALTH_REVOKE_URL` and
+    /// `WEARLAB_PROVIDER_GOOGLE_HEALTH_SIGNING_KEYS_URL` read through `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| {
+            var(&format!("WEARLAB_PROVIDER_GOOGLE_HEALTH_{name}"))
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let real = Self::real();
+        Self {
+            revoke: get("REVOKE_URL").unwrap_or(real.revoke),
+            signing_keys: get("SIGNING_KEYS_URL").unwrap_or(real.signing_keys),
+        }
+    }
+}
+
+/// A keyset read this long ago is read again before the next notification is checked (Google
+/// rotates its signing keys; a notification signed by a key not yet seen also reads it again).
+const SIGNING_KEYS_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Reads of the keyset are at least this far apart, so forged signatures naming unknown key ids
+/// cannot make Wearlab call Google on each request.
+const SIGNING_KEYS_MIN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The webhook signing keys read last, and when.
+#[derive(Default)]
+struct SigningKeys {
+    keys: tink::PublicKeyset,
+    read_at: Option<std::time::Instant>,
+    tried_at: Option<std::time::Instant>,
+}
+
 pub struct GoogleHealth {
     http: http::SharedClient,
     config: AppConfig,
+    urls: GoogleUrls,
+    signing_keys: std::sync::RwLock<SigningKeys>,
 }
 
 impl GoogleHealth {
@@ -131,12 +188,54 @@ impl GoogleHealth {
         }
     }
 
-    pub fn new(config: AppConfig) -> Self {
-        Self { http: http::client(), config }
+    pub fn new(config: AppConfig, urls: GoogleUrls) -> Self {
+        Self { http: http::client(), config, urls, signing_keys: Default::default() }
+    }
+
+    fn keys(&self) -> std::sync::RwLockReadGuard<'_, SigningKeys> {
+        self.signing_keys.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads the signing keyset from `urls.signing_keys` unless the one held is fresh and knows
+    /// `signature`'s key, or was tried within the last minute.
+    async fn refresh_signing_keys(&self, signature: &[u8]) -> Result<(), ProviderError> {
+        let now = std::time::Instant::now();
+        {
+            let held = self.keys();
+            let fresh = held.read_at.is_some_and(|t| now.duration_since(t) < SIGNING_KEYS_TTL);
+            if fresh && held.keys.knows(signature) {
+                return Ok(());
+            }
+            if held.tried_at.is_some_and(|t| now.duration_since(t) < SIGNING_KEYS_MIN_INTERVAL) {
+                return Ok(());
+            }
+        }
+        self.signing_keys.write().unwrap_or_else(|e| e.into_inner()).tried_at = Some(now);
+        let read = async {
+            let answer = http::send(SLUG, self.http.get(&self.urls.signing_keys)).await?;
+            let answer = http::check(SLUG, answer)?;
+            tink::PublicKeyset::parse(&answer.body)
+                .map_err(|e| ProviderError::Api(format!("{SLUG} signing keys: {e}")))
+        };
+        match read.await {
+            Ok(keys) => {
+                let mut held = self.signing_keys.write().unwrap_or_else(|e| e.into_inner());
+                held.keys = keys;
+                held.read_at = Some(now);
+                Ok(())
+            }
+            // Keys held from before still check what they signed.
+            Err(e) if self.keys().read_at.is_some() => {
+                tracing::warn!(provider = SLUG, error = %e, "signing keys not read again");
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub fn from_env() -> Self {
-        Self::new(AppConfig::from_env(SLUG, Self::endpoints()))
+        let var = |k: &str| std::env::var(k).ok();
+        Self::new(AppConfig::from_vars(SLUG, Self::endpoints(), var), GoogleUrls::from_vars(var))
     }
 
     pub fn config(&self) -> &AppConfig {
@@ -149,7 +248,11 @@ impl GoogleHealth {
         http::check(SLUG, answer)?.json(SLUG)
     }
 
-    /// The value of every data point of `data_type` in `range`'s days, every page followed.
+    /// The value of every data point of `data_type` in `range`'s days, every page followed, as
+    /// `dataPoints:reconcile` answers them: GH-DISC documents it as the method that "Reconcile[s]
+    /// data points from multiple data sources into a single data stream" (all sources by
+    /// default). `dataPoints.list` answers each source's points as recorded, so a user with a
+    /// phone and a watch would have each step and metre counted twice.
     async fn points(
         &self,
         token: &str,
@@ -167,7 +270,7 @@ impl GoogleHealth {
         let filter = filter(data_type, range)
             .ok_or_else(|| ProviderError::Unsupported(format!("{SLUG} data type {data_type}")))?;
         let size = if matches!(data_type, "exercise" | "sleep") { SESSION_PAGE_SIZE } else { PAGE_SIZE };
-        let path = format!("/v4/users/me/dataTypes/{data_type}/dataPoints");
+        let path = format!("/v4/users/me/dataTypes/{data_type}/dataPoints:reconcile");
         let key = value_key(data_type);
         let mut out = Vec::new();
         let mut next: Option<String> = None;
@@ -499,12 +602,26 @@ fn notified_range(intervals: &[NotifiedInterval]) -> Option<DateRange> {
     Some(DateRange { start: start - Duration::days(1), end: end + Duration::days(1) })
 }
 
+/// The header Google signs notifications in (GH-DISC `EndpointAuthorization`); some receivers
+/// read `GOOGLE-HEALTH-API-SIGNATURE`, accepted too.
+const SIGNATURE_HEADERS: [&str; 2] = ["x-healthapi-signature", "google-health-api-signature"];
+
+/// The decoded signature of a push (base64 in the header), if it carries one.
+pub fn push_signature(request: &PushRequest) -> Option<Vec<u8>> {
+    let header = SIGNATURE_HEADERS.iter().find_map(|h| request.header(h))?;
+    base64::engine::general_purpose::STANDARD.decode(header.trim()).ok()
+}
+
 /// Reads a request to the subscriber endpoint (GH-DISC `subscribers.create`): its
 /// `Authorization` header must equal the configured secret `push_token` exactly (compared in
-/// constant time). A verification answers 201; a notification names the user, the data type
-/// and the intervals that changed. Google also signs each payload (`X-HEALTHAPI-SIGNATURE`,
-/// ECDSA P-256 with its public key), which the sources do not publish: not checked.
-pub fn read_push(push_token: Option<&str>, request: &PushRequest) -> PushOutcome {
+/// constant time). A verification answers 201. A notification must also carry a valid
+/// `X-HEALTHAPI-SIGNATURE`: GH-DISC `EndpointAuthorization` says every payload is signed, "an
+/// ECDSA (NIST P256) signature of the JSON payload", which "Clients must verify ... using
+/// Google Health API's public key"; read as base64 of a Tink signature over the raw body,
+/// checked with the keys of Google's public keyset (`keys`). A notification without one, or
+/// with one no key checks, is refused. It names the user, the data type and the intervals that
+/// changed.
+pub fn read_push(push_token: Option<&str>, keys: &tink::PublicKeyset, request: &PushRequest) -> PushOutcome {
     if !request.method.eq_ignore_ascii_case("POST") {
         return PushOutcome::Refused("Google Health only POSTs".into());
     }
@@ -522,6 +639,11 @@ pub fn read_push(push_token: Option<&str>, request: &PushRequest) -> PushOutcome
     };
     if body.get("type").and_then(Value::as_str) == Some("verification") {
         return PushOutcome::Handshake { status: 201, body: None };
+    }
+    match push_signature(request) {
+        Some(signature) if keys.verify(&signature, &request.body) => {}
+        Some(_) => return PushOutcome::Refused("push with a signature no Google key checks".into()),
+        None => return PushOutcome::Refused("push without X-HEALTHAPI-SIGNATURE".into()),
     }
     let Ok(n) = serde_json::from_value::<Notification>(body) else {
         return PushOutcome::Refused("unreadable push body".into());
@@ -622,11 +744,25 @@ impl Adapter for GoogleHealth {
         Ok(FetchedResource { resource: resource.to_owned(), records })
     }
 
-    /// Google's token revocation endpoint is not in the sources Wearlab is built from
-    /// (PROVIDERS.md section 7: "revoke URL unknown here"): nothing is called. The user removes
-    /// Wearlab's access in their Google account; the connection's tokens are deleted here.
-    async fn revoke(&self, _client: &OauthClient, _account: &ProviderAccount) -> Result<(), ProviderError> {
-        Ok(())
+    /// Google's revocation endpoint (`POST token=...`, form encoded): the refresh token when the
+    /// connection holds one (revoking it revokes the grant, its access tokens with it), else the
+    /// access token. Google answers 200; a 400 (`invalid_token`) means the token is dead
+    /// already, which is what revoking asks for.
+    async fn revoke(&self, _client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
+        let c = &account.credentials;
+        let token = c.refresh_token.as_ref().unwrap_or(&c.access_token);
+        let body = serde_urlencoded::to_string([("token", token.expose())])
+            .map_err(|e| ProviderError::Api(e.to_string()))?;
+        let request = self
+            .http
+            .post(&self.urls.revoke)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        let answer = http::send(SLUG, request).await?;
+        if answer.status.as_u16() == 400 {
+            return Ok(());
+        }
+        http::check(SLUG, answer).map(|_| ())
     }
 
     fn push(
@@ -635,7 +771,16 @@ impl Adapter for GoogleHealth {
         verification_token: Option<&str>,
         request: &PushRequest,
     ) -> PushOutcome {
-        read_push(verification_token, request)
+        read_push(verification_token, &self.keys().keys, request)
+    }
+
+    /// A signed notification needs Google's signing keys: read (again) when none are held, they
+    /// are older than an hour, or the signature names a key not held (rotation).
+    async fn prepare_push(&self, request: &PushRequest) -> Result<(), ProviderError> {
+        match push_signature(request) {
+            Some(signature) => self.refresh_signing_keys(&signature).await,
+            None => Ok(()),
+        }
     }
 
     fn push_claimed_user(&self, request: &PushRequest) -> Option<String> {

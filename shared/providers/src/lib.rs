@@ -12,6 +12,7 @@ pub mod config;
 pub mod http;
 pub mod oauth;
 pub mod router;
+pub mod tink;
 
 pub mod dexcom;
 pub mod google_health;
@@ -95,7 +96,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     let config = AppConfig::from_vars(dexcom::SLUG, dexcom::Dexcom::endpoints_from(&var), &var);
     add(Arc::new(dexcom::Dexcom::new(config.clone()).with_public_url(var("WEARLAB_PUBLIC_URL"))), config);
     let config = AppConfig::from_vars(google_health::SLUG, google_health::GoogleHealth::endpoints(), &var);
-    add(Arc::new(google_health::GoogleHealth::new(config.clone())), config);
+    let urls = google_health::GoogleUrls::from_vars(&var);
+    add(Arc::new(google_health::GoogleHealth::new(config.clone(), urls)), config);
     let config = AppConfig::from_vars(polar::SLUG, polar::Polar::endpoints(), &var);
     add(Arc::new(polar::Polar::new(config.clone())), config);
     all
@@ -218,11 +220,10 @@ mod tests {
         let entry = catalog().get(google_health::SLUG).expect("google_health in the catalog");
         assert!(entry.is_oauth());
         assert!(entry.description.contains("Fitbit connections cannot be carried over"));
-        let adapter = google_health::GoogleHealth::new(AppConfig::from_vars(
-            google_health::SLUG,
-            google_health::GoogleHealth::endpoints(),
-            |_| None,
-        ));
+        let adapter = google_health::GoogleHealth::new(
+            AppConfig::from_vars(google_health::SLUG, google_health::GoogleHealth::endpoints(), |_| None),
+            google_health::GoogleUrls::real(),
+        );
         let mut expected: Vec<&str> = adapter.resources().to_vec();
         expected.push("connection");
         let listed: Vec<&str> = entry.supported_resources.iter().map(|r| r.as_str()).collect();

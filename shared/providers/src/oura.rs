@@ -88,6 +88,19 @@ impl Oura {
         }
     }
 
+    /// Revokes one access token. Oura refuses a token it no longer honours (expired, or
+    /// revoked already) with 400 or 401: that is `AccessTokenRefused`, so the caller refreshes
+    /// and revokes the fresh one.
+    async fn revoke_token(&self, credentials: &ProviderCredentials) -> Result<(), ProviderError> {
+        let request =
+            self.http.post(self.revoke_url()).query(&[("access_token", credentials.access_token.expose())]);
+        let answer = http::send(SLUG, request).await?;
+        match answer.status.as_u16() {
+            400 | 401 => Err(ProviderError::AccessTokenRefused),
+            _ => http::check(SLUG, answer).map(|_| ()),
+        }
+    }
+
     /// A webhook-subscription call: authenticated by the app's credentials in headers.
     async fn subscription_call(
         &self,
@@ -292,13 +305,16 @@ fn samples(series: &Value, unit: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A daily activity document as the day's summary. Not its `equivalent_walking_distance`: Oura
+/// defines it as "Equivalent walking distance (in meters) of energy expenditure" (OURA-SPEC
+/// `PublicDailyActivity`), a measure of energy, not a distance travelled; the day has no
+/// `distance_m`.
 fn activity_record(d: &Value) -> Option<Value> {
     Some(json!({
         "date": day(d)?.to_string(),
         "steps": num(d, "steps"),
         "calories_active": num(d, "active_calories"),
         "calories_total": num(d, "total_calories"),
-        "distance_m": num(d, "equivalent_walking_distance"),
         "low_minutes": num(d, "low_activity_time").map(|s| s / 60.0),
         "high_minutes": num(d, "high_activity_time").map(|s| s / 60.0),
     }))
@@ -352,6 +368,18 @@ fn resources_of(data_type: &str) -> &'static [&'static str] {
         "daily_readiness" => &["body_temperature_delta"],
         _ => &[],
     }
+}
+
+/// Epoch values at or above this are milliseconds: as seconds it would be the year 5138, as
+/// milliseconds it is March 1973, long before any Oura push.
+const MILLIS_FROM: i64 = 100_000_000_000;
+
+/// The push's `x-oura-timestamp` as epoch seconds. Oura's document does not say whether the
+/// header counts seconds or milliseconds (its example code and third-party receivers differ), so
+/// both are read; the signature is checked over the header as sent either way.
+fn push_time_secs(header: &str) -> Option<i64> {
+    let raw = header.trim().parse::<i64>().ok()?;
+    Some(if raw.abs() >= MILLIS_FROM { raw / 1000 } else { raw })
 }
 
 /// Checks Oura's signature: upper-case hex HMAC-SHA256 with the client secret over the
@@ -473,17 +501,16 @@ impl Adapter for Oura {
         Ok(FetchedResource { resource: resource.to_owned(), records })
     }
 
-    async fn revoke(&self, _client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
-        let request = self
-            .http
-            .post(self.revoke_url())
-            .query(&[("access_token", account.credentials.access_token.expose())]);
-        let answer = http::send(SLUG, request).await?;
-        match answer.status.as_u16() {
-            // Refused: the token is already dead, which is what revoking wants.
-            400 | 401 => Ok(()),
-            _ => http::check(SLUG, answer).map(|_| ()),
-        }
+    /// `POST /oauth/revoke?access_token=`, an expired access token refreshed first
+    /// ([`oauth::revoke_refreshing`]): revoking a dead access token alone would leave the grant
+    /// (its refresh token) alive.
+    async fn revoke(&self, client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
+        oauth::revoke_refreshing(
+            &account.credentials,
+            |c| async move { self.revoke_token(&c).await },
+            || self.refresh(client, &account.credentials),
+        )
+        .await
     }
 
     async fn ensure_subscriptions(
@@ -552,7 +579,7 @@ impl Adapter for Oura {
         else {
             return PushOutcome::Refused("unsigned push".into());
         };
-        let Ok(at) = timestamp.trim().parse::<i64>() else {
+        let Some(at) = push_time_secs(timestamp) else {
             return PushOutcome::Refused("unreadable push timestamp".into());
         };
         if (Utc::now().timestamp() - at).abs() > PUSH_TOLERANCE_SECS {

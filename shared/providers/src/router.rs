@@ -206,6 +206,13 @@ impl Providers for RealProviders {
         self.real(provider, credentials).map(|r| r.adapter.user_limits().to_vec()).unwrap_or_default()
     }
 
+    async fn prepare_push(&self, provider: &str, request: &PushRequest) -> Result<(), ProviderError> {
+        match self.route(provider) {
+            Some(route) => route.adapter.prepare_push(request).await,
+            None => self.sim.prepare_push(provider, request).await,
+        }
+    }
+
     fn push(&self, provider: &str, client: Option<&OauthClient>, request: &PushRequest) -> PushOutcome {
         let Some(route) = self.route(provider) else {
             return self.sim.push(provider, client, request);

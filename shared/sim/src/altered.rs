@@ -142,6 +142,10 @@ impl<A: Alteration> Providers for Altered<A> {
         self.inner.user_limits(p, credentials)
     }
 
+    async fn prepare_push(&self, p: &str, request: &PushRequest) -> Result<(), ProviderError> {
+        self.inner.prepare_push(p, request).await
+    }
+
     fn push(&self, p: &str, client: Option<&OauthClient>, request: &PushRequest) -> PushOutcome {
         self.inner.push(p, client, request)
     }

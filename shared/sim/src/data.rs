@@ -91,6 +91,8 @@ fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Opt
                 "date": d,
                 "bedtime_start": start,
                 "bedtime_stop": start + chrono::Duration::seconds(duration),
+                // A night of 5.5 to 9 hours: the day's main sleep.
+                "type": "long_sleep",
                 "duration_s": duration,
                 "deep_s": deep,
                 "rem_s": rem,

@@ -44,6 +44,10 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
             "{slug} sends no push notifications: Wearlab pulls its data"
         )));
     }
+    deps.providers
+        .prepare_push(slug, request)
+        .await
+        .map_err(|e| DomainError::Busy(format!("the push cannot be checked now: {e}")))?;
     // Providers that sign with each connection's own app (WHOOP for a team's app) name their
     // user first: the apps of that user's connections are the candidates, the platform's last.
     let named = match deps.providers.push_claimed_user(slug, request) {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wearlab_models::data::{
     ActivitySummary, BodySummary, Macros, MealSummary, ProfileSummary, Sample, SleepCycleSummary,
-    SleepSummary, SourceContext, WorkoutSummary,
+    SleepSummary, SleepType, SourceContext, WorkoutSummary,
 };
 
 use crate::catalog::catalog;
@@ -116,6 +116,53 @@ fn date(v: &Value) -> Option<NaiveDate> {
     v.get("date").and_then(Value::as_str).and_then(|s| s.parse().ok())
 }
 
+/// From this many seconds a sleep is a `long_sleep`, under it a `short_sleep` (the upstream
+/// API's `SleepType`: "`long_sleep`: >=3 hours of sleep; `short_sleep`: <3 hours of sleep").
+pub const LONG_SLEEP_SECS: i64 = 3 * 3600;
+
+/// A sleep's type: the one its record names (the provider's own classification, mapped by its
+/// adapter), else by its length (`duration`, seconds in bed).
+pub fn sleep_type(named: Option<&str>, duration: i64) -> SleepType {
+    match named {
+        Some(t) => SleepType::from(t),
+        None if duration >= LONG_SLEEP_SECS => SleepType::LongSleep,
+        None => SleepType::ShortSleep,
+    }
+}
+
+/// A sleep record's bedtimes, length (its `duration_s`, else stop - start) and type; `None` for
+/// a record without both bedtimes (it is not stored).
+fn sleep_facts(r: &Value) -> Option<(DateTime<Utc>, DateTime<Utc>, i64, SleepType)> {
+    let (start, stop) = (time(r, "bedtime_start")?, time(r, "bedtime_stop")?);
+    let duration = int(r, "duration_s").unwrap_or((stop - start).num_seconds());
+    Some((start, stop, duration, sleep_type(r.get("type").and_then(Value::as_str), duration)))
+}
+
+/// The index of each day's main sleep among `records`: the longest that is not a nap, else the
+/// longest nap; of equally long ones the first.
+fn main_sleeps(records: &[Value]) -> std::collections::BTreeMap<NaiveDate, usize> {
+    let mut best: std::collections::BTreeMap<NaiveDate, ((bool, i64), usize)> = Default::default();
+    for (i, r) in records.iter().enumerate() {
+        let (Some(day), Some((_, _, duration, kind))) = (date(r), sleep_facts(r)) else { continue };
+        let rank = (kind != SleepType::AcknowledgedNap, duration);
+        if best.get(&day).is_none_or(|(kept, _)| rank > *kept) {
+            best.insert(day, (rank, i));
+        }
+    }
+    best.into_iter().map(|(day, (_, i))| (day, i)).collect()
+}
+
+/// A stored summary as this version answers it: fields added since it was stored are filled in
+/// from the rest (a sleep stored before sleeps had a `type` gets the one its length gives).
+pub fn upgrade_stored(resource: &str, v: &mut Value) {
+    if resource == "sleep" && v.get("type").is_none() {
+        let duration = int(v, "duration").unwrap_or(0);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("type".into(), Value::from(sleep_type(None, duration).as_str()));
+        }
+    }
+}
+
 impl Context {
     /// The record's own time zone (`timezone`, IANA), else the fallback.
     fn tz(&self, record: &Value) -> std::borrow::Cow<'_, TimeZoneId> {
@@ -155,12 +202,15 @@ impl Context {
             return out;
         }
         if is_summary(resource) {
+            let main = if resource == "sleep" { main_sleeps(records) } else { Default::default() };
             for (i, r) in records.iter().enumerate() {
                 let Some(day) = date(r) else { continue };
+                let start = |k: &str| time(r, k).map(|t| t.timestamp().to_string()).unwrap_or(i.to_string());
                 let n = match resource {
-                    "workouts" => {
-                        time(r, "time_start").map(|t| t.timestamp().to_string()).unwrap_or(i.to_string())
-                    }
+                    "workouts" => start("time_start"),
+                    // A day's main sleep keeps the key a day's one sleep always had; any other
+                    // sleep of the day (a nap) is keyed by its start, as workouts are.
+                    "sleep" if main.get(&day) != Some(&i) => start("bedtime_start"),
                     _ => "0".to_owned(),
                 };
                 self.summary(resource, day, &n, r, &mut out);
@@ -227,9 +277,7 @@ impl Context {
                 }),
             ),
             "sleep" | "sleep_cycle" => {
-                let (Some(start), Some(stop)) = (time(r, "bedtime_start"), time(r, "bedtime_stop")) else {
-                    return;
-                };
+                let Some((start, stop, duration, sleep_type)) = sleep_facts(r) else { return };
                 let secs = |k: &str| int(r, k).unwrap_or(0);
                 let (deep, rem, light, awake) =
                     (secs("deep_s"), secs("rem_s"), secs("light_s"), secs("awake_s"));
@@ -241,9 +289,10 @@ impl Context {
                         calendar_date: day,
                         bedtime_start: start,
                         bedtime_stop: stop,
+                        sleep_type,
                         timezone: tz_name.clone(),
                         timezone_offset: offset_at(start),
-                        duration: int(r, "duration_s").unwrap_or((stop - start).num_seconds()),
+                        duration,
                         total: deep + rem + light,
                         awake,
                         light,
@@ -399,5 +448,95 @@ mod tests {
         assert_eq!(value["hr_zones"], json!([0, 0, 0, 0, 3600, 0]));
         let Entry::Summary { value, .. } = &ctx(None).entries("workouts", &[w])[0] else { panic!() };
         assert!(value["hr_zones"].is_null());
+    }
+
+    fn sleep(day: &str, start: &str, stop: &str, duration_s: i64, kind: Option<&str>) -> Value {
+        let mut r =
+            json!({"date": day, "bedtime_start": start, "bedtime_stop": stop, "duration_s": duration_s});
+        if let Some(k) = kind {
+            r["type"] = json!(k);
+        }
+        r
+    }
+
+    /// The sleep summaries of `records` as (n, type, bedtime_start).
+    fn sleeps(records: &[Value]) -> Vec<(String, String, String)> {
+        ctx(None)
+            .entries("sleep", records)
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Summary { resource: "sleep", n, value, .. } => Some((
+                    n,
+                    value["type"].as_str().unwrap().to_owned(),
+                    value["bedtime_start"].as_str().unwrap().to_owned(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_days_main_sleep_keeps_its_key_and_a_nap_is_its_own_sleep() {
+        // The nap comes first: the night is still the day's main sleep.
+        let got = sleeps(&[
+            sleep(
+                "2026-11-20",
+                "2026-11-20T14:00:00Z",
+                "2026-11-20T14:30:00Z",
+                1800,
+                Some("acknowledged_nap"),
+            ),
+            sleep("2026-11-20", "2026-11-19T22:00:00Z", "2026-11-20T06:00:00Z", 28800, Some("long_sleep")),
+            sleep("2026-11-21", "2026-11-20T22:00:00Z", "2026-11-21T06:00:00Z", 28800, None),
+        ]);
+        let nap_start = "2026-11-20T14:00:00Z".parse::<DateTime<Utc>>().unwrap().timestamp().to_string();
+        assert_eq!(
+            got,
+            [
+                (nap_start, "acknowledged_nap".into(), "2026-11-20T14:00:00Z".into()),
+                ("0".into(), "long_sleep".into(), "2026-11-19T22:00:00Z".into()),
+                ("0".into(), "long_sleep".into(), "2026-11-20T22:00:00Z".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sleep_without_a_named_type_is_long_from_three_hours() {
+        let got = sleeps(&[
+            sleep("2026-11-20", "2026-11-20T01:00:00Z", "2026-11-20T04:00:00Z", 3 * 3600, None),
+            sleep("2026-11-20", "2026-11-20T05:00:00Z", "2026-11-20T07:59:59Z", 3 * 3600 - 1, None),
+        ]);
+        assert_eq!((got[0].0.as_str(), got[0].1.as_str()), ("0", "long_sleep"));
+        assert_eq!(got[1].1, "short_sleep");
+        assert_ne!(got[1].0, "0");
+    }
+
+    #[test]
+    fn a_nap_alone_is_the_days_main_sleep_and_new_types_are_kept() {
+        let got = sleeps(&[
+            sleep(
+                "2026-11-20",
+                "2026-11-20T13:00:00Z",
+                "2026-11-20T13:20:00Z",
+                1200,
+                Some("acknowledged_nap"),
+            ),
+            sleep("2026-11-21", "2026-11-21T13:00:00Z", "2026-11-21T13:20:00Z", 1200, Some("siesta")),
+        ]);
+        assert_eq!((got[0].0.as_str(), got[0].1.as_str()), ("0", "acknowledged_nap"));
+        assert_eq!(got[1].1, "siesta", "an upstream value this version does not know is kept");
+    }
+
+    #[test]
+    fn a_sleep_stored_without_a_type_is_read_with_the_one_its_length_gives() {
+        let mut night = json!({"duration": 28800});
+        upgrade_stored("sleep", &mut night);
+        assert_eq!(night["type"], "long_sleep");
+        let mut nap = json!({"duration": 1800, "type": "acknowledged_nap"});
+        upgrade_stored("sleep", &mut nap);
+        assert_eq!(nap["type"], "acknowledged_nap", "a stored type is kept");
+        let mut activity = json!({"steps": 1.0});
+        upgrade_stored("activity", &mut activity);
+        assert!(activity.get("type").is_none());
     }
 }

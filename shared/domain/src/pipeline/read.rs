@@ -7,7 +7,7 @@ use chrono::NaiveDate;
 use serde::de::DeserializeOwned;
 use wearlab_models::data::{GroupedTimeseries, ProfileSummary, SampleGroup};
 
-use super::normalize::is_summary;
+use super::normalize::{is_summary, upgrade_stored};
 use super::store::Stored;
 use crate::Deps;
 use crate::catalog::catalog;
@@ -114,7 +114,8 @@ pub async fn summaries<T: DeserializeOwned>(
     items
         .iter()
         .map(|i| {
-            let s: Stored = i.decode()?;
+            let mut s: Stored = i.decode()?;
+            upgrade_stored(resource, &mut s.v);
             serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())
         })
         .collect()

@@ -286,6 +286,13 @@ pub trait Providers: Send + Sync + 'static {
         vec![]
     }
 
+    /// Fetches what checking a push of `provider` needs, before [`Providers::push`] reads it
+    /// without I/O (Google Health: the public keys its notifications are signed with). A failure
+    /// means the push cannot be checked now; the provider retries it. Nothing by default.
+    async fn prepare_push(&self, _provider: &str, _request: &PushRequest) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
     /// Reads a request `provider` sent to Wearlab's push endpoint: its handshake, notices of
     /// changed data (signature checked with `client`'s secret: a team's own OAuth app, or the
     /// platform's app when `None`), or a refusal. Providers without push refuse.

@@ -2,7 +2,9 @@
 //! token endpoint (client in the body; a refresh answers no new refresh token),
 //! `/v4/users/me/identity`, and `/v4/users/me/dataTypes/{type}/dataPoints` from
 //! `fixtures/google_health/` with the AIP-160 civil-time `filter` checked and applied, newest
-//! first, paged by `pageToken`, and Google's 300 requests a minute per user. It counts calls,
+//! first, paged by `pageToken`, and Google's 300 requests a minute per user; Google's token
+//! revocation; and a webhook signing keyset (a Tink JSON keyset of a P-256 key the fake makes
+//! when it starts) with which it signs notifications. It counts calls,
 //! keeps the queries and can be told to fail data calls.
 
 use std::collections::HashMap;
@@ -20,7 +22,7 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
 
 use crate::config::{AppConfig, Endpoints};
-use crate::google_health::{self, Kind, PAGE_SIZE, SESSION_PAGE_SIZE};
+use crate::google_health::{self, GoogleUrls, Kind, PAGE_SIZE, SESSION_PAGE_SIZE};
 
 /// The user every code is for (the fixture's `healthUserId`, GH-DISC's `users/abcd1234` example).
 pub const USER_ID: &str = "abcd1234";
@@ -60,6 +62,8 @@ struct Inner {
     failures: Vec<u16>,
     page_size: usize,
     added: HashMap<String, Vec<Value>>,
+    /// Every token revoked at `/revoke`, in order.
+    revoked: Vec<String>,
     /// The user's data calls in the current minute: (minute, count).
     minute: (i64, usize),
     per_user_limit: usize,
@@ -91,10 +95,28 @@ fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Inner> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The key id of the fake's signing key in its keyset.
+pub const SIGNING_KEY_ID: u32 = 0x2f6e_8a11;
+
 #[derive(Clone)]
 pub struct GoogleHealthFake {
     base: String,
     inner: Shared,
+    signing_key: Arc<p256::ecdsa::SigningKey>,
+}
+
+/// A signing key for this fake: from a hash of the time and a counter (a test key, not a
+/// secret).
+fn new_signing_key() -> p256::ecdsa::SigningKey {
+    use sha2::Digest;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    for n in 0u32..100 {
+        let seed = sha2::Sha256::digest(format!("{}-{n}", nanos.as_nanos()));
+        if let Ok(key) = p256::ecdsa::SigningKey::from_slice(&seed) {
+            return key;
+        }
+    }
+    p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).expect("a valid scalar")
 }
 
 impl GoogleHealthFake {
@@ -107,13 +129,26 @@ impl GoogleHealthFake {
             per_user_limit: PER_USER_PER_MINUTE,
             ..Inner::default()
         }));
+        let signing_key = Arc::new(new_signing_key());
+        let keyset = crate::tink::keyset_json(SIGNING_KEY_ID, signing_key.verifying_key());
+        let keyset_calls = inner.clone();
         let app = Router::new()
+            .route(
+                "/webhooks_public_keyset.json",
+                get(move || {
+                    lock(&keyset_calls).count("signing_keys");
+                    let keyset = keyset.clone();
+                    async move { ([(header::CONTENT_TYPE, "application/json")], keyset).into_response() }
+                }),
+            )
             .route("/o/oauth2/v2/auth", get(authorize))
             .route("/token", post(token))
+            .route("/revoke", post(revoke))
             .route("/v4/users/me/identity", get(identity))
             .route("/v4/users/me/dataTypes/{data_type}/dataPoints", get(data_points))
+            .route("/v4/users/me/dataTypes/{data_type}/dataPoints:reconcile", get(reconciled_points))
             .with_state(inner.clone());
-        Self { base: super::serve(app).await, inner }
+        Self { base: super::serve(app).await, inner, signing_key }
     }
 
     pub fn base_url(&self) -> &str {
@@ -126,6 +161,34 @@ impl GoogleHealthFake {
             token: format!("{}/token", self.base),
             api: self.base.clone(),
         }
+    }
+
+    /// Google's other addresses ([`GoogleUrls`]) on this fake.
+    pub fn urls(&self) -> GoogleUrls {
+        GoogleUrls {
+            revoke: format!("{}/revoke", self.base),
+            signing_keys: format!("{}/webhooks_public_keyset.json", self.base),
+        }
+    }
+
+    /// `X-HEALTHAPI-SIGNATURE` for `body` as Google sends it: base64 of a Tink signature (key
+    /// id prefix, DER ECDSA P-256 SHA-256) over the raw body, by the key of this fake's keyset.
+    pub fn signature(&self, body: &str) -> String {
+        use base64::Engine;
+        let signed = crate::tink::sign(SIGNING_KEY_ID, &self.signing_key, body.as_bytes());
+        base64::engine::general_purpose::STANDARD.encode(signed)
+    }
+
+    /// A notification POST as Google sends it: [`push`] signed by this fake's key.
+    pub fn signed_push(&self, authorization: Option<&str>, body: &str) -> PushRequest {
+        let mut request = push(authorization, body);
+        request.headers.push(("x-healthapi-signature".to_owned(), self.signature(body)));
+        request
+    }
+
+    /// Every token revoked at Google's revocation endpoint, in order.
+    pub fn revoked(&self) -> Vec<String> {
+        self.lock().revoked.clone()
     }
 
     /// The adapter configuration pointing at this fake.
@@ -287,6 +350,26 @@ async fn token(State(s): State<Shared>, body: Bytes) -> Response {
     }
 }
 
+/// Google's token revocation (https://developers.google.com/identity/protocols/oauth2/web-server,
+/// "Revoking a token"): `token` (form encoded) is an access or a refresh token; revoking a
+/// refresh token ends the grant, its access tokens with it. 200 with an empty body; an unknown
+/// token is 400 `invalid_token`. The fake has one user and one app, so one grant: revoking its
+/// refresh token ends every token it issued.
+async fn revoke(State(s): State<Shared>, body: Bytes) -> Response {
+    let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let mut inner = lock(&s);
+    inner.count("revoke");
+    let token = form.get("token").cloned().unwrap_or_default();
+    if inner.refresh.remove(&token).is_some() {
+        inner.refresh.clear();
+        inner.access.clear();
+    } else if inner.access.remove(&token).is_none() {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_token");
+    }
+    inner.revoked.push(token);
+    StatusCode::OK.into_response()
+}
+
 /// The bearer check, the configured failures and the per-user minute every call goes through.
 fn admit(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<Response>> {
     inner.count(what);
@@ -369,18 +452,94 @@ fn bounds(filter: &str, field: &str) -> Option<(Option<NaiveDateTime>, Option<Na
     Some((from, to))
 }
 
+/// `dataPoints.list`: every source's points as recorded, each with its `dataSource`.
 async fn data_points(
     State(s): State<Shared>,
     Path(data_type): Path<String>,
     Query(q): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let mut inner = lock(&s);
+    points_answer(&s, data_type, q, &headers, false)
+}
+
+/// `dataPoints.reconcile` (GH-DISC: "Reconcile data points from multiple data sources into a
+/// single data stream", response `ReconcileDataPointsResponse` of `ReconciledDataPoint`s, which
+/// carry no `dataSource`). Google does not document how it merges; the fake's rule: where points
+/// of the collection overlap in time (an interval, or the same sample time), the one recorded by
+/// a device (`dataSource.device`, the wearable's sync) is kept, else the first listed.
+async fn reconciled_points(
+    State(s): State<Shared>,
+    Path(data_type): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    points_answer(&s, data_type, q, &headers, true)
+}
+
+/// The physical span a point covers (a sample: one instant).
+fn span(value: &Value, kind: Kind) -> Option<(DateTime<chrono::FixedOffset>, DateTime<chrono::FixedOffset>)> {
+    let t = |v: &Value, k: &str| DateTime::parse_from_rfc3339(v.get(k)?.as_str()?).ok();
+    match kind {
+        Kind::Interval | Kind::Session | Kind::Sleep => {
+            let i = value.get("interval")?;
+            Some((t(i, "startTime")?, t(i, "endTime")?))
+        }
+        Kind::Sample => {
+            let at = t(value.get("sampleTime")?, "physicalTime")?;
+            Some((at, at))
+        }
+        Kind::Daily => {
+            let day = civil(value, kind)?.and_utc().fixed_offset();
+            Some((day, day))
+        }
+    }
+}
+
+/// The fake's reconciliation (see [`reconciled_points`]): one point where several overlap, the
+/// device's first; `dataSource` dropped.
+fn reconcile(points: Vec<Value>, key: &str, kind: Kind) -> Vec<Value> {
+    let from_device = |p: &Value| p.get("dataSource").and_then(|d| d.get("device")).is_some();
+    let mut ranked: Vec<(usize, Value)> = points.into_iter().enumerate().collect();
+    ranked.sort_by_key(|(i, p)| (!from_device(p), *i));
+    let mut kept: Vec<(usize, Value)> = Vec::new();
+    for (i, p) in ranked {
+        let Some((a, b)) = p.get(key).and_then(|v| span(v, kind)) else { continue };
+        let overlaps = kept.iter().any(|(_, k)| {
+            k.get(key)
+                .and_then(|v| span(v, kind))
+                .is_some_and(|(c, d)| if a == b || c == d { a <= d && c <= b } else { a < d && c < b })
+        });
+        if !overlaps {
+            kept.push((i, p));
+        }
+    }
+    kept.sort_by_key(|(i, _)| *i);
+    kept.into_iter()
+        .map(|(_, mut p)| {
+            if let Some(map) = p.as_object_mut() {
+                map.remove("dataSource");
+            }
+            p
+        })
+        .collect()
+}
+
+fn points_answer(
+    s: &Shared,
+    data_type: String,
+    q: HashMap<String, String>,
+    headers: &HeaderMap,
+    reconciled: bool,
+) -> Response {
+    let mut inner = lock(s);
+    if reconciled {
+        inner.count(&format!("{data_type}:reconcile"));
+    }
     let Some(kind) = google_health::DATA_TYPES.iter().find(|(t, _)| *t == data_type).map(|(_, k)| *k) else {
         return error(StatusCode::NOT_FOUND, "unknown data type");
     };
     inner.queries.entry(data_type.clone()).or_default().push(q.clone());
-    if let Err(r) = admit(&mut inner, &headers, &data_type) {
+    if let Err(r) = admit(&mut inner, headers, &data_type) {
         return *r;
     }
     let field = google_health::filter_field(&data_type).unwrap_or_default();
@@ -397,11 +556,11 @@ async fn data_points(
     let fixture = COLLECTIONS.iter().find(|(t, _)| *t == data_type).map(|(_, f)| *f).unwrap_or("{}");
     let all: Value = serde_json::from_str(fixture).unwrap_or_default();
     let added = inner.added.get(&data_type).cloned().unwrap_or_default();
-    let mut points: Vec<(NaiveDateTime, Value)> = all["dataPoints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(added.iter())
+    let listed: Vec<Value> =
+        all["dataPoints"].as_array().into_iter().flatten().chain(added.iter()).cloned().collect();
+    let listed = if reconciled { reconcile(listed, &key, kind) } else { listed };
+    let mut points: Vec<(NaiveDateTime, Value)> = listed
+        .iter()
         .filter_map(|p| Some((civil(p.get(&key)?, kind)?, p.clone())))
         .filter(|(t, _)| from.is_none_or(|f| *t >= f) && to.is_none_or(|e| *t < e))
         .collect();

@@ -9,7 +9,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, RateWindow,
 };
 use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
-use wearlab_providers::google_health::{self, GoogleHealth};
+use wearlab_providers::google_health::{self, GoogleHealth, GoogleUrls};
 use wearlab_providers::{Adapter, AppConfig};
 
 const REDIRECT: &str = "https://wearlab.example/v2/link/provider/oauth/google_health/callback";
@@ -24,7 +24,7 @@ fn client() -> OauthClient {
 
 async fn setup() -> (GoogleHealthFake, GoogleHealth) {
     let fake = GoogleHealthFake::start(&client()).await;
-    let adapter = GoogleHealth::new(fake.config(&client(), Some(PUSH_SECRET)));
+    let adapter = GoogleHealth::new(fake.config(&client(), Some(PUSH_SECRET)), fake.urls());
     (fake, adapter)
 }
 
@@ -218,6 +218,44 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
 }
 
 #[tokio::test]
+async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
+    let (fake, adapter) = setup().await;
+    fake.set_page_size(100);
+    let account = fake.account();
+    let day = DateRange { start: day("2026-11-21"), end: day("2026-11-21") };
+    let total = |records: &[Value]| records.iter().map(|r| r["value"].as_f64().unwrap()).sum::<f64>();
+
+    // Google lists each source's points as recorded: the phone's 08:00-08:30 beside the watch's.
+    let http = reqwest::Client::new();
+    let raw = http
+        .get(format!("{}/v4/users/me/dataTypes/steps/dataPoints", fake.base_url()))
+        .bearer_auth(account.credentials.access_token.expose())
+        .query(&[("pageSize", "100")])
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let raw: Value = serde_json::from_slice(&raw).unwrap();
+    let sources: Vec<&str> = raw["dataPoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["steps"]["interval"]["startTime"] == "2026-11-21T08:00:00Z")
+        .map(|p| p["dataSource"]["platform"].as_str().unwrap())
+        .collect();
+    assert_eq!(sources, ["FITBIT", "HEALTH_CONNECT"], "the fixture holds the walk twice");
+
+    // The adapter reads the reconciled stream: the walk once.
+    let steps = adapter.fetch(&account, "steps", day).await.unwrap().records;
+    assert_eq!(total(&steps), 1200.0 + 850.0, "{steps:?}");
+    let distance = adapter.fetch(&account, "distance", day).await.unwrap().records;
+    assert_eq!(total(&distance), 850.0, "{distance:?}");
+    assert!(fake.calls("steps:reconcile") > 0 && fake.calls("distance:reconcile") > 0);
+}
+
+#[tokio::test]
 async fn any_other_resource_is_a_clear_error() {
     let (fake, adapter) = setup().await;
     for resource in ["activity", "profile", "calories_active", "connection"] {
@@ -255,8 +293,10 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
 
 #[test]
 fn app_and_user_limits_are_googles_published_ones() {
-    let adapter =
-        GoogleHealth::new(AppConfig::from_vars("google_health", GoogleHealth::endpoints(), |_| None));
+    let adapter = GoogleHealth::new(
+        AppConfig::from_vars("google_health", GoogleHealth::endpoints(), |_| None),
+        GoogleUrls::real(),
+    );
     assert_eq!(
         adapter.app_limits(),
         &[
@@ -286,9 +326,11 @@ async fn the_subscriber_verification_answers_201_with_the_secret_and_is_refused_
 }
 
 #[tokio::test]
-async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
-    let (_, adapter) = setup().await;
-    let push = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+async fn a_notification_with_the_secret_and_googles_signature_becomes_a_notice_for_its_days() {
+    let (fake, adapter) = setup().await;
+    let push = fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    adapter.prepare_push(&push).await.unwrap();
+    assert_eq!(fake.calls("signing_keys"), 1, "Google's keyset read before the push is checked");
     let PushOutcome::Notices(notices) = adapter.push(&client(), Some(PUSH_SECRET), &push) else {
         panic!("refused")
     };
@@ -298,11 +340,11 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
     assert_eq!(notices[0].range, Some(DateRange { start: day("2026-11-21"), end: day("2026-11-23") }));
     assert_eq!(adapter.push_claimed_user(&push).as_deref(), Some(fake::USER_ID));
 
-    let unsigned = fake::push(None, fake::NOTIFICATION);
-    assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &unsigned), PushOutcome::Refused(_)));
-    let wrong = fake::push(Some("Bearer guess"), fake::NOTIFICATION);
+    let no_secret = fake.signed_push(None, fake::NOTIFICATION);
+    assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &no_secret), PushOutcome::Refused(_)));
+    let wrong = fake.signed_push(Some("Bearer guess"), fake::NOTIFICATION);
     assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &wrong), PushOutcome::Refused(_)));
-    let unreadable = fake::push(Some(PUSH_SECRET), "not json");
+    let unreadable = fake.signed_push(Some(PUSH_SECRET), "not json");
     assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &unreadable), PushOutcome::Refused(_)));
     let mut get = push.clone();
     get.method = "GET".into();
@@ -311,7 +353,11 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
     let notice_of = |data_type: &str| {
         let mut body: Value = serde_json::from_str(fake::NOTIFICATION).unwrap();
         body["data"]["dataType"] = json!(data_type);
-        match adapter.push(&client(), Some(PUSH_SECRET), &fake::push(Some(PUSH_SECRET), &body.to_string())) {
+        match adapter.push(
+            &client(),
+            Some(PUSH_SECRET),
+            &fake.signed_push(Some(PUSH_SECRET), &body.to_string()),
+        ) {
             PushOutcome::Notices(n) => n.into_iter().flat_map(|n| n.resources).collect::<Vec<_>>(),
             other => panic!("{other:?}"),
         }
@@ -326,11 +372,93 @@ async fn a_notification_with_the_secret_becomes_a_notice_for_its_days() {
 }
 
 #[tokio::test]
-async fn deregistration_calls_nothing_at_google() {
+async fn a_notification_not_signed_by_google_is_refused_even_with_the_secret() {
+    let (fake, adapter) = setup().await;
+    let refused = |request: &wearlab_domain::ports::providers::PushRequest| {
+        matches!(adapter.push(&client(), Some(PUSH_SECRET), request), PushOutcome::Refused(_))
+    };
+    let signed = fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    // Before Google's keys are read nothing can be checked: refused.
+    assert!(refused(&signed));
+    adapter.prepare_push(&signed).await.unwrap();
+    assert!(!refused(&signed));
+
+    let unsigned = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    assert!(refused(&unsigned), "the shared secret alone is not enough");
+    // The signature of another body.
+    let mut tampered = signed.clone();
+    tampered.body = fake::NOTIFICATION.replace("steps", "sleep").into_bytes();
+    assert!(refused(&tampered));
+    // Signed by a key Google does not publish, under Google's key id.
+    let forger = p256::ecdsa::SigningKey::from_slice(&[3u8; 32]).unwrap();
+    let forged = wearlab_providers::tink::sign(fake::SIGNING_KEY_ID, &forger, fake::NOTIFICATION.as_bytes());
+    let mut request = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    request.headers.push((
+        "x-healthapi-signature".into(),
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, forged),
+    ));
+    assert!(refused(&request));
+    let mut garbage = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    garbage.headers.push(("x-healthapi-signature".into(), "not base64!".into()));
+    assert!(refused(&garbage));
+
+    // An unknown key id reads the keyset again, at most once a minute.
+    let unknown = wearlab_providers::tink::sign(7, &forger, fake::NOTIFICATION.as_bytes());
+    let mut request = fake::push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    request.headers.push((
+        "x-healthapi-signature".into(),
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, unknown),
+    ));
+    adapter.prepare_push(&request).await.unwrap();
+    adapter.prepare_push(&request).await.unwrap();
+    assert_eq!(fake.calls("signing_keys"), 1, "tried within the minute: not read again");
+    assert!(refused(&request));
+}
+
+#[tokio::test]
+async fn without_googles_keys_a_signed_notification_cannot_be_checked() {
+    let fake = GoogleHealthFake::start(&client()).await;
+    let mut urls = fake.urls();
+    urls.signing_keys = format!("{}/nothing-here.json", fake.base_url());
+    let adapter = GoogleHealth::new(fake.config(&client(), Some(PUSH_SECRET)), urls);
+    let signed = fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    assert!(matches!(adapter.prepare_push(&signed).await, Err(ProviderError::Api(_))));
+    assert!(matches!(adapter.push(&client(), Some(PUSH_SECRET), &signed), PushOutcome::Refused(_)));
+}
+
+#[tokio::test]
+async fn deregistration_revokes_the_grant_at_google() {
     let (fake, adapter) = setup().await;
     let account = fake.account();
     adapter.revoke(&client(), &account).await.unwrap();
-    assert_eq!(fake.calls("token:refresh_token") + fake.calls("identity"), 0);
+    let refresh = account.credentials.refresh_token.as_ref().unwrap().expose().to_owned();
+    assert_eq!(fake.revoked(), vec![refresh], "the refresh token: revoking it ends the grant");
+    assert_eq!(
+        adapter.fetch(&account, "steps", fixture_range()).await,
+        Err(ProviderError::AccessTokenRefused),
+        "the grant's access token is gone with it"
+    );
+    assert!(matches!(adapter.refresh(&client(), &account.credentials).await, Err(ProviderError::Revoked(_))));
+    // Revoking again (Google: 400 invalid_token) is not an error: the grant is gone.
+    adapter.revoke(&client(), &account).await.unwrap();
+    assert_eq!(fake.calls("revoke"), 2);
+
+    // Credentials without a refresh token: the access token is revoked.
+    let mut access_only = fake.account();
+    access_only.credentials.refresh_token = None;
+    adapter.revoke(&client(), &access_only).await.unwrap();
+    assert_eq!(fake.revoked().last(), Some(&access_only.credentials.access_token.expose().to_owned()));
+}
+
+#[test]
+fn googles_other_urls_are_its_own_unless_configured() {
+    assert_eq!(GoogleUrls::real().revoke, "https://oauth2.googleapis.com/revoke");
+    assert_eq!(GoogleUrls::from_vars(|_| None), GoogleUrls::real());
+    let urls = GoogleUrls::from_vars(|k| {
+        (k == "WEARLAB_PROVIDER_GOOGLE_HEALTH_REVOKE_URL").then(|| "http://127.0.0.1:9/revoke".to_owned())
+    });
+    assert_eq!(urls.revoke, "http://127.0.0.1:9/revoke");
+    assert_eq!(urls.signing_keys, GoogleUrls::real().signing_keys);
 }
 
 #[tokio::test]

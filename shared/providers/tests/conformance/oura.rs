@@ -134,7 +134,10 @@ async fn fetches_every_resource_across_pages_with_units() {
     assert_eq!(a["steps"], 9421.0);
     assert_eq!(a["calories_active"], 612.0);
     assert_eq!(a["calories_total"], 2840.0);
-    assert_eq!(a["distance_m"], 7150.0);
+    assert!(
+        a.get("distance_m").is_none_or(Value::is_null),
+        "equivalent_walking_distance is energy expressed as walking, not a distance travelled"
+    );
     assert_eq!(a["low_minutes"], 297.0, "seconds to minutes");
     assert_eq!(a["high_minutes"], 19.0);
     // Three documents at two a page: two pages.
@@ -312,6 +315,36 @@ async fn revoke_ends_access() {
     assert_eq!(adapter.fetch(&acc, "activity", range()).await, Err(ProviderError::AccessTokenRefused));
     // Revoking again (token already dead) is not an error.
     adapter.revoke(&client(), &acc).await.unwrap();
+}
+
+#[tokio::test]
+async fn revoking_with_an_expired_access_token_refreshes_and_revokes_the_fresh_one() {
+    let (fake, adapter) = setup().await;
+    let acc = account(&fake);
+    fake.expire_access_tokens();
+    adapter.revoke(&client(), &acc).await.unwrap();
+    assert_eq!(fake.calls("token:refresh_token"), 1, "the expired token was refreshed");
+    assert_eq!(fake.calls("revoke"), 2, "the dead token, then the fresh one");
+    // The refresh token was spent on the fresh access token, which is revoked: nothing is left.
+    assert!(matches!(adapter.refresh(&client(), &acc.credentials).await, Err(ProviderError::Revoked(_))));
+}
+
+#[tokio::test]
+async fn push_timestamps_in_milliseconds_are_read_too() {
+    let (_fake, adapter) = setup().await;
+    let body = r#"{"event_type":"update","data_type":"workout","object_id":"w1","event_time":"2026-11-22T08:00:00+00:00","user_id":"8f9a5221-639e-4a85-81cb-4065ef23f979"}"#;
+    let now_ms = Utc::now().timestamp_millis();
+    let signed = oura::sign("oura-secret", &now_ms.to_string(), body.as_bytes());
+    match adapter.push(&client(), Some(PUSH_TOKEN), &push_post(body, now_ms, Some(signed))) {
+        PushOutcome::Notices(n) => assert_eq!(n[0].resources, ["workouts"]),
+        other => panic!("a fresh push stamped in milliseconds: {other:?}"),
+    }
+    let old_ms = now_ms - 3_600_000;
+    let stale = oura::sign("oura-secret", &old_ms.to_string(), body.as_bytes());
+    assert!(matches!(
+        adapter.push(&client(), Some(PUSH_TOKEN), &push_post(body, old_ms, Some(stale))),
+        PushOutcome::Refused(_)
+    ));
 }
 
 #[tokio::test]

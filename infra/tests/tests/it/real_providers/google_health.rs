@@ -2,7 +2,7 @@
 //! OAuth client and the subscriber secret, pointed at the local fake: linked through Google's
 //! consent with offline access, the history pulled and read back as summaries and timeseries,
 //! the subscriber verification answered, a notification polling the new day, and a removal that
-//! calls nothing at Google (the sources give no revoke endpoint).
+//! revokes the grant at Google's revocation endpoint.
 //!
 //! The clock starts on 2026-11-22, inside the fixtures' days.
 
@@ -41,21 +41,38 @@ async fn real_google_health() -> Real<GoogleHealthFake> {
         ("WEARLAB_PROVIDER_GOOGLE_HEALTH_CLIENT_ID".to_owned(), app().client_id),
         ("WEARLAB_PROVIDER_GOOGLE_HEALTH_CLIENT_SECRET".to_owned(), "gh-secret".to_owned()),
         ("WEARLAB_PROVIDER_GOOGLE_HEALTH_PUSH_TOKEN".to_owned(), PUSH_SECRET.to_owned()),
+        ("WEARLAB_PROVIDER_GOOGLE_HEALTH_REVOKE_URL".to_owned(), fake.urls().revoke),
+        ("WEARLAB_PROVIDER_GOOGLE_HEALTH_SIGNING_KEYS_URL".to_owned(), fake.urls().signing_keys),
     ]);
     let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 22, 9, 0, 0).unwrap()));
     real_stack(fake, clock, |sim| wearlab_providers::from_vars(sim, |k| vars.get(k).cloned())).await
 }
 
+/// A POST to the push endpoint; `signed`: with the fake's `X-HEALTHAPI-SIGNATURE` of `body`.
+async fn webhook_as(
+    r: &Real<GoogleHealthFake>,
+    authorization: Option<&str>,
+    signed: bool,
+    body: &str,
+) -> crate::helpers::Answer {
+    let signature = r.fake.signature(body);
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(a) = authorization {
+        headers.push(("authorization", a));
+    }
+    if signed {
+        headers.push(("x-healthapi-signature", signature.as_str()));
+    }
+    r.t.send_as(Method::POST, "/v2/provider_webhooks/google_health", None, &headers, Some(body)).await
+}
+
+/// A POST signed as Google signs it.
 async fn webhook(
     r: &Real<GoogleHealthFake>,
     authorization: Option<&str>,
     body: &str,
 ) -> crate::helpers::Answer {
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(a) = authorization {
-        headers.push(("authorization", a));
-    }
-    r.t.send_as(Method::POST, "/v2/provider_webhooks/google_health", None, &headers, Some(body)).await
+    webhook_as(r, authorization, true, body).await
 }
 
 async fn samples(r: &Real<GoogleHealthFake>, user: &str, resource: &str, day: &str) -> Vec<Value> {
@@ -126,6 +143,14 @@ async fn the_subscriber_is_verified_and_a_notification_polls_the_new_day() {
     // Without the secret, or with another: refused, nothing queued.
     assert_eq!(webhook(&r, None, &body).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(webhook(&r, Some("Bearer guess"), &body).await.status, StatusCode::UNAUTHORIZED);
+    // With the secret but not signed by Google, or signed over another body: refused too.
+    assert_eq!(webhook_as(&r, Some(PUSH_SECRET), false, &body).await.status, StatusCode::UNAUTHORIZED);
+    let signature = r.fake.signature(&body);
+    let headers = [("authorization", PUSH_SECRET), ("x-healthapi-signature", signature.as_str())];
+    let other = body.replace("steps", "sleep");
+    let a =
+        r.t.send_as(Method::POST, "/v2/provider_webhooks/google_health", None, &headers, Some(&other)).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
     assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0);
 
     let a = webhook(&r, Some(PUSH_SECRET), &body).await;
@@ -146,13 +171,15 @@ async fn the_subscriber_is_verified_and_a_notification_polls_the_new_day() {
 }
 
 #[tokio::test]
-async fn removing_a_google_health_connection_calls_nothing_at_google() {
+async fn removing_a_google_health_connection_revokes_the_grant_at_google() {
     let r = real_google_health().await;
     let (user, _) = link_through(&r, "google_health", "gh-3").await;
-    let tokens = r.fake.calls("token:authorization_code") + r.fake.calls("token:refresh_token");
+    let conn = connection_of(&r, &user, "google_health").await;
+    let refresh = conn.credentials(&r.t.deps).unwrap().refresh_token.unwrap().expose().to_owned();
+    assert!(r.fake.revoked().is_empty());
     let a = r.t.delete(&format!("/v2/user/{user}/google_health")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    assert_eq!(r.fake.calls("token:authorization_code") + r.fake.calls("token:refresh_token"), tokens);
+    assert_eq!(r.fake.revoked(), vec![refresh], "the connection's grant revoked at Google");
     let key = wearlab_domain::keys::linking::connection(
         wearlab_domain::ids::UserId::parse(&user).unwrap(),
         "google_health",
@@ -175,10 +202,15 @@ async fn the_published_limit_per_user_holds_across_the_users_connections() {
     let fake = GoogleHealthFake::start(&app()).await;
     fake.set_page_size(10_000);
     let config: AppConfig = fake.config(&app(), Some(PUSH_SECRET));
+    let urls = fake.urls();
     let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 22, 9, 0, 0).unwrap()));
     let r = real_stack(fake, clock, |sim| {
         let route = Route {
-            adapter: Arc::new(Tight { inner: GoogleHealth::new(config.clone()), app: &[], user: TIGHT }),
+            adapter: Arc::new(Tight {
+                inner: GoogleHealth::new(config.clone(), urls.clone()),
+                app: &[],
+                user: TIGHT,
+            }),
             config,
         };
         Arc::new(RealProviders::new(sim, vec![route]))
