@@ -137,7 +137,7 @@ fn parse_json_first_issue<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErr
         return Err(one_issue(vec!["body".into()], "Input should be a JSON object", "dict_type"));
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().clone();
         let inner = e.into_inner();
         let mut loc: Vec<LocPart> = vec!["body".into()];
@@ -162,7 +162,12 @@ fn parse_json_first_issue<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErr
             "type_error"
         };
         one_issue(loc, &msg, kind)
-    })
+    })?;
+    // A body is one JSON value: anything after it (`{...} xyz`) makes it malformed.
+    de.end().map_err(|_| {
+        one_issue(vec!["body".into()], "JSON input has characters after the value", "json_invalid")
+    })?;
+    Ok(value)
 }
 
 /// serde's messages end with " at line L column C", which says nothing to an API client.

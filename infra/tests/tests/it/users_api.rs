@@ -157,6 +157,8 @@ mod create {
         let t = TestApp::embedded().await;
         let cases = [
             ("{not json", vec!["body"], "json_invalid"),
+            (r#"{"client_user_id": "trailing"} xyz"#, vec!["body"], "json_invalid"),
+            (r#"{"client_user_id": "twice"}{"client_user_id": "again"}"#, vec!["body"], "json_invalid"),
             ("", vec!["body"], "missing"),
             ("{}", vec!["body", "client_user_id"], "missing"),
             (r#"{"client_user_id": 5}"#, vec!["body", "client_user_id"], "type_error"),
