@@ -284,6 +284,13 @@ pub async fn verify(
             page.status(StatusCode::BAD_REQUEST).into_response()
         }
         Checked::TooManyAttempts => html::too_many_attempts(&paths, &csrf().await?, channel).into_response(),
+        Checked::Busy => {
+            let text = "That code is being checked from elsewhere at this moment. Try again in a second.";
+            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, None, Some(text));
+            let mut res = page.status(StatusCode::TOO_MANY_REQUESTS).into_response();
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            res
+        }
         Checked::NoCode => {
             let d = verification::destinations(&s.deps, &access).await?;
             html::verify_start(

@@ -228,6 +228,9 @@ pub enum Checked {
     TooManyAttempts,
     /// No live code: never asked for, expired, or already used.
     NoCode,
+    /// Other checks of the same link kept winning the race to record theirs: try again in a
+    /// moment (the tries are counted, never lost).
+    Busy,
 }
 
 /// Checks a code typed for the link.
@@ -235,8 +238,17 @@ pub async fn check(deps: &Deps, access: &Access, code: &str) -> Result<Checked, 
     let key = key_of(access);
     let signing_key = signing::key(deps).await?;
     let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
-    // Version-checked writes: two guesses at once never both count as the first.
-    for _ in 0..5 {
+    // Checks of one link in this process take turns; across processes the version-checked
+    // writes below see that two guesses at once never both count as the first.
+    static TURNS: std::sync::LazyLock<crate::per_key::PerKey<tokio::sync::Mutex<()>>> =
+        std::sync::LazyLock::new(|| crate::per_key::PerKey::new(Default::default));
+    let turn = TURNS.get(&format!("{}|{}", key.pk, key.sk));
+    let _turn = turn.lock().await;
+    for attempt in 0..5u32 {
+        if attempt > 0 {
+            let wait = std::time::Duration::from_millis(10 << attempt);
+            tokio::time::sleep(wait + crate::backoff::jitter(wait)).await;
+        }
         let Some((mut p, version)) = load(deps, &key).await? else { return Ok(Checked::NoCode) };
         let now = deps.now();
         let Some(mac) = p.code_mac.clone().filter(|_| now < p.code_expires_at) else {
@@ -275,7 +287,7 @@ pub async fn check(deps: &Deps, access: &Access, code: &str) -> Result<Checked, 
             Checked::Wrong { attempts_left: MAX_ATTEMPTS - p.attempts }
         });
     }
-    Err(DomainError::Busy("the code is being checked concurrently, retry".into()))
+    Ok(Checked::Busy)
 }
 
 fn device_message(access: &Access, expires: i64) -> String {

@@ -289,3 +289,36 @@ async fn a_user_without_an_email_or_phone_gets_a_409_page() {
     assert!(page.html.contains("no email address or phone number"), "{}", page.html);
     assert!(emitted(&t).is_empty(), "no code was sent");
 }
+
+/// The same code checked many times at once: every answer is the code's own (one right, the
+/// others refused as used or wrong) or the limit's 429, never a server error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_code_checked_at_once_many_times_is_answered_by_its_rules() {
+    let t = std::sync::Arc::new(TestApp::embedded().await);
+    let (_, _, short) = portal_link(&t, "pv-burst", "communications").await;
+    let start = get_page(&t, &short, None).await;
+    let sent = send_code(&t, &short, &start, "email").await;
+    let code = emitted(&t).last().unwrap()["data"]["code"].as_str().unwrap().to_owned();
+    let csrf = csrf_of(&sent);
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let (t, short, csrf) = (t.clone(), short.clone(), csrf.clone());
+            let guess = if i % 2 == 0 { code.clone() } else { "000000".to_owned() };
+            tokio::spawn(async move {
+                let form = [("csrf", csrf.as_str()), ("channel", "email"), ("code", guess.as_str())];
+                post_form(&t, &format!("{short}/verify"), &form, None).await.status
+            })
+        })
+        .collect();
+    let statuses: Vec<StatusCode> =
+        futures::future::join_all(tasks).await.into_iter().map(Result::unwrap).collect();
+    assert!(
+        statuses.iter().all(|s| matches!(s.as_u16(), 303 | 400 | 429 | 200)),
+        "only the code's and the limit's answers: {statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| s.as_u16() == 303).count(),
+        1,
+        "the code worked once: {statuses:?}"
+    );
+}
