@@ -657,6 +657,17 @@ mod tests {
     }
 
     #[test]
+    fn sleep_periods_are_typed_as_oura_defines_them() {
+        let doc = |kind: &str| json!({"day": "2026-11-20", "type": kind});
+        assert_eq!(sleep_type(&doc("long_sleep")), Some("long_sleep"));
+        assert_eq!(sleep_type(&doc("sleep")), Some("acknowledged_nap"), "user confirmed, at most 3 h");
+        assert_eq!(sleep_type(&doc("late_nap")), Some("acknowledged_nap"));
+        assert_eq!(sleep_type(&doc("something_new")), None, "typed by its length in the pipeline");
+        assert!(is_sleep(&doc("late_nap")) && is_sleep(&doc("something_new")));
+        assert!(!is_sleep(&doc("deleted")) && !is_sleep(&doc("rest")), "deleted, or rejected by the user");
+    }
+
+    #[test]
     fn the_main_sleep_of_a_day_wins_over_naps() {
         let docs = vec![
             json!({"day": "2026-11-20", "type": "late_nap", "total_sleep_duration": 1800}),
