@@ -447,7 +447,7 @@ fn daily_spo2(p: &Value) -> Option<Reading> {
     Some((noon(date(p)?), None, number(p.get("averagePercentage")?)?))
 }
 
-/// A `Sleep` as the night's summary: dated by its local end, stage minutes as seconds. Classic
+/// A `Sleep` as its summary: dated by its local end, stage minutes as seconds. Classic
 /// sleeps (AWAKE, RESTLESS, ASLEEP) have no stages: their asleep time counts as light sleep so
 /// the night's total holds.
 fn sleep_record(p: &Value) -> Option<Value> {
@@ -472,6 +472,11 @@ fn sleep_record(p: &Value) -> Option<Value> {
         "bedtime_stop": end.to_rfc3339(),
         "duration_s": period.map(|m| m * 60.0).unwrap_or((end - start).num_seconds() as f64),
     });
+    // `metadata.nap` ("Naps are sleeps without stages and relatively short durations"): an
+    // acknowledged nap; the pipeline types the others by their length.
+    if p.get("metadata").and_then(|m| m.get("nap")).and_then(Value::as_bool) == Some(true) {
+        r["type"] = json!("acknowledged_nap");
+    }
     for (k, m) in minutes {
         r[k] = json!(m * 60.0);
     }
@@ -499,23 +504,11 @@ fn sleep_record(p: &Value) -> Option<Value> {
     Some(with_zone(r, end_offset.and_then(etc_zone)))
 }
 
-/// The main sleep of each night: naps (`metadata.nap`) only where there is nothing else, then
-/// the longest; Wearlab keeps one sleep per day and provider.
-fn main_sleeps(points: &[Value]) -> Vec<Value> {
-    let mut by_day: BTreeMap<String, (bool, i64, Value)> = BTreeMap::new();
-    for p in points {
-        let Some(record) = sleep_record(p) else { continue };
-        let nap = p.get("metadata").and_then(|m| m.get("nap")).and_then(Value::as_bool).unwrap_or(false);
-        let rank = (!nap, record["duration_s"].as_f64().unwrap_or(0.0) as i64);
-        let day = record["date"].as_str().unwrap_or_default().to_owned();
-        match by_day.get(&day) {
-            Some((n, d, _)) if (*n, *d) >= rank => {}
-            _ => {
-                by_day.insert(day, (rank.0, rank.1, record));
-            }
-        }
-    }
-    by_day.into_values().map(|(_, _, r)| r).collect()
+/// Every sleep, oldest first (Google lists newest first).
+fn sleep_records(points: &[Value]) -> Vec<Value> {
+    let mut records: Vec<Value> = points.iter().filter_map(sleep_record).collect();
+    records.sort_by(|a, b| a["bedtime_start"].as_str().cmp(&b["bedtime_start"].as_str()));
+    records
 }
 
 /// An `Exercise` as a workout: its type as the sport, `metricsSummary` for energy (kcal),
@@ -730,7 +723,7 @@ impl Adapter for GoogleHealth {
             "hrv" => self.series(token, "daily-heart-rate-variability", range, daily_hrv, "ms").await?,
             "blood_oxygen" => self.series(token, "daily-oxygen-saturation", range, daily_spo2, "%").await?,
             "body" => self.body(token, range).await?,
-            "sleep" => main_sleeps(&self.points(token, "sleep", range).await?),
+            "sleep" => sleep_records(&self.points(token, "sleep", range).await?),
             "workouts" => {
                 let mut w: Vec<Value> =
                     self.points(token, "exercise", range).await?.iter().filter_map(workout_record).collect();

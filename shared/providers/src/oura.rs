@@ -211,19 +211,35 @@ fn noon(d: NaiveDate) -> String {
     format!("{d}T12:00:00Z")
 }
 
-/// Oura's sleep periods of a day: the main one (`long_sleep`, else the longest); naps and rest
-/// periods would overwrite it, as Wearlab keeps one sleep per day and provider.
+/// Oura's sleep periods (`PublicSleepType`, OURA-SPEC) that are sleeps: not `deleted` ("deleted
+/// sleep by user") nor `rest` ("Falsely detected sleep / nap, rejected in confirm prompt by
+/// user").
+fn is_sleep(d: &Value) -> bool {
+    !matches!(d.get("type").and_then(Value::as_str), Some("deleted" | "rest"))
+}
+
+/// The sleep type (Wearlab's, the upstream API's) of an Oura period: `long_sleep` ("sleep that is
+/// long enough (>3h) to automatically contribute to daily scores") is one; `sleep` and
+/// `late_nap` ("user confirmed sleep / nap, min 15 minutes", at most 3 hours or ended after
+/// 6 pm) are acknowledged naps. A type Oura adds later names none: the pipeline types it by
+/// its length.
+fn sleep_type(d: &Value) -> Option<&'static str> {
+    match d.get("type").and_then(Value::as_str)? {
+        "long_sleep" => Some("long_sleep"),
+        "sleep" | "late_nap" => Some("acknowledged_nap"),
+        _ => None,
+    }
+}
+
+/// Oura's main sleep period of each day (`long_sleep`, else the longest), whose nightly series
+/// (HRV, breathing rate) are read.
 fn main_sleeps(docs: Vec<Value>) -> Vec<Value> {
     let mut by_day: BTreeMap<NaiveDate, Value> = BTreeMap::new();
     let rank = |d: &Value| {
         let kind = d.get("type").and_then(Value::as_str).unwrap_or("");
         (kind == "long_sleep", num(d, "total_sleep_duration").unwrap_or(0.0) as i64)
     };
-    for d in docs {
-        let kind = d.get("type").and_then(Value::as_str).unwrap_or("");
-        if kind == "deleted" || kind == "rest" {
-            continue;
-        }
+    for d in docs.into_iter().filter(is_sleep) {
         let Some(day) = day(&d) else { continue };
         match by_day.get(&day) {
             Some(kept) if rank(kept) >= rank(&d) => {}
@@ -271,6 +287,7 @@ fn sleep_record(d: &Value) -> Option<Value> {
         "date": day(d)?.to_string(),
         "bedtime_start": d.get("bedtime_start")?.as_str()?,
         "bedtime_stop": d.get("bedtime_end")?.as_str()?,
+        "type": sleep_type(d),
         "deep_s": num(d, "deep_sleep_duration"),
         "rem_s": num(d, "rem_sleep_duration"),
         "light_s": num(d, "light_sleep_duration"),
@@ -458,9 +475,14 @@ impl Adapter for Oura {
             "activity" => {
                 self.days(token, "daily_activity", range).await?.iter().filter_map(activity_record).collect()
             }
-            "sleep" => {
-                main_sleeps(self.days(token, "sleep", range).await?).iter().filter_map(sleep_record).collect()
-            }
+            // Every sleep period, naps too: each is its own sleep summary.
+            "sleep" => self
+                .days(token, "sleep", range)
+                .await?
+                .iter()
+                .filter(|d| is_sleep(d))
+                .filter_map(sleep_record)
+                .collect(),
             "hrv" => main_sleeps(self.days(token, "sleep", range).await?)
                 .iter()
                 .flat_map(|d| d.get("hrv").map(|s| samples(s, "ms")).unwrap_or_default())
@@ -632,6 +654,17 @@ mod tests {
         assert!(signature_ok("secret", "1700000000", b"{}", &sig.to_ascii_lowercase()));
         assert!(!signature_ok("secret", "1700000001", b"{}", &sig));
         assert!(!signature_ok("other", "1700000000", b"{}", &sig));
+    }
+
+    #[test]
+    fn sleep_periods_are_typed_as_oura_defines_them() {
+        let doc = |kind: &str| json!({"day": "2026-11-20", "type": kind});
+        assert_eq!(sleep_type(&doc("long_sleep")), Some("long_sleep"));
+        assert_eq!(sleep_type(&doc("sleep")), Some("acknowledged_nap"), "user confirmed, at most 3 h");
+        assert_eq!(sleep_type(&doc("late_nap")), Some("acknowledged_nap"));
+        assert_eq!(sleep_type(&doc("something_new")), None, "typed by its length in the pipeline");
+        assert!(is_sleep(&doc("late_nap")) && is_sleep(&doc("something_new")));
+        assert!(!is_sleep(&doc("deleted")) && !is_sleep(&doc("rest")), "deleted, or rejected by the user");
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! `SCORED`.
 //!
 //! What is mapped (units converted to Wearlab's seconds, kcal, meters):
-//! - `sleep`: `/v2/activity/sleep`, scored non-nap sleeps, one per local day of waking
-//!   (the longest), stage times milliseconds -> seconds. WHOOP publishes no hypnogram.
+//! - `sleep`: `/v2/activity/sleep`, every scored sleep (naps as acknowledged naps), dated by
+//!   the local day of waking, stage times milliseconds -> seconds. WHOOP publishes no hypnogram.
 //! - `respiratory_rate`: each scored sleep's rate, stamped at its end.
 //! - `workouts`: `/v2/activity/workout`, kilojoule -> kcal, meters, average heart rate.
 //! - `hrv`, `blood_oxygen`, `body_temperature`: `/v2/recovery` (RMSSD ms, SpO2 %, skin
@@ -338,10 +338,12 @@ struct RecoveryScore {
     skin_temp_celsius: Option<f64>,
 }
 
-/// Sleep summaries: scored main sleeps (naps are not a night), the longest per local day.
+/// Sleep summaries: every scored sleep, dated by the local day it ends on, oldest first. A nap
+/// (`nap`: "If true, this sleep activity was a nap for the user") is an acknowledged nap; the
+/// pipeline types the others by their length.
 fn sleep_records(sleeps: &[Sleep], range: DateRange) -> Vec<Value> {
-    let mut by_day: std::collections::BTreeMap<NaiveDate, (i64, Value)> = Default::default();
-    for s in sleeps.iter().filter(|s| !s.nap) {
+    let mut records = Vec::new();
+    for s in sleeps {
         let Some(score) = s.score() else { continue };
         let (day, zone) = local(s.end, s.timezone_offset.as_deref());
         if !in_range(range, day) {
@@ -362,13 +364,12 @@ fn sleep_records(sleeps: &[Sleep], range: DateRange) -> Vec<Value> {
         if let Some(e) = score.sleep_efficiency_percentage {
             record["efficiency"] = json!(e);
         }
-        let record = with_zone(record, zone);
-        let longer = by_day.get(&day).is_none_or(|(d, _)| st.total_in_bed_time_milli > *d);
-        if longer {
-            by_day.insert(day, (st.total_in_bed_time_milli, record));
+        if s.nap {
+            record["type"] = json!("acknowledged_nap");
         }
+        records.push(with_zone(record, zone));
     }
-    by_day.into_values().map(|(_, r)| r).collect()
+    oldest_first(records, "bedtime_start")
 }
 
 /// One timeseries row.

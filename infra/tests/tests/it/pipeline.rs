@@ -484,6 +484,34 @@ async fn pipeline_days_stored_before_columns_read_back_and_are_not_announced_aga
 }
 
 #[tokio::test]
+async fn pipeline_sleeps_stored_before_sleep_types_read_back_typed_by_their_length() {
+    let t = TestApp::embedded().await;
+    let user = pulled_fitbit_user(&t, "pl-sleep-type").await;
+    let uid = UserId::parse(&user).unwrap();
+    let sleeps: Vec<(String, Value)> =
+        data_items(&t, &user).await.into_iter().filter(|(sk, _)| sk.starts_with("DATA#SUM#sleep#")).collect();
+    assert!(sleeps.len() >= 9, "{}", sleeps.len());
+    // Every stored sleep as an earlier version wrote it: no `type`; the first one 2 hours long.
+    for (i, (sk, body)) in sleeps.iter().enumerate() {
+        let mut old = body.clone();
+        assert_eq!(old["v"].as_object_mut().unwrap().remove("type"), Some(json!("long_sleep")));
+        if i == 0 {
+            old["v"]["duration"] = json!(7200);
+        }
+        let key = wearlab_domain::ports::Key::new(keys::user_partition(uid), sk.clone());
+        let item = wearlab_domain::ports::Item::new(key, old);
+        t.deps.table.put(item, wearlab_domain::ports::Condition::None).await.unwrap();
+    }
+    let a = t.get(&format!("/v2/summary/sleep/{user}?start_date=2025-01-01&end_date=2026-03-01")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let types: Vec<&str> =
+        a.body["sleep"].as_array().unwrap().iter().map(|s| s["type"].as_str().unwrap()).collect();
+    assert_eq!(types.len(), sleeps.len());
+    assert_eq!(types[0], "short_sleep", "under 3 hours");
+    assert!(types[1..].iter().all(|t| *t == "long_sleep"), "{types:?}");
+}
+
+#[tokio::test]
 async fn pipeline_preferences_bounds_and_hypnogram_setting() {
     let t = TestApp::embedded().await;
     let a = t.get("/v2/team/data_pull_preferences").await;

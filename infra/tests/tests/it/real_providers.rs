@@ -179,8 +179,8 @@ async fn real_oura_links_pulls_history_and_reads_it_back() {
 
     drain(&r).await;
     let sleep = summaries(&r, "sleep", &user).await;
-    assert_eq!(sleep.len(), 3, "one sleep a day");
-    let s = sleep.iter().find(|s| s["calendar_date"] == "2026-11-20").unwrap();
+    assert_eq!(sleep.len(), 4, "three nights and a nap");
+    let s = sleep.iter().find(|s| s["calendar_date"] == "2026-11-20" && s["type"] == "long_sleep").unwrap();
     assert_eq!(
         (s["deep"].as_i64(), s["rem"].as_i64(), s["light"].as_i64()),
         (Some(5400), Some(7200), Some(14400))
@@ -323,6 +323,110 @@ async fn a_refused_access_token_is_refreshed_once_and_a_dead_refresh_token_ends_
     assert_eq!(r.fake.calls("sleep"), calls);
 }
 
+/// An Oura sleep period of `day` in the shape of `PublicModifiedSleepModel` (as the fixture's),
+/// of `minutes` in bed from `start`, of Oura's `kind` (`long_sleep`, `late_nap`, ...).
+fn oura_sleep(id: &str, day: &str, kind: &str, start: &str, minutes: i64) -> Value {
+    let begin = chrono::DateTime::parse_from_rfc3339(start).unwrap();
+    let end = (begin + chrono::Duration::minutes(minutes)).to_rfc3339();
+    let secs = minutes * 60;
+    json!({"id": id, "meta": {"updated_at": end, "version": 1}, "average_breath": 14.5,
+        "average_heart_rate": 57.0, "average_hrv": 45, "awake_time": 300, "bedtime_end": end,
+        "bedtime_start": start, "day": day, "deep_sleep_duration": 0, "efficiency": 90,
+        "heart_rate": null, "hrv": null, "latency": 120, "light_sleep_duration": secs - 300,
+        "low_battery_alert": false, "lowest_heart_rate": 50, "movement_30_sec": "11",
+        "period": 0, "readiness_score_delta": 0, "rem_sleep_duration": 0, "restless_periods": 2,
+        "sleep_phase_5_min": "42", "sleep_score_delta": 0, "time_in_bed": secs,
+        "total_sleep_duration": secs - 300, "type": kind})
+}
+
+/// The data events published so far of `event_type`, with their summaries.
+fn data_events<F>(r: &Real<F>, event_type: &str) -> Vec<Value> {
+    r.stack.bus.published().into_iter().filter(|e| e.event_type == event_type).map(|e| e.data).collect()
+}
+
+#[tokio::test]
+async fn a_nap_is_its_own_sleep_with_its_type_and_a_poll_of_unchanged_days_announces_nothing() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-naps").await;
+    drain(&r).await;
+
+    // The history: the 20th holds Oura's long_sleep and a late_nap, each served with its type.
+    let sleep = summaries(&r, "sleep", &user).await;
+    assert_eq!(sleep.len(), 4, "{sleep:?}");
+    let day = |sleep: &[Value], date: &str| -> Vec<(String, String)> {
+        sleep
+            .iter()
+            .filter(|s| s["calendar_date"] == date)
+            .map(|s| {
+                (s["type"].as_str().unwrap().to_owned(), s["bedtime_start"].as_str().unwrap().to_owned())
+            })
+            .collect()
+    };
+    assert_eq!(
+        day(&sleep, "2026-11-20"),
+        [
+            ("long_sleep".to_owned(), "2026-11-19T22:04:00Z".to_owned()),
+            ("acknowledged_nap".to_owned(), "2026-11-20T14:00:00Z".to_owned()),
+        ]
+    );
+    let ids: std::collections::HashSet<_> = sleep.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 4, "each sleep has its own id");
+
+    let job = PollJob {
+        team_id: r.t.team,
+        user_id: UserId::parse(&user).unwrap(),
+        provider: "oura".into(),
+        since: None,
+    };
+    let announced =
+        |r: &Real| r.stack.bus.published().into_iter().filter(|e| e.event_type.starts_with("daily.")).count();
+
+    // A new night: announced once.
+    r.fake.add_document(
+        "sleep",
+        oura_sleep("slp-25", "2026-11-25", "long_sleep", "2026-11-24T23:00:00+01:00", 480),
+    );
+    poll(&r.t.deps, &job).await.unwrap();
+    let created = data_events(&r, "daily.data.sleep.created");
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(created[0]["type"], "long_sleep");
+    let night_id = created[0]["id"].clone();
+
+    // A late nap Oura counts to the same day (it ended after 6 pm the evening before): announced
+    // as a new sleep; the night it joins is unchanged, so it is not announced again.
+    r.fake.add_document(
+        "sleep",
+        oura_sleep("slp-25-nap", "2026-11-25", "late_nap", "2026-11-24T19:30:00+01:00", 40),
+    );
+    let before = announced(&r);
+    poll(&r.t.deps, &job).await.unwrap();
+    let created = data_events(&r, "daily.data.sleep.created");
+    assert_eq!(created.len(), 2, "{created:?}");
+    assert_eq!(
+        (created[1]["type"].as_str(), created[1]["duration"].as_i64()),
+        (Some("acknowledged_nap"), Some(2400))
+    );
+    assert_ne!(created[1]["id"], night_id);
+    assert!(data_events(&r, "daily.data.sleep.updated").is_empty(), "the night did not change");
+    assert_eq!(announced(&r) - before, 2, "the nap's sleep and its sleep cycle, nothing else");
+
+    // Nothing changed at Oura: a poll announces nothing.
+    let before = announced(&r);
+    poll(&r.t.deps, &job).await.unwrap();
+    assert_eq!(announced(&r), before);
+
+    let a = r.t.get(&format!("/v2/summary/sleep/{user}?start_date=2026-11-25&end_date=2026-11-25")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(
+        day(a.body["sleep"].as_array().unwrap(), "2026-11-25"),
+        [
+            ("long_sleep".to_owned(), "2026-11-24T22:00:00Z".to_owned()),
+            ("acknowledged_nap".to_owned(), "2026-11-24T18:30:00Z".to_owned()),
+        ],
+        "both sleeps of the day, each with its type, the day's main sleep first"
+    );
+}
+
 async fn push(r: &Real, body: &str, timestamp: i64, secret: &str) -> crate::helpers::Answer {
     let signature = wearlab_providers::oura::sign(secret, &timestamp.to_string(), body.as_bytes());
     let ts = timestamp.to_string();
@@ -403,13 +507,13 @@ async fn a_rate_limited_pull_waits_for_the_providers_reset_while_others_go_on() 
     // Another user's pull is not held up by the waiting one.
     let second = linked_user(&r, "oura-6").await;
     drain(&r).await;
-    assert_eq!(summaries(&r, "sleep", &second).await.len(), 3);
+    assert_eq!(summaries(&r, "sleep", &second).await.len(), 4);
     assert!(summaries(&r, "sleep", &first).await.is_empty());
 
     // After the reset the first pull resumes and completes (not failed, not dead-lettered).
     r.t.clock.advance(chrono::Duration::seconds(8));
     drain(&r).await;
-    assert_eq!(summaries(&r, "sleep", &first).await.len(), 3);
+    assert_eq!(summaries(&r, "sleep", &first).await.len(), 4);
     let completed = r
         .stack
         .bus

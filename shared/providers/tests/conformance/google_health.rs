@@ -168,11 +168,12 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         ]
     );
 
-    // Sleep: the night ending on the 21st (stages), the nap of the 21st dropped, the classic
-    // night ending on the 22nd (UTC-5) with its asleep time as light sleep.
+    // Sleep, oldest first: the night ending on the 21st (stages), the nap of the 21st as its own
+    // sleep, the classic night ending on the 22nd (UTC-5) with its asleep time as light sleep.
     let sleeps = &got["sleep"];
-    assert_eq!(sleeps.len(), 2);
+    assert_eq!(sleeps.len(), 3);
     let night = &sleeps[0];
+    assert!(night.get("type").is_none(), "a night is typed by its length in the pipeline");
     assert_eq!(night["date"], "2026-11-21");
     assert_eq!(night["bedtime_start"], "2026-11-20T22:40:00+00:00");
     assert_eq!(night["bedtime_stop"], "2026-11-21T06:10:00+00:00");
@@ -183,7 +184,12 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     let stages = night["stages"].as_array().unwrap();
     assert_eq!(stages.len(), 6);
     assert_eq!(stages[2], json!({"stage": "deep", "start_offset_s": 6600, "end_offset_s": 12000}));
-    let classic = &sleeps[1];
+    let nap = &sleeps[1];
+    assert_eq!(nap["type"], "acknowledged_nap", "metadata.nap");
+    assert_eq!((nap["date"].as_str(), nap["duration_s"].as_f64()), (Some("2026-11-21"), Some(2400.0)));
+    assert_eq!(nap["bedtime_start"], "2026-11-21T13:00:00+00:00");
+    let classic = &sleeps[2];
+    assert!(classic.get("type").is_none());
     assert_eq!(classic["date"], "2026-11-22");
     assert_eq!(classic["timezone"], "Etc/GMT+5");
     assert_eq!((classic["light_s"].as_f64(), classic["awake_s"].as_f64()), (Some(24600.0), Some(2400.0)));

@@ -144,8 +144,9 @@ async fn fetches_every_resource_across_pages_with_units() {
     assert_eq!(fake.calls("daily_activity"), 2);
 
     let sleep = fetch("sleep").await;
-    assert_eq!(sleep.len(), 3, "the nap of the 20th gives way to the main sleep");
+    assert_eq!(sleep.len(), 4, "the nap of the 20th is a sleep of its own");
     let s = by_date(&sleep, "2026-11-20");
+    assert_eq!(s["type"], "long_sleep");
     assert_eq!(s["bedtime_start"], "2026-11-19T23:04:00+01:00");
     assert_eq!(s["bedtime_stop"], "2026-11-20T07:04:00+01:00");
     assert_eq!(
@@ -159,6 +160,11 @@ async fn fetches_every_resource_across_pages_with_units() {
     let stages = s["stages"].as_array().unwrap();
     assert_eq!(stages[0]["stage"], "awake");
     assert_eq!(stages.last().unwrap()["end_offset_s"], 15 * 300);
+    let nap = sleep.iter().find(|r| r["bedtime_start"] == "2026-11-20T15:00:00+01:00").unwrap();
+    assert_eq!(nap["date"], "2026-11-20");
+    assert_eq!(nap["type"], "acknowledged_nap", "Oura's late_nap: a user confirmed nap");
+    assert_eq!(nap["duration_s"], 1800.0);
+    assert_eq!(nap["bedtime_stop"], "2026-11-20T15:30:00+01:00");
 
     let hrv = fetch("hrv").await;
     assert_eq!(hrv.len(), 2 + 2 + 2, "null samples skipped");

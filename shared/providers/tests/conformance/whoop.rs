@@ -131,11 +131,13 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         got.insert(*resource, fetched.records);
     }
 
-    // Four sleeps on two pages, newest first: a nap and a sleep not yet scored are not nights.
+    // Four sleeps on two pages, newest first: the scored ones oldest first, the nap of the 21st
+    // its own sleep; the sleep not yet scored is left for a later poll.
     let sleeps = fixture("sleep.json");
     let s1 = &sleeps["records"][3]["score"]["stage_summary"];
-    assert_eq!(got["sleep"].len(), 2);
+    assert_eq!(got["sleep"].len(), 3);
     let night = &got["sleep"][0];
+    assert!(night.get("type").is_none(), "a night is typed by its length in the pipeline");
     assert_eq!(night["date"], "2026-11-21");
     assert_eq!(night["bedtime_start"], "2026-11-20T23:18:00Z");
     assert_eq!(night["bedtime_stop"], "2026-11-21T06:51:00Z");
@@ -147,10 +149,18 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(night["light_s"], s1["total_light_sleep_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["awake_s"], s1["total_awake_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["efficiency"], 94.9);
+    let nap = &got["sleep"][1];
+    assert_eq!(nap["type"], "acknowledged_nap", "WHOOP's nap: true");
+    assert_eq!(
+        (nap["date"].as_str(), nap["bedtime_start"].as_str()),
+        (Some("2026-11-21"), Some("2026-11-21T13:00:00Z"))
+    );
+    assert_eq!(nap["duration_s"], 1800);
     // Woke at 07:15 local (UTC-5) on the 22nd.
-    assert_eq!(got["sleep"][1]["date"], "2026-11-22");
-    assert_eq!(got["sleep"][1]["timezone"], "Etc/GMT+5");
-    assert_eq!(got["sleep"][1]["efficiency"], 91.69533848);
+    assert_eq!(got["sleep"][2]["date"], "2026-11-22");
+    assert_eq!(got["sleep"][2]["timezone"], "Etc/GMT+5");
+    assert_eq!(got["sleep"][2]["efficiency"], 91.69533848);
+    assert!(got["sleep"][2].get("type").is_none());
 
     let rates: Vec<f64> = got["respiratory_rate"].iter().map(|r| r["value"].as_f64().unwrap()).collect();
     assert_eq!(rates, vec![15.86, 14.9, 16.11328125], "every scored sleep, naps included, oldest first");

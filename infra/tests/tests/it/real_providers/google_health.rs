@@ -96,8 +96,13 @@ async fn real_google_health_links_offline_pulls_history_and_reads_it_back() {
 
     drain(&r).await;
     let sleep = summaries(&r, "sleep", &user).await;
-    let nights: Vec<&str> = sleep.iter().map(|s| s["calendar_date"].as_str().unwrap()).collect();
-    assert_eq!(nights, ["2026-11-21", "2026-11-22"], "{sleep:?}");
+    let sleeps: Vec<(&str, &str)> =
+        sleep.iter().map(|s| (s["calendar_date"].as_str().unwrap(), s["type"].as_str().unwrap())).collect();
+    assert_eq!(
+        sleeps,
+        [("2026-11-21", "long_sleep"), ("2026-11-21", "acknowledged_nap"), ("2026-11-22", "long_sleep")],
+        "the nap of the 21st is its own sleep: {sleep:?}"
+    );
     assert!(sleep.iter().all(|s| s["source"]["provider"] == "google_health"));
     assert_eq!(sleep[0]["deep"], 5400);
     let workouts = summaries(&r, "workouts", &user).await;

@@ -89,6 +89,17 @@ async fn real_whoop_links_through_the_teams_app_and_pulls_history() {
     assert!(!sleep.is_empty(), "the history's sleeps");
     assert!(sleep.iter().all(|s| s["source"]["provider"] == "whoop_v2"), "{sleep:?}");
     assert!(sleep.iter().all(|s| s["calendar_date"].as_str() <= Some("2026-11-22")), "{sleep:?}");
+    // The 21st holds the night and WHOOP's nap, each its own sleep with its type.
+    let the_21st: Vec<(&str, &str)> = sleep
+        .iter()
+        .filter(|s| s["calendar_date"] == "2026-11-21")
+        .map(|s| (s["type"].as_str().unwrap(), s["bedtime_start"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        the_21st,
+        [("long_sleep", "2026-11-20T23:18:00Z"), ("acknowledged_nap", "2026-11-21T13:00:00Z")],
+        "{sleep:?}"
+    );
     assert!(!summaries(&r, "workouts", &user).await.is_empty());
     assert!(!daily(&r, "historical.data.sleep.created").is_empty());
 }
