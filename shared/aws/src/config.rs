@@ -33,6 +33,10 @@ pub struct AwsEnv {
     pub event_bus_name: String,
     /// Where the 32-byte key that seals secrets at rest comes from.
     pub data_key: DataKeySource,
+    /// `WEARLAB_PUBLIC_URL`: the API's public address. Required: links handed to users (link
+    /// pages, OAuth callbacks, portal and requisition URLs) are never derived from a request's
+    /// headers on a deployment, which a caller controls.
+    pub public_url: String,
 }
 
 /// The data key as the deployment gives it.
@@ -82,6 +86,16 @@ async fn read_secure_parameter(config: &LazySdkConfig, name: &str) -> Result<Str
     out.parameter.and_then(|p| p.value).ok_or_else(|| format!("SSM parameter {name} has no value"))
 }
 
+/// A public address: `http(s)://host[:port]`, no path.
+fn public_url(url: String) -> Result<String, String> {
+    let url = url.trim().trim_end_matches('/').to_owned();
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")).unwrap_or("");
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) || rest.contains(char::is_whitespace) {
+        return Err(format!("WEARLAB_PUBLIC_URL must be https://host (no path), not {url:?}"));
+    }
+    Ok(url)
+}
+
 impl AwsEnv {
     /// Reads every variable; the error names the first one missing or empty.
     pub fn from_env() -> Result<Self, String> {
@@ -93,6 +107,7 @@ impl AwsEnv {
             scheduler_role_arn: var("WEARLAB_SCHEDULER_ROLE_ARN")?,
             event_bus_name: var("WEARLAB_EVENT_BUS_NAME")?,
             data_key: DataKeySource::from_env()?,
+            public_url: public_url(var("WEARLAB_PUBLIC_URL")?)?,
         })
     }
 
@@ -194,4 +209,21 @@ pub async fn sqs_dead_letters_from_env(
 /// them (`Deps { queue, ..deps }`).
 pub async fn deps_from_env(providers: Arc<dyn Providers>) -> Result<Deps, String> {
     AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env(), providers).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_url;
+
+    #[test]
+    fn a_public_url_is_an_address_without_a_path() {
+        assert_eq!(public_url("https://api.example.com/".into()), Ok("https://api.example.com".into()));
+        assert_eq!(public_url(" http://127.0.0.1:9000 ".into()), Ok("http://127.0.0.1:9000".into()));
+        for bad in
+            ["", "api.example.com", "https://", "https://a.example/x", "https://u@a.example", "ftp://a"]
+        {
+            let e = public_url(bad.into()).unwrap_err();
+            assert!(e.starts_with("WEARLAB_PUBLIC_URL must be"), "{bad}: {e}");
+        }
+    }
 }

@@ -24,17 +24,14 @@ pub use routes::{AddDocs, DocRouter, Documented, Routes};
 pub use state::AppState;
 pub use well_formed::MAX_URI_BYTES;
 
-/// The API's public address as a request saw it (`WEARLAB_PUBLIC_URL` when set, else the
-/// forwarded or own host), for links in answers: `link_web_url`, OAuth callbacks, requisition
-/// and portal URLs.
+/// The API's public address for links in answers (`link_web_url`, OAuth callbacks, requisition
+/// and portal URLs): `WEARLAB_PUBLIC_URL`, which every deployed function requires at start.
+/// Without it (the local stack) the request's own `Host`, and only a loopback one:
+/// `X-Forwarded-Host` is never read, so no caller can point the links elsewhere.
 pub fn public_links(headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
-    wearlab_domain::lab::Links::for_host(
-        configured.as_deref(),
-        h("x-forwarded-host").or(h("host")),
-        h("x-forwarded-proto"),
-    )
+    wearlab_domain::lab::Links::for_host(configured.as_deref(), h("host"), h("x-forwarded-proto"))
 }
 
 /// `WEARLAB_PUBLIC_URL` when set: the one address providers may call back (push notifications),
@@ -116,27 +113,38 @@ mod tests {
     #[test]
     fn links_follow_the_host_the_request_came_to() {
         let base = |pairs| public_links(&headers(pairs)).base_url;
-        assert_eq!(base(&[("host", "api.example.test")]), "https://api.example.test");
         assert_eq!(base(&[("host", "127.0.0.1:8080")]), "http://127.0.0.1:8080");
-        assert_eq!(base(&[("host", "h.test"), ("x-forwarded-proto", "http")]), "http://h.test");
-        assert_eq!(base(&[("host", "in.test"), ("x-forwarded-host", "out.test")]), "https://out.test");
-        assert_eq!(base(&[("host", "evil.test/path?x=")]), "http://localhost", "not a host: ignored");
-        assert_eq!(base(&[("host", "a.test"), ("x-forwarded-proto", "javascript")]), "https://a.test");
+        assert_eq!(base(&[("host", "localhost:9000")]), "http://localhost:9000");
+        assert_eq!(base(&[("host", "[::1]:8080")]), "http://[::1]:8080");
+        assert_eq!(
+            base(&[("host", "127.0.0.1:8443"), ("x-forwarded-proto", "https")]),
+            "https://127.0.0.1:8443"
+        );
+        // Only loopback hosts: anything a caller could send is not a place links point to.
+        assert_eq!(base(&[("host", "api.example.test")]), "http://localhost");
+        assert_eq!(
+            base(&[("host", "127.0.0.1:8080"), ("x-forwarded-host", "evil.test")]),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(base(&[("host", "localhost.evil.test")]), "http://localhost");
+        assert_eq!(base(&[("host", "127.0.0.1@evil.test")]), "http://localhost");
+        assert_eq!(base(&[("host", "127.0.0.1:80/x")]), "http://localhost");
+        assert_eq!(base(&[("host", "localhost"), ("x-forwarded-proto", "javascript")]), "http://localhost");
         assert_eq!(base(&[]), "http://localhost");
     }
 
     #[test]
     fn the_public_url_wins_over_the_request_when_set() {
         let resolve = wearlab_domain::lab::Links::for_host;
-        let forwarded = (Some("out.test"), Some("http"));
+        let forwarded = (Some("127.0.0.1:7000"), Some("http"));
         let public = resolve(Some(" https://api.example.com/ "), forwarded.0, forwarded.1);
         assert_eq!(public.base_url, "https://api.example.com", "trimmed, without its trailing slash");
         assert_eq!(resolve(Some("https://api.example.com"), None, None).base_url, "https://api.example.com");
         assert_eq!(
             resolve(Some("  "), forwarded.0, forwarded.1).base_url,
-            "http://out.test",
+            "http://127.0.0.1:7000",
             "blank is unset"
         );
-        assert_eq!(resolve(None, forwarded.0, forwarded.1).base_url, "http://out.test");
+        assert_eq!(resolve(None, forwarded.0, forwarded.1).base_url, "http://127.0.0.1:7000");
     }
 }

@@ -120,3 +120,22 @@ async fn hosted_page_refusals_and_the_requisition_are_not_cached_or_framed() {
     assert_eq!(pdf.headers["content-type"], "application/pdf");
     assert_eq!(pdf.headers["cache-control"], "no-store");
 }
+
+/// Without `WEARLAB_PUBLIC_URL` (the local stack) links follow the request's own loopback
+/// `Host`; `X-Forwarded-Host` and other hosts never decide where a user is sent.
+#[tokio::test]
+async fn links_never_follow_a_forwarded_or_foreign_host() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("links-host").await;
+    let body = serde_json::json!({"user_id": user}).to_string();
+    for (headers, expected) in [
+        (vec![("host", "127.0.0.1:9999"), ("x-forwarded-host", "evil.test")], "http://127.0.0.1:9999/"),
+        (vec![("host", "evil.test")], "http://localhost/"),
+        (vec![("host", "localhost:8080"), ("x-forwarded-proto", "https")], "https://localhost:8080/"),
+    ] {
+        let a = t.send_with(Method::POST, "/v2/link/token", &headers, Some(&body)).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        let url = a.body["link_web_url"].as_str().unwrap();
+        assert!(url.starts_with(expected), "{headers:?}: {url}");
+    }
+}

@@ -28,11 +28,11 @@ fn order_events(bus: &MemoryBus, order_id: &str) -> Vec<(String, String, String)
         .collect()
 }
 
-/// Places an order through `https://api.example.test` (as a proxy in front of the API says).
+/// Places an order through `https://127.0.0.1:8443` (a TLS proxy on the machine, as it says).
 async fn place_through_public_host(t: &TestApp, client_user_id: &str) -> (String, String) {
     let user = t.create_user(client_user_id).await;
     let body = order_body(&user).to_string();
-    let headers = [("host", "api.example.test"), ("x-forwarded-proto", "https")];
+    let headers = [("host", "127.0.0.1:8443"), ("x-forwarded-proto", "https")];
     let a = t.send_with(Method::POST, "/v3/order", &headers, Some(&body)).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     (user, a.body["order"]["id"].as_str().unwrap().to_owned())
@@ -74,7 +74,7 @@ async fn unread_orders_move_with_the_lab_and_their_changes_are_announced() {
     );
     for (_, _, url) in &events {
         assert!(
-            url.starts_with(&format!("https://api.example.test/v3/order/{id}/requisition/pdf?")),
+            url.starts_with(&format!("https://127.0.0.1:8443/v3/order/{id}/requisition/pdf?")),
             "links point where the order was placed: {url}"
         );
     }

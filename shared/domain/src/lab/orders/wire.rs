@@ -31,20 +31,24 @@ impl Links {
         {
             return Self { base_url: url.trim().trim_end_matches('/').to_owned() };
         }
-        // Only what a host name or address can hold, so a header cannot bend the links.
-        let host = host
-            .filter(|h| {
-                !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
-            })
-            .unwrap_or("localhost");
-        let local = host.starts_with("localhost") || host.starts_with("127.") || host.starts_with("[::1]");
-        let proto = match proto {
-            Some(p @ ("http" | "https")) => p,
-            _ if local => "http",
-            _ => "https",
-        };
+        // Without a configured address (the local stack: a deployment does not start without
+        // one) links are derived from the request only for a loopback host, so that no header a
+        // caller sends can point the links it hands to users elsewhere.
+        let host = host.filter(|h| is_loopback(h)).unwrap_or("localhost");
+        let proto = proto.filter(|p| matches!(*p, "http" | "https")).unwrap_or("http");
         Self { base_url: format!("{proto}://{host}") }
     }
+}
+
+/// `localhost`, `127.x.x.x` or `[::1]`, with an optional port, and nothing else.
+fn is_loopback(host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((n, p)) if !n.ends_with(':') && !host.ends_with(']') => (n, Some(p)),
+        _ => (host, None),
+    };
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    let ipv4_loopback = name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback());
+    port_ok && (name.eq_ignore_ascii_case("localhost") || ipv4_loopback || name == "[::1]")
 }
 
 impl OrderRecord {
