@@ -11,6 +11,7 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
     ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest, RateWindow,
+    RequestGate,
 };
 
 use crate::adapter::Adapter;
@@ -144,10 +145,11 @@ impl Providers for RealProviders {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         match self.real(provider, &account.credentials) {
-            Some(route) => route.adapter.fetch(account, resource, range).await,
-            None => self.sim.fetch(provider, account, resource, range).await,
+            Some(route) => route.adapter.fetch(account, resource, range, gate).await,
+            None => self.sim.fetch(provider, account, resource, range, gate).await,
         }
     }
 

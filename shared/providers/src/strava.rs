@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 use wearlab_domain::ids::TimeZoneId;
 use wearlab_domain::lab::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
@@ -93,18 +93,20 @@ impl Strava {
 
     async fn get(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         path: &str,
         query: &[(&str, String)],
     ) -> Result<http::Answer, ProviderError> {
         let url = format!("{}{path}", self.config.endpoints.api);
         let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(query);
-        check(http::send(SLUG, request).await?)
+        check(http::send_admitted(gate, SLUG, request).await?)
     }
 
     /// Every activity that started in `[after, before)`, page after page until a short one.
     async fn activities(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         (after, before): (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<Vec<Activity>, ProviderError> {
@@ -117,7 +119,7 @@ impl Strava {
                 ("per_page", PER_PAGE.to_string()),
             ];
             let items: Vec<Activity> =
-                self.get(credentials, "/athlete/activities", &query).await?.json(SLUG)?;
+                self.get(gate, credentials, "/athlete/activities", &query).await?.json(SLUG)?;
             let short = items.len() < PER_PAGE;
             out.extend(items);
             if short {
@@ -130,11 +132,12 @@ impl Strava {
     /// The activities of `range`'s local days the granted scopes let Wearlab read.
     async fn readable_activities(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         range: DateRange,
     ) -> Result<Vec<Activity>, ProviderError> {
         let read_all = activity_access(&credentials.scopes)?;
-        let all = self.activities(credentials, window(range)).await?;
+        let all = self.activities(gate, credentials, window(range)).await?;
         Ok(all
             .into_iter()
             .filter(|a| read_all || !a.only_me())
@@ -146,13 +149,14 @@ impl Strava {
     /// one deleted since it was listed).
     async fn streams(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         id: i64,
     ) -> Result<Option<Streams>, ProviderError> {
         let url = format!("{}/activities/{id}/streams", self.config.endpoints.api);
         let query = [("keys", STREAM_KEYS), ("key_by_type", "true")];
         let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(&query);
-        let answer = http::send(SLUG, request).await?;
+        let answer = http::send_admitted(gate, SLUG, request).await?;
         if answer.status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
@@ -162,17 +166,18 @@ impl Strava {
     /// One stream resource's rows over the activities of `range`.
     async fn stream_rows(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         resource: &str,
         range: DateRange,
     ) -> Result<Vec<Value>, ProviderError> {
         let mut rows = Vec::new();
-        for activity in self.readable_activities(credentials, range).await? {
+        for activity in self.readable_activities(gate, credentials, range).await? {
             // A manual activity has no recorded streams: not asked for.
             if activity.manual {
                 continue;
             }
-            let Some(streams) = self.streams(credentials, activity.id).await? else { continue };
+            let Some(streams) = self.streams(gate, credentials, activity.id).await? else { continue };
             rows.extend(streams.rows(resource, &activity));
         }
         Ok(rows)
@@ -616,7 +621,7 @@ impl Adapter for Strava {
         let athlete = match answer.athlete {
             Some(a) => a,
             // Not in the answer: the athlete the token reads is the user.
-            None => self.get(&credentials, "/athlete", &[]).await?.json::<AthleteRef>(SLUG)?,
+            None => self.get(&NoLimit, &credentials, "/athlete", &[]).await?.json::<AthleteRef>(SLUG)?,
         };
         tracing::info!(provider = SLUG, external_user_id = athlete.id, "linked");
         Ok(ProviderAccount { external_user_id: athlete.id.to_string(), credentials })
@@ -635,16 +640,17 @@ impl Adapter for Strava {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let records = match resource {
             "workouts" => {
-                self.readable_activities(c, range).await?.iter().filter_map(Activity::record).collect()
+                self.readable_activities(gate, c, range).await?.iter().filter_map(Activity::record).collect()
             }
-            "heartrate" | "distance" | "workout_stream" => self.stream_rows(c, resource, range).await?,
+            "heartrate" | "distance" | "workout_stream" => self.stream_rows(gate, c, resource, range).await?,
             "profile" => {
                 // Read for its id only: Strava's athlete has no field of Wearlab's profile.
-                let _: AthleteRef = self.get(c, "/athlete", &[]).await?.json(SLUG)?;
+                let _: AthleteRef = self.get(gate, c, "/athlete", &[]).await?.json(SLUG)?;
                 vec![json!({})]
             }
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),

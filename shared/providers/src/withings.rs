@@ -33,8 +33,8 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ids::TimeZoneId;
 use wearlab_domain::lab::signing::hmac_sha256;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
@@ -663,6 +663,7 @@ impl Withings {
     /// POSTs `form` to `url` and reads the envelope; a non-zero status is `on_status`'s error.
     async fn post<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         url: &str,
         bearer: Option<&Secret>,
         form: &[(&str, String)],
@@ -674,7 +675,8 @@ impl Withings {
         if let Some(token) = bearer {
             request = request.bearer_auth(token.expose());
         }
-        let envelope: Envelope = http::check(SLUG, http::send(SLUG, request).await?)?.json(SLUG)?;
+        let envelope: Envelope =
+            http::check(SLUG, http::send_admitted(gate, SLUG, request).await?)?.json(SLUG)?;
         match Status::from_code(envelope.status) {
             Status::Ok => serde_json::from_value(envelope.body)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable body: {e}"))),
@@ -685,17 +687,19 @@ impl Withings {
     /// A data call with the user's token.
     async fn data<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         service: &str,
         form: &[(&str, String)],
     ) -> Result<T, ProviderError> {
         let url = format!("{}/{service}", self.config.endpoints.api);
-        self.post(&url, Some(&credentials.access_token), form, Status::data_error).await
+        self.post(gate, &url, Some(&credentials.access_token), form, Status::data_error).await
     }
 
     /// Every page's body of a listing (`more`/`offset`).
     async fn pages(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         service: &str,
         form: Vec<(&str, String)>,
@@ -707,7 +711,7 @@ impl Withings {
             if let Some(o) = offset {
                 page_form.push(("offset", o.to_string()));
             }
-            let body: Value = self.data(credentials, service, &page_form).await?;
+            let body: Value = self.data(gate, credentials, service, &page_form).await?;
             let next = Paging::deserialize(&body).ok().and_then(|p| p.next());
             out.push(body);
             match next {
@@ -725,13 +729,14 @@ impl Withings {
     /// The records under `key` of every page of a listing.
     async fn paged<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         service: &str,
         form: Vec<(&str, String)>,
         key: &str,
     ) -> Result<Vec<T>, ProviderError> {
         let mut out = Vec::new();
-        for page in self.pages(credentials, service, form).await? {
+        for page in self.pages(gate, credentials, service, form).await? {
             if let Some(list) = page.get(key) {
                 let records: Vec<T> = Vec::deserialize(list)
                     .map_err(|e| ProviderError::Api(format!("{SLUG} answered unreadable {key}: {e}")))?;
@@ -745,6 +750,7 @@ impl Withings {
     /// groups are kept by their local day; all time when `range` is `None`.
     async fn measures(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         types: &[i64],
         range: Option<DateRange>,
@@ -756,7 +762,7 @@ impl Withings {
             form.push(("startdate", (midnight(r.start) - Duration::days(1)).timestamp().to_string()));
             form.push(("enddate", (midnight(r.end) + Duration::days(2)).timestamp().to_string()));
         }
-        let pages = self.pages(credentials, "measure", form).await?;
+        let pages = self.pages(gate, credentials, "measure", form).await?;
         // The user's zone is the same on every page.
         let timezone =
             pages.first().and_then(|p| p.get("timezone")).and_then(Value::as_str).map(str::to_owned);
@@ -780,7 +786,7 @@ impl Withings {
         form.insert(0, ("action", "requesttoken".to_owned()));
         form.push(("client_id", client.client_id.clone()));
         form.push(("client_secret", client.client_secret.expose().to_owned()));
-        self.post(&self.config.endpoints.token, None, &form, |s| s.token_error(refusal)).await
+        self.post(&NoLimit, &self.config.endpoints.token, None, &form, |s| s.token_error(refusal)).await
     }
 
     /// A nonce for one signed call (`/v2/signature action=getnonce`), signed at `timestamp`.
@@ -794,7 +800,7 @@ impl Withings {
         ];
         let url = format!("{}/v2/signature", self.config.endpoints.api);
         let nonce: Nonce =
-            self.post(&url, None, &form, |s| s.token_error(ProviderError::CredentialError)).await?;
+            self.post(&NoLimit, &url, None, &form, |s| s.token_error(ProviderError::CredentialError)).await?;
         Ok(nonce.nonce)
     }
 
@@ -813,7 +819,7 @@ impl Withings {
                 ("appli", appli.to_string()),
                 ("comment", "Wearlab".to_owned()),
             ];
-            let _: Value = self.data(&account.credentials, "notify", &form).await?;
+            let _: Value = self.data(&NoLimit, &account.credentials, "notify", &form).await?;
         }
         tracing::info!(provider = SLUG, external_user_id = %account.external_user_id, "notifications subscribed");
         Ok(())
@@ -871,6 +877,7 @@ impl Adapter for Withings {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let ymd_in = |range: DateRange, action: &str, fields: &str| {
@@ -883,18 +890,18 @@ impl Adapter for Withings {
         };
         let ymd = |action: &str, fields: &str| ymd_in(range, action, fields);
         let records = match resource {
-            "body" => body_records(&self.measures(c, &[1, 6], Some(range)).await?, range),
-            "profile" => profile_records(&self.measures(c, &[4], None).await?),
+            "body" => body_records(&self.measures(gate, c, &[1, 6], Some(range)).await?, range),
+            "profile" => profile_records(&self.measures(gate, c, &[4], None).await?),
             "activity" => {
                 let form = ymd(
                     "getactivity",
                     "steps,distance,elevation,soft,moderate,intense,active,calories,totalcalories",
                 );
-                activity_records(&self.paged(c, "v2/measure", form, "activities").await?, range)
+                activity_records(&self.paged(gate, c, "v2/measure", form, "activities").await?, range)
             }
             "workouts" => {
                 let form = ymd("getworkouts", "calories,hr_average,distance");
-                workout_records(&self.paged(c, "v2/measure", form, "series").await?, range)
+                workout_records(&self.paged(gate, c, "v2/measure", form, "series").await?, range)
             }
             "sleep" => {
                 let fields = "total_timeinbed,lightsleepduration,remsleepduration,deepsleepduration,\
@@ -902,13 +909,13 @@ impl Adapter for Withings {
                 let mut summaries = Vec::new();
                 for span in spans(range, SLEEP_SPAN_DAYS) {
                     let form = ymd_in(span, "getsummary", fields);
-                    summaries.extend(self.paged::<SleepSummary>(c, "v2/sleep", form, "series").await?);
+                    summaries.extend(self.paged::<SleepSummary>(gate, c, "v2/sleep", form, "series").await?);
                 }
                 sleep_records(&summaries, range)
             }
             r => {
                 if let Some((types, unit)) = measure_types(r) {
-                    measure_rows(&self.measures(c, types, Some(range)).await?, types, unit, range)
+                    measure_rows(&self.measures(gate, c, types, Some(range)).await?, types, unit, range)
                 } else if let Some((field, unit)) = intraday_field(r) {
                     // Withings answers only the first 24 h of a longer span: one call a day.
                     let mut rows = Vec::new();
@@ -920,7 +927,11 @@ impl Adapter for Withings {
                             ("enddate", (start + 86_399).to_string()),
                             ("data_fields", field.to_owned()),
                         ];
-                        rows.extend(intraday_rows(self.data(c, "v2/measure", &form).await?, field, unit));
+                        rows.extend(intraday_rows(
+                            self.data(gate, c, "v2/measure", &form).await?,
+                            field,
+                            unit,
+                        ));
                     }
                     rows
                 } else {
@@ -947,7 +958,7 @@ impl Adapter for Withings {
             ("userid", account.external_user_id.clone()),
         ];
         let _: Value = self
-            .post(&self.config.endpoints.token, None, &form, |s| {
+            .post(&NoLimit, &self.config.endpoints.token, None, &form, |s| {
                 s.token_error(ProviderError::CredentialError)
             })
             .await?;

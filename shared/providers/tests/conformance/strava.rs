@@ -6,8 +6,8 @@ use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderAccount, ProviderError, PushOutcome,
-    RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderError,
+    PushOutcome, RateWindow,
 };
 use wearlab_providers::fake::strava::{self as fake, ATHLETE_ID, Failure, FakeStrava};
 use wearlab_providers::strava::{self, Strava};
@@ -123,7 +123,7 @@ async fn fetches_every_resource_with_units() {
     let range = fixture_range();
     let mut got = HashMap::new();
     for resource in adapter.resources() {
-        let fetched = adapter.fetch(&account, resource, range).await.unwrap();
+        let fetched = adapter.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
         got.insert(*resource, fetched.records);
     }
@@ -197,7 +197,7 @@ async fn the_activity_list_is_followed_until_a_short_page() {
     let (fake, adapter) = setup().await;
     fake.add_activities(250);
     let account = granted(&fake, "read,activity:read_all");
-    let workouts = adapter.fetch(&account, "workouts", fixture_range()).await.unwrap().records;
+    let workouts = adapter.fetch(&account, "workouts", fixture_range(), &NoLimit).await.unwrap().records;
     assert_eq!(workouts.len(), 255);
     let pages = fake.queries("activities");
     assert!(pages.iter().all(|q| q["per_page"] == "200"), "Strava's largest page");
@@ -209,20 +209,23 @@ async fn private_activities_need_activity_read_all_and_no_activity_scope_is_a_cl
     let (fake, adapter) = setup().await;
     let range = fixture_range();
     let public_only = granted(&fake, "read,activity:read");
-    let workouts = adapter.fetch(&public_only, "workouts", range).await.unwrap().records;
+    let workouts = adapter.fetch(&public_only, "workouts", range, &NoLimit).await.unwrap().records;
     assert_eq!(workouts.len(), 4, "the private hike is skipped");
     assert!(workouts.iter().all(|w| w["sport"] != "hike"));
 
     let none = granted(&fake, "read");
     for resource in ["workouts", "heartrate", "distance", "workout_stream"] {
         assert_eq!(
-            adapter.fetch(&none, resource, range).await,
+            adapter.fetch(&none, resource, range, &NoLimit).await,
             Err(ProviderError::ScopesNotGranted(vec!["activity:read".into()])),
             "{resource}"
         );
     }
-    assert!(adapter.fetch(&none, "profile", range).await.is_ok(), "read is enough for the athlete");
-    assert!(matches!(adapter.fetch(&none, "sleep", range).await, Err(ProviderError::Unsupported(_))));
+    assert!(adapter.fetch(&none, "profile", range, &NoLimit).await.is_ok(), "read is enough for the athlete");
+    assert!(matches!(
+        adapter.fetch(&none, "sleep", range, &NoLimit).await,
+        Err(ProviderError::Unsupported(_))
+    ));
 }
 
 #[tokio::test]
@@ -231,14 +234,20 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = granted(&fake, "read,activity:read_all");
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(adapter.fetch(&account, "workouts", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&account, "workouts", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(adapter.fetch(&account, "heartrate", range).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        adapter.fetch(&account, "heartrate", range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
     fake.set_failure(None);
 
     // Over the 15-minute read limit: wait for the next quarter hour at most.
     fake.set_read_limits(0, 1000);
-    match adapter.fetch(&account, "workouts", range).await {
+    match adapter.fetch(&account, "workouts", range, &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => {
             assert!((1..=900).contains(&retry_after_secs))
         }
@@ -246,7 +255,7 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     }
     // Over the daily one: wait for 00:00 UTC at most.
     fake.set_read_limits(100, 0);
-    match adapter.fetch(&account, "profile", range).await {
+    match adapter.fetch(&account, "profile", range, &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => {
             assert!((1..=86_400).contains(&retry_after_secs))
         }
@@ -254,7 +263,10 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     }
     fake.set_read_limits(100, 1000);
     fake.expire_access_tokens();
-    assert_eq!(adapter.fetch(&account, "profile", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&account, "profile", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
 }
 
 #[test]
@@ -353,7 +365,7 @@ async fn revoke_deauthorizes_and_refreshes_an_expired_token_first() {
     adapter.revoke(&client(), &linked).await.unwrap();
     assert_eq!(fake.calls("deauthorize"), 1);
     assert_eq!(
-        adapter.fetch(&linked, "profile", fixture_range()).await,
+        adapter.fetch(&linked, "profile", fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 
