@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use crate::Counting;
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
@@ -137,12 +138,13 @@ async fn fetches_every_resource_with_units() {
     assert_eq!(bondcliff["time_end"], "2026-11-21T14:05:51Z", "start + elapsed_time 5400 s");
     assert_eq!(bondcliff["average_hr"], 152.4);
     assert_eq!(bondcliff["timezone"], "America/Los_Angeles");
-    assert!(bondcliff.get("calories").is_none(), "kilojoules are work, not energy; the list has no calories");
+    assert_eq!(bondcliff["calories"], 1080.0, "the summary's kilojoules of work, about the kcal burned");
     let hike =
         workouts.iter().find(|w| w["sport"] == "hike").expect("the private manual hike, with read_all");
     assert_eq!(hike["distance_m"], 22530.8);
     let run = workouts.iter().find(|w| w["sport"] == "run").unwrap();
     assert_eq!(run["date"], "2026-11-22");
+    assert!(run.get("calories").is_none(), "a run has no power, so no kilojoules");
     assert!(run.get("average_hr").is_none(), "the 2013 run has no average heart rate");
 
     let window = &fake.queries("activities")[0];
@@ -184,12 +186,49 @@ async fn fetches_every_resource_with_units() {
     assert_eq!(stream.iter().filter(|r| r["unit"] == "W").count(), 36);
     assert_eq!(stream.iter().filter(|r| r["unit"] == "rpm").count(), 48);
     assert!(stream.iter().any(|r| r["unit"] == "W" && r["value"] == 240.0));
-    assert_eq!(fake.calls("streams"), 12, "four activities, for each of the three stream resources");
+    assert_eq!(fake.calls("streams"), 4, "four activities, once each for the three stream resources");
+    assert_eq!(fake.calls("activities"), 1, "one list for the workouts and the three stream resources");
     let keys = &fake.queries("streams")[0];
     assert_eq!(keys["keys"], strava::STREAM_KEYS);
     assert_eq!(keys["key_by_type"], "true");
 
     assert_eq!(got["profile"], vec![json!({})], "Strava's athlete has no height or birth date");
+}
+
+/// The pipeline fetches a chunk's stream resources at once: the activity list and each
+/// activity's streams are asked once for all of them, each request admitted once.
+#[tokio::test]
+async fn a_chunks_stream_resources_share_one_list_and_one_streams_call_per_activity() {
+    let (fake, adapter) = setup().await;
+    let account = granted(&fake, "read,activity:read_all");
+    let gate = Counting::new();
+    let fetch = |resource| adapter.fetch(&account, resource, fixture_range(), &gate);
+    let (hr, distance, stream) = tokio::join!(fetch("heartrate"), fetch("distance"), fetch("workout_stream"));
+    assert_eq!(hr.unwrap().records.len(), 48);
+    assert_eq!(distance.unwrap().records.len(), 48);
+    assert_eq!(stream.unwrap().records.len(), 36 + 48);
+    assert_eq!(fake.calls("activities"), 1);
+    assert_eq!(fake.calls("streams"), 4, "four recorded activities");
+    assert_eq!(gate.admitted(), 1 + 4, "each request admitted once, before it is sent");
+
+    // Another connection's token reads Strava itself, never what this one read.
+    let other = granted(&fake, "read,activity:read_all");
+    assert_ne!(other.credentials.access_token, account.credentials.access_token);
+    adapter.fetch(&other, "heartrate", fixture_range(), &NoLimit).await.unwrap();
+    assert_eq!(fake.calls("activities"), 2);
+    assert_eq!(fake.calls("streams"), 8);
+}
+
+/// A refusal is not kept: the next fetch asks Strava again.
+#[tokio::test]
+async fn a_failed_call_is_not_kept() {
+    let (fake, adapter) = setup().await;
+    let account = granted(&fake, "read,activity:read_all");
+    fake.set_failure(Some(Failure::ServerError));
+    assert!(adapter.fetch(&account, "heartrate", fixture_range(), &NoLimit).await.is_err());
+    fake.set_failure(None);
+    let hr = adapter.fetch(&account, "heartrate", fixture_range(), &NoLimit).await.unwrap();
+    assert_eq!(hr.records.len(), 48);
 }
 
 #[tokio::test]
