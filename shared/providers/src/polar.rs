@@ -10,7 +10,8 @@
 //!   `start_time_utc_offset` (minutes) as UTC, the ISO 8601 `duration` to the end time, kcal,
 //!   metres, average heart rate.
 //! - `activity`: `/v3/users/activities?from&to`, steps, kcal (total and active), distance from
-//!   steps (m); ranges split into 28-day windows, nothing asked older than 365 days.
+//!   steps (m); ranges split into 28-day windows, nothing asked older than 365 days. Its
+//!   `start_time` is UTC without a zone: the day is the local one in the user's time zone.
 //! - `sleep`: `/v3/users/sleep` (last 28 days), stage seconds, interruptions as awake time, the
 //!   hypnogram as stages.
 //! - `heartrate`: `/v3/users/continuous-heart-rate?from&to` (5-minute samples). `sample_time` is
@@ -398,7 +399,8 @@ struct HeartRate {
 
 #[derive(Debug, Deserialize)]
 struct Activity {
-    /// POLAR-SPEC `activity-summary.start_time` (its day is the activity's day).
+    /// POLAR-SPEC `activity-summary-with-all-samples.start_time`: "Start time of the activity
+    /// in UTC", without an offset; the summary has no local date or offset of its own.
     start_time: NaiveDateTime,
     #[serde(default)]
     steps: Option<f64>,
@@ -410,14 +412,18 @@ struct Activity {
     distance_from_steps: Option<f64>,
 }
 
+/// Daily activity summaries, placed by their start (`time_start`, UTC): the pipeline dates each
+/// by the local day of that instant in the user's time zone (Polar's record carries no zone).
+/// Kept when that instant's UTC day is within a day of `range`, as the local day may be.
 fn activity_records(docs: Vec<Value>, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    let near = DateRange { start: range.start - Duration::days(1), end: range.end + Duration::days(1) };
     let mut out = Vec::new();
     for doc in docs {
         let a: Activity = parse(doc)?;
-        let day = a.start_time.date();
-        if in_range(range, day) {
+        let start = a.start_time.and_utc();
+        if in_range(near, start.date_naive()) {
             out.push(json!({
-                "date": day.to_string(),
+                "time_start": rfc3339(start),
                 "steps": a.steps,
                 "calories_total": a.calories,
                 "calories_active": a.active_calories,
