@@ -46,8 +46,11 @@ pub const WINDOW_DAYS: i64 = 7;
 /// Endpoints, e.g. `2025-02-06T09:12:35`).
 const DATE_FORMAT: &str = "%Y-%m-%dT%H:%M:%S";
 
-/// The units an EGV is given in (GlucoseUnit; `unknown` is its third value).
-const GLUCOSE_UNITS: [&str; 2] = ["mg/dL", "mmol/L"];
+/// The values of an EGV's `unit` (GlucoseUnit: `mg/dL`, `mmol/L`, and `unknown`, which Dexcom's
+/// own EGVs example carries). A reading in `unknown` is kept with that unit stated rather than
+/// dropped or guessed: its `rateUnit` may name the other unit (the example's does, beside a
+/// value of 135), so nothing in the record says which it is.
+const GLUCOSE_UNITS: [&str; 3] = ["mg/dL", "mmol/L", "unknown"];
 
 pub struct Dexcom {
     http: http::SharedClient,
@@ -210,9 +213,8 @@ fn parse_system_time(s: &str) -> Option<NaiveDateTime> {
 }
 
 /// One EGV as a glucose sample `{timestamp, value, unit}`, in the unit Dexcom gives (the
-/// pipeline's samples carry their own unit, so nothing is converted). `None` for a reading
-/// outside `range`, without a value, or whose unit is `unknown`: a number without its unit
-/// cannot be read.
+/// pipeline's samples carry their own unit, so nothing is converted; `unknown` stays stated).
+/// `None` for a reading outside `range`, without a value or without a unit.
 fn egv_sample(r: &Value, range: DateRange) -> Option<Value> {
     let at = parse_system_time(r.get("systemTime")?.as_str()?)?;
     let day: NaiveDate = at.date();
@@ -329,7 +331,13 @@ mod tests {
             Some(json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 7.9, "unit": "mmol/L"}))
         );
         let unknown = json!({"systemTime": "2026-11-21T08:05:00", "value": 135, "unit": "unknown"});
-        assert_eq!(egv_sample(&unknown, range()), None, "a number without its unit");
+        assert_eq!(
+            egv_sample(&unknown, range()),
+            Some(json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 135.0, "unit": "unknown"})),
+            "kept, its unit stated"
+        );
+        let other = json!({"systemTime": "2026-11-21T08:05:00", "value": 135, "unit": "mg/dL/min"});
+        assert_eq!(egv_sample(&other, range()), None, "not a GlucoseUnit");
         let next_day = json!({"systemTime": "2026-11-22T00:00:00", "value": 135, "unit": "mg/dL"});
         assert_eq!(egv_sample(&next_day, range()), None);
     }

@@ -126,12 +126,13 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     assert_eq!(dexcom.resources(), &["glucose"]);
     let fetched = dexcom.fetch(&account, "glucose", fixture_range(), &NoLimit).await.unwrap();
     assert_eq!(fetched.resource, "glucose");
-    // The fixture's readings, oldest first, in mg/dL as Dexcom gave them; the reading whose unit
-    // is `unknown` is left out.
+    // The fixture's readings, oldest first, in mg/dL as Dexcom gave them; the example's reading
+    // whose unit is `unknown` is kept, with its unit stated.
     assert_eq!(
         fetched.records,
         vec![
             json!({"timestamp": "2026-11-21T07:55:00+00:00", "value": 138.0, "unit": "mg/dL"}),
+            json!({"timestamp": "2026-11-21T08:00:00+00:00", "value": 135.0, "unit": "unknown"}),
             json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 142.0, "unit": "mg/dL"}),
             json!({"timestamp": "2026-11-22T12:00:00+00:00", "value": 96.0, "unit": "mg/dL"}),
             json!({"timestamp": "2026-11-22T12:05:00+00:00", "value": 101.0, "unit": "mg/dL"}),
@@ -156,14 +157,14 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     fake.add_egv(egv("mmol", "2026-11-24T00:00:00", 7.9, "mmol/L"));
     let longer = DateRange { start: day("2026-10-01"), end: day("2026-12-31") };
     let fetched = dexcom.fetch(&account, "glucose", longer, &NoLimit).await.unwrap();
-    assert_eq!(fetched.records.len(), 9, "{:?}", fetched.records);
+    assert_eq!(fetched.records.len(), 10, "{:?}", fetched.records);
     assert_eq!(fetched.records[0]["timestamp"], "2026-11-10T12:00:00+00:00");
     assert_eq!(
         fetched.records[1],
         json!({"timestamp": "2026-11-17T12:00:00+00:00", "value": 110.0, "unit": "mg/dL"})
     );
     assert_eq!(
-        fetched.records[8],
+        fetched.records[9],
         json!({"timestamp": "2026-11-24T00:00:00+00:00", "value": 7.9, "unit": "mmol/L"})
     );
     // A long range: cut to the user's data (dataRange), then windows of at most a week that
