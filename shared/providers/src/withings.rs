@@ -50,10 +50,14 @@ pub const SLUG: &str = "withings";
 pub const SCOPES: &str = "user.info,user.metrics,user.activity,user.sleepevents";
 
 /// The notification categories (`appli`) Wearlab subscribes to: every one [`resources_of_appli`]
-/// maps (body measures, temperature, blood pressure/heart rate/SpO2, activity, sleep). The codes
-/// are the notifications guide's (`../shared/PROVIDERS.md` section 4); WITH-SPEC's `notify`
-/// operations do not list them.
-pub const NOTIFY_APPLIS: [u32; 5] = [1, 2, 4, 16, 44];
+/// maps (body measures, temperature, blood pressure/heart rate/SpO2, activity, sleep), and 46,
+/// the user's profile actions, whose `unlink` tells that the user took Wearlab's access away.
+/// The codes are the notifications guide's (developer.withings.com, "Notification content");
+/// WITH-SPEC's `notify` operations do not list them.
+pub const NOTIFY_APPLIS: [u32; 6] = [1, 2, 4, 16, 44, APPLI_USER];
+
+/// `appli` 46: user profile actions, with `action` `update`, `unlink` or `delete`.
+pub const APPLI_USER: u32 = 46;
 
 /// A provider that keeps answering `more` is cut off here (a loop, not data).
 const MAX_PAGES: usize = 10_000;
@@ -582,10 +586,12 @@ fn intraday_rows(intraday: Intraday, field: &str, unit: &str) -> Vec<Value> {
 }
 
 /// The catalog resources a notification category (`appli`) concerns; none for categories
-/// Wearlab does not map (bed in/out, ECG, ...).
+/// Wearlab does not map (bed in/out, ECG, ...). Appli 1 is every `getmeas` measure of the
+/// scale and the thermometers' body and skin temperature (measure types 71 and 73) among them.
+/// Appli 46's unlink is read apart ([`read_push`]).
 pub fn resources_of_appli(appli: i64) -> &'static [&'static str] {
     match appli {
-        1 => &["body", "weight", "fat", "profile"],
+        1 => &["body", "weight", "fat", "profile", "body_temperature"],
         2 => &["body_temperature"],
         4 => &["blood_oxygen"],
         16 => &["activity", "workouts", "heartrate", "steps", "distance", "calories_active"],
@@ -603,6 +609,9 @@ struct Notification {
     startdate: Option<i64>,
     #[serde(default)]
     enddate: Option<i64>,
+    /// Appli 46's profile action (`update`, `unlink`, `delete`).
+    #[serde(default)]
+    action: Option<String>,
 }
 
 /// Reads a request to Withings's push endpoint. HEAD and GET are Withings's reachability
@@ -621,6 +630,21 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
     if n.userid.trim().is_empty() {
         return PushOutcome::Refused(format!("{SLUG} push without a user id"));
     }
+    let user = n.userid.trim().to_owned();
+    if n.appli == i64::from(APPLI_USER) {
+        // The user unlinked Wearlab (or deleted the account). The notice is unsigned, so it is
+        // not taken as the end of the connection by itself: the connection is polled, and the
+        // tokens Withings invalidated end it (the refused refresh marks it, as any revoked
+        // access is); a forged notice costs one poll.
+        return match n.action.as_deref() {
+            Some("unlink" | "delete") => PushOutcome::Notices(vec![PushNotice {
+                external_user_id: user,
+                resources: vec!["profile".to_owned()],
+                range: None,
+            }]),
+            _ => PushOutcome::Notices(vec![]),
+        };
+    }
     let resources = resources_of_appli(n.appli);
     if resources.is_empty() {
         return PushOutcome::Notices(vec![]);
@@ -635,7 +659,7 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
         _ => None,
     };
     PushOutcome::Notices(vec![PushNotice {
-        external_user_id: n.userid.trim().to_owned(),
+        external_user_id: user,
         resources: resources.iter().map(|r| (*r).to_owned()).collect(),
         range,
     }])

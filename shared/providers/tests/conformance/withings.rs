@@ -274,7 +274,13 @@ fn notifications_are_hints_by_category_and_the_reachability_check_is_answered() 
         notices,
         vec![PushNotice {
             external_user_id: "12345".into(),
-            resources: vec!["body".into(), "weight".into(), "fat".into(), "profile".into()],
+            resources: vec![
+                "body".into(),
+                "weight".into(),
+                "fat".into(),
+                "profile".into(),
+                "body_temperature".into()
+            ],
             // 2018-07-03T00:00Z .. 2018-07-04T10:05Z, a day either side for the user's zone.
             range: Some(DateRange { start: day("2018-07-02"), end: day("2018-07-05") }),
         }]
@@ -291,6 +297,19 @@ fn notifications_are_hints_by_category_and_the_reachability_check_is_answered() 
         resources(16).contains(&"heartrate".to_owned()) && resources(16).contains(&"workouts".to_owned())
     );
     assert!(resources(50).is_empty(), "bed in: nothing to fetch");
+    assert!(resources(1).contains(&"body_temperature".to_owned()), "types 71 and 73 are appli 1's");
+    // Appli 46: an unlink (or a deleted account) polls the user, whose refused tokens end the
+    // connection; a profile update fetches nothing.
+    for action in ["unlink", "delete"] {
+        let unlink = withings::read_push(&post(&format!("userid=12345&appli=46&action={action}")));
+        let PushOutcome::Notices(n) = unlink else { panic!("{unlink:?}") };
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].external_user_id, "12345");
+    }
+    assert_eq!(
+        withings::read_push(&post("userid=12345&appli=46&action=update")),
+        PushOutcome::Notices(vec![])
+    );
     let PushOutcome::Notices(n) = withings::read_push(&post("userid=12345&appli=44")) else { panic!() };
     assert_eq!(n[0].range, None, "no dates: the caller picks a recent window");
 
@@ -342,8 +361,8 @@ async fn subscribes_the_callback_to_every_mapped_category() {
             appli
         })
         .collect();
-    assert_eq!(applis, vec!["1", "2", "4", "16", "44"]);
-    for appli in withings::NOTIFY_APPLIS {
+    assert_eq!(applis, vec!["1", "2", "4", "16", "44", "46"]);
+    for appli in withings::NOTIFY_APPLIS.into_iter().filter(|a| *a != withings::APPLI_USER) {
         assert!(!withings::resources_of_appli(appli.into()).is_empty(), "appli {appli} is mapped");
     }
 }
