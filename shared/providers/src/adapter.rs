@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow,
+    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 #[async_trait]
@@ -41,13 +41,16 @@ pub trait Adapter: Send + Sync + 'static {
     ) -> Result<ProviderCredentials, ProviderError>;
 
     /// One resource's records for a range of days, every page followed to the end, mapped to
-    /// normalised records (units converted). A 401 is `AccessTokenRefused`, a 429
-    /// `RateLimited` with the provider's reset.
+    /// normalised records (units converted). Each HTTP request it sends (every page, every
+    /// stream, every day of intraday data) is admitted by `gate` before it is sent; a refusal
+    /// ends the fetch with it. A 401 is `AccessTokenRefused`, a 429 `RateLimited` with the
+    /// provider's reset.
     async fn fetch(
         &self,
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError>;
 
     /// Revokes Wearlab's access at the provider (where it has an endpoint; `Ok` otherwise).

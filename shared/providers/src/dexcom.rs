@@ -11,8 +11,8 @@ use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
@@ -46,8 +46,11 @@ pub const WINDOW_DAYS: i64 = 7;
 /// Endpoints, e.g. `2025-02-06T09:12:35`).
 const DATE_FORMAT: &str = "%Y-%m-%dT%H:%M:%S";
 
-/// The units an EGV is given in (GlucoseUnit; `unknown` is its third value).
-const GLUCOSE_UNITS: [&str; 2] = ["mg/dL", "mmol/L"];
+/// The values of an EGV's `unit` (GlucoseUnit: `mg/dL`, `mmol/L`, and `unknown`, which Dexcom's
+/// own EGVs example carries). A reading in `unknown` is kept with that unit stated rather than
+/// dropped or guessed: its `rateUnit` may name the other unit (the example's does, beside a
+/// value of 135), so nothing in the record says which it is.
+const GLUCOSE_UNITS: [&str; 3] = ["mg/dL", "mmol/L", "unknown"];
 
 pub struct Dexcom {
     http: http::SharedClient,
@@ -99,27 +102,34 @@ impl Dexcom {
 
     async fn get(
         &self,
+        gate: &dyn RequestGate,
         token: &str,
         path: &str,
         query: &[(&str, String)],
     ) -> Result<http::Answer, ProviderError> {
         let url = format!("{}/v3/users/self/{path}", self.config.endpoints.api);
-        let answer = http::send(SLUG, self.http.get(url).bearer_auth(token).query(query)).await?;
+        let request = self.http.get(url).bearer_auth(token).query(query);
+        let answer = http::send_admitted(gate, SLUG, request).await?;
         http::check(SLUG, answer)
     }
 
-    async fn data_range(&self, token: &str) -> Result<DataRange, ProviderError> {
-        self.get(token, "dataRange", &[]).await?.json(SLUG)
+    async fn data_range(&self, gate: &dyn RequestGate, token: &str) -> Result<DataRange, ProviderError> {
+        self.get(gate, token, "dataRange", &[]).await?.json(SLUG)
     }
 
     /// The EGVs of `range`, one call per [`WINDOW_DAYS`] (Dexcom does not page: the window is the
     /// page). A range longer than one window is first cut to the user's data (`dataRange`), so a
     /// historical pull asks nothing before the first reading or after the last.
-    async fn egvs(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    async fn egvs(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
         let mut from = range.start.and_hms_opt(0, 0, 0).expect("midnight");
         let mut until = (range.end + Duration::days(1)).and_hms_opt(0, 0, 0).expect("midnight");
         if until - from > Duration::days(WINDOW_DAYS) {
-            let held = self.data_range(token).await?.egvs.unwrap_or_default();
+            let held = self.data_range(gate, token).await?.egvs.unwrap_or_default();
             match (held.start.and_then(|m| m.system_time), held.end.and_then(|m| m.system_time)) {
                 (Some(first), Some(last)) => {
                     let first = system_time(&first)?;
@@ -139,7 +149,7 @@ impl Dexcom {
                 ("startDate", from.format(DATE_FORMAT).to_string()),
                 ("endDate", to.format(DATE_FORMAT).to_string()),
             ];
-            let page: Egvs = self.get(token, "egvs", &query).await?.json(SLUG)?;
+            let page: Egvs = self.get(gate, token, "egvs", &query).await?.json(SLUG)?;
             for r in page.records {
                 // Window bounds may be inclusive at both ends: a reading on a bound comes twice.
                 let key = r
@@ -203,9 +213,8 @@ fn parse_system_time(s: &str) -> Option<NaiveDateTime> {
 }
 
 /// One EGV as a glucose sample `{timestamp, value, unit}`, in the unit Dexcom gives (the
-/// pipeline's samples carry their own unit, so nothing is converted). `None` for a reading
-/// outside `range`, without a value, or whose unit is `unknown`: a number without its unit
-/// cannot be read.
+/// pipeline's samples carry their own unit, so nothing is converted; `unknown` stays stated).
+/// `None` for a reading outside `range`, without a value or without a unit.
 fn egv_sample(r: &Value, range: DateRange) -> Option<Value> {
     let at = parse_system_time(r.get("systemTime")?.as_str()?)?;
     let day: NaiveDate = at.date();
@@ -241,7 +250,7 @@ impl Adapter for Dexcom {
         let credentials =
             oauth::exchange(SLUG, &self.http, &self.config.endpoints.token, exchange, ClientAuth::Body)
                 .await?;
-        let range = self.data_range(credentials.access_token.expose()).await?;
+        let range = self.data_range(&NoLimit, credentials.access_token.expose()).await?;
         let id = range
             .user_id
             .filter(|s| !s.is_empty())
@@ -279,10 +288,11 @@ impl Adapter for Dexcom {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "glucose" => self.egvs(token, range).await?,
+            "glucose" => self.egvs(gate, token, range).await?,
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
         tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
@@ -321,7 +331,13 @@ mod tests {
             Some(json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 7.9, "unit": "mmol/L"}))
         );
         let unknown = json!({"systemTime": "2026-11-21T08:05:00", "value": 135, "unit": "unknown"});
-        assert_eq!(egv_sample(&unknown, range()), None, "a number without its unit");
+        assert_eq!(
+            egv_sample(&unknown, range()),
+            Some(json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 135.0, "unit": "unknown"})),
+            "kept, its unit stated"
+        );
+        let other = json!({"systemTime": "2026-11-21T08:05:00", "value": 135, "unit": "mg/dL/min"});
+        assert_eq!(egv_sample(&other, range()), None, "not a GlucoseUnit");
         let next_day = json!({"systemTime": "2026-11-22T00:00:00", "value": 135, "unit": "mg/dL"});
         assert_eq!(egv_sample(&next_day, range()), None);
     }

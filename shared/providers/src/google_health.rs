@@ -15,8 +15,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::lab::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
@@ -242,9 +242,16 @@ impl GoogleHealth {
         &self.config
     }
 
-    async fn get(&self, token: &str, path: &str, query: &[(&str, String)]) -> Result<Value, ProviderError> {
+    async fn get(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Value, ProviderError> {
         let url = format!("{}{path}", self.config.endpoints.api);
-        let answer = http::send(SLUG, self.http.get(url).bearer_auth(token).query(query)).await?;
+        let request = self.http.get(url).bearer_auth(token).query(query);
+        let answer = http::send_admitted(gate, SLUG, request).await?;
         http::check(SLUG, answer)?.json(SLUG)
     }
 
@@ -255,6 +262,7 @@ impl GoogleHealth {
     /// phone and a watch would have each step and metre counted twice.
     async fn points(
         &self,
+        gate: &dyn RequestGate,
         token: &str,
         data_type: &str,
         range: DateRange,
@@ -279,7 +287,7 @@ impl GoogleHealth {
             if let Some(t) = &next {
                 q.push(("pageToken", t.clone()));
             }
-            let page: Page = serde_json::from_value(self.get(token, &path, &q).await?)
+            let page: Page = serde_json::from_value(self.get(gate, token, &path, &q).await?)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable page: {e}")))?;
             out.extend(page.data_points.into_iter().filter_map(|mut p| p.get_mut(&key).map(Value::take)));
             match page.next_page_token.filter(|t| !t.is_empty()) {
@@ -296,7 +304,7 @@ impl GoogleHealth {
     }
 
     async fn identity(&self, token: &str) -> Result<String, ProviderError> {
-        let identity = self.get(token, "/v4/users/me/identity", &[]).await?;
+        let identity = self.get(&NoLimit, token, "/v4/users/me/identity", &[]).await?;
         identity
             .get("healthUserId")
             .and_then(Value::as_str)
@@ -308,6 +316,7 @@ impl GoogleHealth {
     /// A series of one number per data point, each placed at `time` of the point.
     async fn series(
         &self,
+        gate: &dyn RequestGate,
         token: &str,
         data_type: &str,
         range: DateRange,
@@ -315,7 +324,7 @@ impl GoogleHealth {
         unit: &str,
     ) -> Result<Vec<Value>, ProviderError> {
         let mut rows: Vec<Value> = self
-            .points(token, data_type, range)
+            .points(gate, token, data_type, range)
             .await?
             .iter()
             .filter_map(read)
@@ -330,12 +339,17 @@ impl GoogleHealth {
     }
 
     /// `weight` and `body-fat` samples as one body summary per local day (the day's last of each).
-    async fn body(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    async fn body(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
         let mut days: BTreeMap<NaiveDate, (Latest, Latest)> = BTreeMap::new();
         let mut zones: BTreeMap<NaiveDate, Option<String>> = BTreeMap::new();
         for (data_type, field, scale) in [("weight", "weightGrams", 1000.0), ("body-fat", "percentage", 1.0)]
         {
-            for p in self.points(token, data_type, range).await? {
+            for p in self.points(gate, token, data_type, range).await? {
                 let (Some((t, offset)), Some(v)) = (sample_time(&p), p.get(field).and_then(number)) else {
                     continue;
                 };
@@ -714,19 +728,26 @@ impl Adapter for GoogleHealth {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "steps" => self.series(token, "steps", range, steps, "count").await?,
-            "distance" => self.series(token, "distance", range, distance, "m").await?,
-            "heartrate" => self.series(token, "heart-rate", range, heart_rate, "bpm").await?,
-            "hrv" => self.series(token, "daily-heart-rate-variability", range, daily_hrv, "ms").await?,
-            "blood_oxygen" => self.series(token, "daily-oxygen-saturation", range, daily_spo2, "%").await?,
-            "body" => self.body(token, range).await?,
-            "sleep" => sleep_records(&self.points(token, "sleep", range).await?),
+            "steps" => self.series(gate, token, "steps", range, steps, "count").await?,
+            "distance" => self.series(gate, token, "distance", range, distance, "m").await?,
+            "heartrate" => self.series(gate, token, "heart-rate", range, heart_rate, "bpm").await?,
+            "hrv" => self.series(gate, token, "daily-heart-rate-variability", range, daily_hrv, "ms").await?,
+            "blood_oxygen" => {
+                self.series(gate, token, "daily-oxygen-saturation", range, daily_spo2, "%").await?
+            }
+            "body" => self.body(gate, token, range).await?,
+            "sleep" => sleep_records(&self.points(gate, token, "sleep", range).await?),
             "workouts" => {
-                let mut w: Vec<Value> =
-                    self.points(token, "exercise", range).await?.iter().filter_map(workout_record).collect();
+                let mut w: Vec<Value> = self
+                    .points(gate, token, "exercise", range)
+                    .await?
+                    .iter()
+                    .filter_map(workout_record)
+                    .collect();
                 w.reverse();
                 w
             }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use wearlab_domain::ports::providers::ProviderError;
+use wearlab_domain::ports::providers::{ProviderError, RequestGate};
 
 /// A provider call that takes longer is failed (and retried later by the pipeline).
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -74,6 +74,17 @@ pub async fn send(provider: &str, request: reqwest::RequestBuilder) -> Result<An
         .map_err(|_| ProviderError::Api(format!("{provider} broke off its answer")))?
         .to_vec();
     Ok(Answer { status, headers, body })
+}
+
+/// [`send`], once `gate` admitted the request (a fetch's data call counts against the
+/// provider's published limits before it leaves); a refusal is the gate's `RateLimited`.
+pub async fn send_admitted(
+    gate: &dyn RequestGate,
+    provider: &str,
+    request: reqwest::RequestBuilder,
+) -> Result<Answer, ProviderError> {
+    gate.admit().await?;
+    send(provider, request).await
 }
 
 /// A data call's answer: 2xx passes; 401 is `AccessTokenRefused` (refresh and retry once), 403

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::lab::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
@@ -113,15 +113,23 @@ impl Oura {
         http::check(SLUG, http::send(SLUG, request).await?)
     }
 
-    async fn get(&self, token: &str, path: &str, query: &[(&str, String)]) -> Result<Value, ProviderError> {
+    async fn get(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Value, ProviderError> {
         let url = format!("{}{path}", self.config.endpoints.api);
-        let answer = http::send(SLUG, self.http.get(url).bearer_auth(token).query(query)).await?;
+        let request = self.http.get(url).bearer_auth(token).query(query);
+        let answer = http::send_admitted(gate, SLUG, request).await?;
         http::check(SLUG, answer)?.json(SLUG)
     }
 
     /// Every document of a collection, `next_token` followed to the end.
     async fn collection(
         &self,
+        gate: &dyn RequestGate,
         token: &str,
         kind: &str,
         query: Vec<(&str, String)>,
@@ -141,7 +149,7 @@ impl Oura {
             if let Some(t) = &next {
                 q.push(("next_token", t.clone()));
             }
-            let page: Page = serde_json::from_value(self.get(token, &path, &q).await?)
+            let page: Page = serde_json::from_value(self.get(gate, token, &path, &q).await?)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable page: {e}")))?;
             out.extend(page.data);
             match page.next_token.filter(|t| !t.is_empty()) {
@@ -154,10 +162,17 @@ impl Oura {
 
     /// Day documents of `range`. Oura reads the dates in the user's zone and its end bound's
     /// inclusiveness is not documented: ask one day more and keep the range's days.
-    async fn days(&self, token: &str, kind: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    async fn days(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        kind: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
         let end = range.end + Duration::days(1);
         let docs = self
             .collection(
+                gate,
                 token,
                 kind,
                 vec![("start_date", range.start.to_string()), ("end_date", end.to_string())],
@@ -166,11 +181,16 @@ impl Oura {
         Ok(docs.into_iter().filter(|d| day(d).is_some_and(|d| d >= range.start && d <= range.end)).collect())
     }
 
-    async fn personal_info(&self, token: &str) -> Result<Value, ProviderError> {
-        self.get(token, "/v2/usercollection/personal_info", &[]).await
+    async fn personal_info(&self, gate: &dyn RequestGate, token: &str) -> Result<Value, ProviderError> {
+        self.get(gate, token, "/v2/usercollection/personal_info", &[]).await
     }
 
-    async fn heartrate(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    async fn heartrate(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
         let mut out = Vec::new();
         let mut start = range.start;
         while start <= range.end {
@@ -178,6 +198,7 @@ impl Oura {
                 (start + chrono::Days::new(HEARTRATE_WINDOW_DAYS)).min(range.end + chrono::Days::new(1));
             let rows = self
                 .collection(
+                    gate,
                     token,
                     "heartrate",
                     vec![("start_datetime", midnight(start)), ("end_datetime", midnight(end))],
@@ -437,7 +458,7 @@ impl Adapter for Oura {
         let credentials =
             oauth::exchange(SLUG, &self.http, &self.config.endpoints.token, exchange, ClientAuth::Body)
                 .await?;
-        let info = self.personal_info(credentials.access_token.expose()).await?;
+        let info = self.personal_info(&NoLimit, credentials.access_token.expose()).await?;
         let id = info
             .get("id")
             .and_then(Value::as_str)
@@ -468,26 +489,32 @@ impl Adapter for Oura {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "profile" => vec![profile_record(&self.personal_info(token).await?, Utc::now().date_naive())],
-            "activity" => {
-                self.days(token, "daily_activity", range).await?.iter().filter_map(activity_record).collect()
+            "profile" => {
+                vec![profile_record(&self.personal_info(gate, token).await?, Utc::now().date_naive())]
             }
+            "activity" => self
+                .days(gate, token, "daily_activity", range)
+                .await?
+                .iter()
+                .filter_map(activity_record)
+                .collect(),
             // Every sleep period, naps too: each is its own sleep summary.
             "sleep" => self
-                .days(token, "sleep", range)
+                .days(gate, token, "sleep", range)
                 .await?
                 .iter()
                 .filter(|d| is_sleep(d))
                 .filter_map(sleep_record)
                 .collect(),
-            "hrv" => main_sleeps(self.days(token, "sleep", range).await?)
+            "hrv" => main_sleeps(self.days(gate, token, "sleep", range).await?)
                 .iter()
                 .flat_map(|d| d.get("hrv").map(|s| samples(s, "ms")).unwrap_or_default())
                 .collect(),
-            "respiratory_rate" => main_sleeps(self.days(token, "sleep", range).await?)
+            "respiratory_rate" => main_sleeps(self.days(gate, token, "sleep", range).await?)
                 .iter()
                 .filter_map(|d| {
                     Some(json!({"timestamp": d.get("bedtime_start")?.as_str()?,
@@ -495,11 +522,11 @@ impl Adapter for Oura {
                 })
                 .collect(),
             "workouts" => {
-                self.days(token, "workout", range).await?.iter().filter_map(workout_record).collect()
+                self.days(gate, token, "workout", range).await?.iter().filter_map(workout_record).collect()
             }
-            "heartrate" => self.heartrate(token, range).await?,
+            "heartrate" => self.heartrate(gate, token, range).await?,
             "blood_oxygen" => self
-                .days(token, "daily_spo2", range)
+                .days(gate, token, "daily_spo2", range)
                 .await?
                 .iter()
                 .filter_map(|d| {
@@ -508,7 +535,7 @@ impl Adapter for Oura {
                 })
                 .collect(),
             "body_temperature_delta" => self
-                .days(token, "daily_readiness", range)
+                .days(gate, token, "daily_readiness", range)
                 .await?
                 .iter()
                 .filter_map(|d| {

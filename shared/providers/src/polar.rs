@@ -10,7 +10,8 @@
 //!   `start_time_utc_offset` (minutes) as UTC, the ISO 8601 `duration` to the end time, kcal,
 //!   metres, average heart rate.
 //! - `activity`: `/v3/users/activities?from&to`, steps, kcal (total and active), distance from
-//!   steps (m); ranges split into 28-day windows, nothing asked older than 365 days.
+//!   steps (m); ranges split into 28-day windows, nothing asked older than 365 days. Its
+//!   `start_time` is UTC without a zone: the day is the local one in the user's time zone.
 //! - `sleep`: `/v3/users/sleep` (last 28 days), stage seconds, interruptions as awake time, the
 //!   hypnogram as stages.
 //! - `heartrate`: `/v3/users/continuous-heart-rate?from&to` (5-minute samples). `sample_time` is
@@ -31,7 +32,7 @@ use serde_json::{Value, json};
 use wearlab_domain::lab::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
@@ -96,9 +97,15 @@ impl Polar {
     }
 
     /// A data call; a 204 ("no content when there is no data") is `null`.
-    async fn get(&self, token: &str, path: &str, query: &[(&str, String)]) -> Result<Value, ProviderError> {
+    async fn get(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Value, ProviderError> {
         let request = self.http.get(self.url(path)).bearer_auth(token).query(query);
-        let answer = http::check(SLUG, http::send(SLUG, request).await?)?;
+        let answer = http::check(SLUG, http::send_admitted(gate, SLUG, request).await?)?;
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
@@ -127,27 +134,37 @@ impl Polar {
         }
     }
 
-    async fn nights(&self, token: &str) -> Result<Vec<Sleep>, ProviderError> {
+    async fn nights(&self, gate: &dyn RequestGate, token: &str) -> Result<Vec<Sleep>, ProviderError> {
         #[derive(Deserialize)]
         struct Nights {
             #[serde(default)]
             nights: Vec<Sleep>,
         }
-        Ok(parse::<Option<Nights>>(self.get(token, "/v3/users/sleep", &[]).await?)?
+        Ok(parse::<Option<Nights>>(self.get(gate, token, "/v3/users/sleep", &[]).await?)?
             .map(|n| n.nights)
             .unwrap_or_default())
     }
 
-    async fn physical_info(&self, token: &str) -> Result<PhysicalInfo, ProviderError> {
-        Ok(parse::<Option<PhysicalInfo>>(self.get(token, "/v3/users/physical-info", &[]).await?)?
+    async fn physical_info(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+    ) -> Result<PhysicalInfo, ProviderError> {
+        Ok(parse::<Option<PhysicalInfo>>(self.get(gate, token, "/v3/users/physical-info", &[]).await?)?
             .unwrap_or_default())
     }
 
     /// Every document of a `from`/`to` endpoint over `range`, in windows Polar accepts.
-    async fn ranged(&self, token: &str, path: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    async fn ranged(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        path: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
         let mut out = Vec::new();
         for (from, to) in windows(range, Utc::now().date_naive()) {
-            match self.get(token, path, &[("from", from.to_string()), ("to", to.to_string())]).await? {
+            match self.get(gate, token, path, &[("from", from.to_string()), ("to", to.to_string())]).await? {
                 Value::Array(docs) => out.extend(docs),
                 Value::Null => {}
                 doc => out.push(doc),
@@ -156,12 +173,17 @@ impl Polar {
         Ok(out)
     }
 
-    async fn heartrate(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
-        let docs = self.ranged(token, "/v3/users/continuous-heart-rate", range).await?;
+    async fn heartrate(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let docs = self.ranged(gate, token, "/v3/users/continuous-heart-rate", range).await?;
         if docs.is_empty() {
             return Ok(vec![]);
         }
-        let nights = self.nights(token).await?;
+        let nights = self.nights(gate, token).await?;
         let offsets: BTreeMap<NaiveDate, FixedOffset> =
             nights.iter().filter_map(|s| Some((s.date?, *s.sleep_start_time?.offset()))).collect();
         let mut rows = Vec::new();
@@ -186,20 +208,25 @@ impl Polar {
         Ok(rows)
     }
 
-    async fn hrv(&self, token: &str, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    async fn hrv(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
         #[derive(Deserialize)]
         struct Recharges {
             #[serde(default)]
             recharges: Vec<Recharge>,
         }
         let recharges =
-            parse::<Option<Recharges>>(self.get(token, "/v3/users/nightly-recharge", &[]).await?)?
+            parse::<Option<Recharges>>(self.get(gate, token, "/v3/users/nightly-recharge", &[]).await?)?
                 .map(|r| r.recharges)
                 .unwrap_or_default();
         if !recharges.iter().any(|r| r.date.is_some_and(|d| in_range(range, d))) {
             return Ok(vec![]);
         }
-        let nights = self.nights(token).await?;
+        let nights = self.nights(gate, token).await?;
         Ok(recharges
             .iter()
             .filter_map(|r| {
@@ -372,7 +399,8 @@ struct HeartRate {
 
 #[derive(Debug, Deserialize)]
 struct Activity {
-    /// POLAR-SPEC `activity-summary.start_time` (its day is the activity's day).
+    /// POLAR-SPEC `activity-summary-with-all-samples.start_time`: "Start time of the activity
+    /// in UTC", without an offset; the summary has no local date or offset of its own.
     start_time: NaiveDateTime,
     #[serde(default)]
     steps: Option<f64>,
@@ -384,14 +412,18 @@ struct Activity {
     distance_from_steps: Option<f64>,
 }
 
+/// Daily activity summaries, placed by their start (`time_start`, UTC): the pipeline dates each
+/// by the local day of that instant in the user's time zone (Polar's record carries no zone).
+/// Kept when that instant's UTC day is within a day of `range`, as the local day may be.
 fn activity_records(docs: Vec<Value>, range: DateRange) -> Result<Vec<Value>, ProviderError> {
+    let near = DateRange { start: range.start - Duration::days(1), end: range.end + Duration::days(1) };
     let mut out = Vec::new();
     for doc in docs {
         let a: Activity = parse(doc)?;
-        let day = a.start_time.date();
-        if in_range(range, day) {
+        let start = a.start_time.and_utc();
+        if in_range(near, start.date_naive()) {
             out.push(json!({
-                "date": day.to_string(),
+                "time_start": rfc3339(start),
                 "steps": a.steps,
                 "calories_total": a.calories,
                 "calories_active": a.active_calories,
@@ -593,26 +625,29 @@ impl Adapter for Polar {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
             "workouts" if !listed(range, EXERCISES_LIST_DAYS) => vec![],
             "sleep" | "hrv" if !listed(range, NIGHTS_LIST_DAYS) => vec![],
             "workouts" => {
-                let docs = self.get(token, "/v3/exercises", &[]).await?;
+                let docs = self.get(gate, token, "/v3/exercises", &[]).await?;
                 workout_records(parse::<Option<Vec<Exercise>>>(docs)?.unwrap_or_default(), range)
             }
-            "activity" => activity_records(self.ranged(token, "/v3/users/activities", range).await?, range)?,
-            "sleep" => sleep_records(&self.nights(token).await?, range),
-            "heartrate" => self.heartrate(token, range).await?,
-            "hrv" => self.hrv(token, range).await?,
-            "profile" => vec![profile_record(&self.physical_info(token).await?)],
+            "activity" => {
+                activity_records(self.ranged(gate, token, "/v3/users/activities", range).await?, range)?
+            }
+            "sleep" => sleep_records(&self.nights(gate, token).await?, range),
+            "heartrate" => self.heartrate(gate, token, range).await?,
+            "hrv" => self.hrv(gate, token, range).await?,
+            "profile" => vec![profile_record(&self.physical_info(gate, token).await?)],
             "body" => {
                 let today = Utc::now().date_naive();
                 if !in_range(range, today) {
                     vec![]
                 } else {
-                    let weight = self.physical_info(token).await?.weight;
+                    let weight = self.physical_info(gate, token).await?.weight;
                     weight.map(|kg| json!({"date": today.to_string(), "weight_kg": kg})).into_iter().collect()
                 }
             }

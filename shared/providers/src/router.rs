@@ -9,8 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, NoLimit, OauthClient,
+    PasswordLogin, ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest,
+    RateWindow, RequestGate,
 };
 use wearlab_models::ProviderAvailability;
 
@@ -151,7 +152,8 @@ impl Providers for RealProviders {
         let Some(resource) = route.adapter.resources().first() else { return Ok(credentials.clone()) };
         let today = chrono::Utc::now().date_naive();
         let range = DateRange { start: today.pred_opt().unwrap_or(today), end: today };
-        match route.adapter.fetch(account, resource, range).await {
+        // The caller counted this one request against the app's limits (bulk import does).
+        match route.adapter.fetch(account, resource, range, &NoLimit).await {
             Ok(_) => Ok(credentials.clone()),
             Err(ProviderError::AccessTokenRefused) => Err(ProviderError::CredentialError(
                 "the provider refused the access token (expired or revoked) and no refresh token was given"
@@ -179,10 +181,11 @@ impl Providers for RealProviders {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         match self.real(provider, &account.credentials) {
-            Some(route) => route.adapter.fetch(account, resource, range).await,
-            None => self.sim.fetch(provider, account, resource, range).await,
+            Some(route) => route.adapter.fetch(account, resource, range, gate).await,
+            None => self.sim.fetch(provider, account, resource, range, gate).await,
         }
     }
 

@@ -6,26 +6,37 @@
 //! document); what is mapped to what: `docs/PROVIDERS.md`.
 //!
 //! What is mapped (Strava's units are already Wearlab's: m, s, bpm):
-//! - `workouts`: `GET /athlete/activities`, one per activity, dated by its local start day.
+//! - `workouts`: `GET /athlete/activities`, one per activity, dated by its local start day; its
+//!   calories from the summary's `kilojoules` of work (see [`Activity::kilocalories`]).
 //! - `heartrate`, `distance`, `workout_stream`: `GET /activities/{id}/streams` of those
 //!   activities, each sample stamped at the activity's start plus the `time` stream; distance as
 //!   the metres covered since the previous sample (Strava's stream is cumulative), and the
-//!   workout stream's power (W) and cadence (rpm) samples, told apart by their unit.
+//!   workout stream's power (W) and cadence (rpm) samples, told apart by their unit. One streams
+//!   call per activity asks every key at once and serves the three resources: an activity list
+//!   and an activity's streams are kept for a short while ([`Kept`]), so the pipeline's fetches
+//!   of the three (one round, at once) ask Strava once, not three times.
 //! - `profile`: `GET /athlete` (Strava has neither height nor birth date in its schema: the
 //!   profile only names its source).
 //!
 //! Private activities (`private`, "Only Me") are kept only when `activity:read_all` was granted;
 //! without any activity scope the activity resources answer `ScopesNotGranted`.
 
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
 use wearlab_domain::ids::TimeZoneId;
 use wearlab_domain::lab::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
@@ -63,14 +74,79 @@ const MAX_PAGES: usize = 500;
 /// Strava's short-term window (15 minutes).
 const QUARTER_HOUR_SECS: i64 = 900;
 
+/// How long an activity list is kept: long enough for the fetches of one pipeline round (they
+/// run at once), short enough that a later poll or push reads Strava again.
+const LIST_LIFE: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long an activity's streams are kept (recorded streams do not change once uploaded).
+const STREAMS_LIFE: std::time::Duration = std::time::Duration::from_secs(300);
+/// Most activity lists kept at once (each is one window of one access token).
+const MOST_LISTS: usize = 64;
+/// Most activities' streams kept at once: an hour at one sample a second is about 300 KB, so
+/// about 10 MB; the pipeline's concurrent stream fetches read each one right after it arrives.
+const MOST_STREAMS: usize = 32;
+
 pub struct Strava {
     config: AppConfig,
     http: http::SharedClient,
+    /// Activity lists by (access token digest, window).
+    kept_lists: Kept<(TokenDigest, i64, i64), Vec<Activity>>,
+    /// Streams by (access token digest, activity id); `None`: Strava has none.
+    kept_streams: Kept<(TokenDigest, i64), Option<Streams>>,
+}
+
+/// SHA-256 of an access token: answers are kept for the token that read them, never handed to
+/// another connection, and the token itself is not copied into a key.
+type TokenDigest = [u8; 32];
+
+fn digest(credentials: &ProviderCredentials) -> TokenDigest {
+    Sha256::digest(credentials.access_token.expose().as_bytes()).into()
+}
+
+/// Answers kept for `life` per key, each fetched once however many callers ask for it at once:
+/// the first asks Strava, the others wait for its answer. A failure is not kept (the next caller
+/// asks again). At most `most` keys are kept; the oldest goes first.
+struct Kept<K, V> {
+    life: std::time::Duration,
+    most: usize,
+    entries: Mutex<HashMap<K, Slot<V>>>,
+}
+
+/// When a kept answer was first asked for, and the answer once it came.
+type Slot<V> = (Instant, Arc<OnceCell<Arc<V>>>);
+
+impl<K: Eq + Hash + Clone, V> Kept<K, V> {
+    fn new(life: std::time::Duration, most: usize) -> Self {
+        Self { life, most, entries: Mutex::new(HashMap::new()) }
+    }
+
+    async fn get_or_fetch<F>(&self, key: K, fetch: impl FnOnce() -> F) -> Result<Arc<V>, ProviderError>
+    where
+        F: Future<Output = Result<V, ProviderError>>,
+    {
+        let cell = {
+            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            entries.retain(|_, (at, _)| now.duration_since(*at) < self.life);
+            if entries.len() >= self.most && !entries.contains_key(&key) {
+                let oldest = entries.iter().min_by_key(|(_, (at, _))| *at).map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    entries.remove(&k);
+                }
+            }
+            entries.entry(key).or_insert_with(|| (now, Arc::new(OnceCell::new()))).1.clone()
+        };
+        cell.get_or_try_init(|| async { fetch().await.map(Arc::new) }).await.cloned()
+    }
 }
 
 impl Strava {
     pub fn new(config: AppConfig) -> Self {
-        Self { config, http: http::client() }
+        Self {
+            config,
+            http: http::client(),
+            kept_lists: Kept::new(LIST_LIFE, MOST_LISTS),
+            kept_streams: Kept::new(STREAMS_LIFE, MOST_STREAMS),
+        }
     }
 
     /// Strava's real hosts.
@@ -93,18 +169,20 @@ impl Strava {
 
     async fn get(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         path: &str,
         query: &[(&str, String)],
     ) -> Result<http::Answer, ProviderError> {
         let url = format!("{}{path}", self.config.endpoints.api);
         let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(query);
-        check(http::send(SLUG, request).await?)
+        check(http::send_admitted(gate, SLUG, request).await?)
     }
 
     /// Every activity that started in `[after, before)`, page after page until a short one.
     async fn activities(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         (after, before): (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<Vec<Activity>, ProviderError> {
@@ -117,7 +195,7 @@ impl Strava {
                 ("per_page", PER_PAGE.to_string()),
             ];
             let items: Vec<Activity> =
-                self.get(credentials, "/athlete/activities", &query).await?.json(SLUG)?;
+                self.get(gate, credentials, "/athlete/activities", &query).await?.json(SLUG)?;
             let short = items.len() < PER_PAGE;
             out.extend(items);
             if short {
@@ -130,15 +208,20 @@ impl Strava {
     /// The activities of `range`'s local days the granted scopes let Wearlab read.
     async fn readable_activities(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         range: DateRange,
     ) -> Result<Vec<Activity>, ProviderError> {
         let read_all = activity_access(&credentials.scopes)?;
-        let all = self.activities(credentials, window(range)).await?;
+        let (after, before) = window(range);
+        let key = (digest(credentials), after.timestamp(), before.timestamp());
+        let all =
+            self.kept_lists.get_or_fetch(key, || self.activities(gate, credentials, (after, before))).await?;
         Ok(all
-            .into_iter()
+            .iter()
             .filter(|a| read_all || !a.only_me())
             .filter(|a| a.local_day().is_some_and(|d| range.start <= d && d <= range.end))
+            .cloned()
             .collect())
     }
 
@@ -146,13 +229,14 @@ impl Strava {
     /// one deleted since it was listed).
     async fn streams(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         id: i64,
     ) -> Result<Option<Streams>, ProviderError> {
         let url = format!("{}/activities/{id}/streams", self.config.endpoints.api);
         let query = [("keys", STREAM_KEYS), ("key_by_type", "true")];
         let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(&query);
-        let answer = http::send(SLUG, request).await?;
+        let answer = http::send_admitted(gate, SLUG, request).await?;
         if answer.status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
@@ -162,18 +246,23 @@ impl Strava {
     /// One stream resource's rows over the activities of `range`.
     async fn stream_rows(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         resource: &str,
         range: DateRange,
     ) -> Result<Vec<Value>, ProviderError> {
         let mut rows = Vec::new();
-        for activity in self.readable_activities(credentials, range).await? {
+        for activity in self.readable_activities(gate, credentials, range).await? {
             // A manual activity has no recorded streams: not asked for.
             if activity.manual {
                 continue;
             }
-            let Some(streams) = self.streams(credentials, activity.id).await? else { continue };
-            rows.extend(streams.rows(resource, &activity));
+            let key = (digest(credentials), activity.id);
+            let streams =
+                self.kept_streams.get_or_fetch(key, || self.streams(gate, credentials, activity.id)).await?;
+            if let Some(streams) = streams.as_ref() {
+                rows.extend(streams.rows(resource, &activity));
+            }
         }
         Ok(rows)
     }
@@ -352,6 +441,10 @@ struct Activity {
     /// Kilocalories: only in a DetailedActivity, never in the list's summaries.
     #[serde(default)]
     calories: Option<f64>,
+    /// Kilojoules of mechanical work (rides with a power meter or Strava's estimated power);
+    /// in the list's summaries.
+    #[serde(default)]
+    kilojoules: Option<f64>,
     #[serde(default)]
     private: bool,
     /// "Only Me" as STRAVA-SW's `activity:read_all` scope words it; read besides `private`.
@@ -378,6 +471,17 @@ impl Activity {
         self.timezone.as_deref().and_then(iana_zone)
     }
 
+    /// The energy burned (kcal): a DetailedActivity's `calories`, else the summary's
+    /// `kilojoules` of work taken 1:1 as kilocalories. Strava computes a ride's calories from its
+    /// power output and a coefficient of human efficiency (Strava's support article "Calorie
+    /// Calculation", https://support.strava.com/hc/en-us/articles/216917097-Calorie-Calculation):
+    /// at the gross efficiency usually taken for cycling, about 24 %, the 4.184 kJ of a
+    /// kilocalorie cancel out (kJ / (4.184 x 0.24) = 0.996 kJ), so kilojoules of work are about
+    /// the kilocalories burned. Without either (a run, a ride without power) there are none.
+    fn kilocalories(&self) -> Option<f64> {
+        self.calories.or(self.kilojoules)
+    }
+
     fn record(&self) -> Option<Value> {
         let day = self.local_day()?;
         let end = self.start_date + Duration::seconds(self.elapsed_time.unwrap_or(0).max(0));
@@ -391,7 +495,7 @@ impl Activity {
         let optional = [
             ("distance_m", self.distance),
             ("average_hr", self.average_heartrate),
-            ("calories", self.calories),
+            ("calories", self.kilocalories()),
         ];
         for (key, value) in optional {
             if let Some(v) = value {
@@ -616,7 +720,7 @@ impl Adapter for Strava {
         let athlete = match answer.athlete {
             Some(a) => a,
             // Not in the answer: the athlete the token reads is the user.
-            None => self.get(&credentials, "/athlete", &[]).await?.json::<AthleteRef>(SLUG)?,
+            None => self.get(&NoLimit, &credentials, "/athlete", &[]).await?.json::<AthleteRef>(SLUG)?,
         };
         tracing::info!(provider = SLUG, external_user_id = athlete.id, "linked");
         Ok(ProviderAccount { external_user_id: athlete.id.to_string(), credentials })
@@ -635,16 +739,17 @@ impl Adapter for Strava {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let records = match resource {
             "workouts" => {
-                self.readable_activities(c, range).await?.iter().filter_map(Activity::record).collect()
+                self.readable_activities(gate, c, range).await?.iter().filter_map(Activity::record).collect()
             }
-            "heartrate" | "distance" | "workout_stream" => self.stream_rows(c, resource, range).await?,
+            "heartrate" | "distance" | "workout_stream" => self.stream_rows(gate, c, resource, range).await?,
             "profile" => {
                 // Read for its id only: Strava's athlete has no field of Wearlab's profile.
-                let _: AthleteRef = self.get(c, "/athlete", &[]).await?.json(SLUG)?;
+                let _: AthleteRef = self.get(gate, c, "/athlete", &[]).await?.json(SLUG)?;
                 vec![json!({})]
             }
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),

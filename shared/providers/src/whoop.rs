@@ -29,8 +29,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use wearlab_domain::lab::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
@@ -89,18 +89,20 @@ impl Whoop {
 
     async fn get<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         path: &str,
         query: &[(&str, String)],
     ) -> Result<T, ProviderError> {
         let url = format!("{}{path}", self.config.endpoints.api);
         let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(query);
-        http::check(SLUG, http::send(SLUG, request).await?)?.json(SLUG)
+        http::check(SLUG, http::send_admitted(gate, SLUG, request).await?)?.json(SLUG)
     }
 
     /// Every record of a collection whose time lies in `[from, to)`, page after page.
     async fn collection<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         path: &str,
         (from, to): (DateTime<Utc>, DateTime<Utc>),
@@ -114,7 +116,7 @@ impl Whoop {
             if let Some(token) = &previous {
                 query.push(("nextToken", token.clone()));
             }
-            let page: Page<T> = self.get(credentials, path, &query).await?;
+            let page: Page<T> = self.get(gate, credentials, path, &query).await?;
             out.extend(page.records);
             match page.next_token.filter(|t| !t.is_empty()) {
                 // The same token again would page forever.
@@ -552,7 +554,7 @@ impl Adapter for Whoop {
             return Err(ProviderError::ScopesNotGranted(vec!["offline".into()]));
         }
         let credentials = answer.into_credentials(now, None);
-        let profile: Profile = self.get(&credentials, "/v2/user/profile/basic", &[]).await?;
+        let profile: Profile = self.get(&NoLimit, &credentials, "/v2/user/profile/basic", &[]).await?;
         tracing::info!(provider = SLUG, external_user_id = profile.user_id, "linked");
         Ok(ProviderAccount { external_user_id: profile.user_id.to_string(), credentials })
     }
@@ -570,25 +572,26 @@ impl Adapter for Whoop {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let w = window(range);
         let records = match resource {
-            "sleep" => sleep_records(&self.collection(c, "/v2/activity/sleep", w).await?, range),
+            "sleep" => sleep_records(&self.collection(gate, c, "/v2/activity/sleep", w).await?, range),
             "respiratory_rate" => {
-                respiratory_rows(&self.collection(c, "/v2/activity/sleep", w).await?, range)
+                respiratory_rows(&self.collection(gate, c, "/v2/activity/sleep", w).await?, range)
             }
-            "workouts" => workout_records(&self.collection(c, "/v2/activity/workout", w).await?, range),
+            "workouts" => workout_records(&self.collection(gate, c, "/v2/activity/workout", w).await?, range),
             r if RECOVERY_RESOURCES.contains(&r) => {
-                let recoveries: Vec<Recovery> = self.collection(c, "/v2/recovery", w).await?;
-                let sleeps: Vec<Sleep> = self.collection(c, "/v2/activity/sleep", w).await?;
+                let recoveries: Vec<Recovery> = self.collection(gate, c, "/v2/recovery", w).await?;
+                let sleeps: Vec<Sleep> = self.collection(gate, c, "/v2/activity/sleep", w).await?;
                 recovery_rows(r, &recoveries, &sleeps, range)
             }
             "body" => {
-                let body: Body = self.get(c, "/v2/user/measurement/body", &[]).await?;
+                let body: Body = self.get(gate, c, "/v2/user/measurement/body", &[]).await?;
                 body_records(&body, range, Utc::now().date_naive())
             }
-            "profile" => profile_records(&self.get(c, "/v2/user/measurement/body", &[]).await?),
+            "profile" => profile_records(&self.get(gate, c, "/v2/user/measurement/body", &[]).await?),
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
         tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");

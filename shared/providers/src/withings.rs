@@ -33,8 +33,8 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ids::TimeZoneId;
 use wearlab_domain::lab::signing::hmac_sha256;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
+    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
@@ -50,10 +50,14 @@ pub const SLUG: &str = "withings";
 pub const SCOPES: &str = "user.info,user.metrics,user.activity,user.sleepevents";
 
 /// The notification categories (`appli`) Wearlab subscribes to: every one [`resources_of_appli`]
-/// maps (body measures, temperature, blood pressure/heart rate/SpO2, activity, sleep). The codes
-/// are the notifications guide's (`../shared/PROVIDERS.md` section 4); WITH-SPEC's `notify`
-/// operations do not list them.
-pub const NOTIFY_APPLIS: [u32; 5] = [1, 2, 4, 16, 44];
+/// maps (body measures, temperature, blood pressure/heart rate/SpO2, activity, sleep), and 46,
+/// the user's profile actions, whose `unlink` tells that the user took Wearlab's access away.
+/// The codes are the notifications guide's (developer.withings.com, "Notification content");
+/// WITH-SPEC's `notify` operations do not list them.
+pub const NOTIFY_APPLIS: [u32; 6] = [1, 2, 4, 16, 44, APPLI_USER];
+
+/// `appli` 46: user profile actions, with `action` `update`, `unlink` or `delete`.
+pub const APPLI_USER: u32 = 46;
 
 /// A provider that keeps answering `more` is cut off here (a loop, not data).
 const MAX_PAGES: usize = 10_000;
@@ -582,10 +586,12 @@ fn intraday_rows(intraday: Intraday, field: &str, unit: &str) -> Vec<Value> {
 }
 
 /// The catalog resources a notification category (`appli`) concerns; none for categories
-/// Wearlab does not map (bed in/out, ECG, ...).
+/// Wearlab does not map (bed in/out, ECG, ...). Appli 1 is every `getmeas` measure of the
+/// scale and the thermometers' body and skin temperature (measure types 71 and 73) among them.
+/// Appli 46's unlink is read apart ([`read_push`]).
 pub fn resources_of_appli(appli: i64) -> &'static [&'static str] {
     match appli {
-        1 => &["body", "weight", "fat", "profile"],
+        1 => &["body", "weight", "fat", "profile", "body_temperature"],
         2 => &["body_temperature"],
         4 => &["blood_oxygen"],
         16 => &["activity", "workouts", "heartrate", "steps", "distance", "calories_active"],
@@ -603,6 +609,9 @@ struct Notification {
     startdate: Option<i64>,
     #[serde(default)]
     enddate: Option<i64>,
+    /// Appli 46's profile action (`update`, `unlink`, `delete`).
+    #[serde(default)]
+    action: Option<String>,
 }
 
 /// Reads a request to Withings's push endpoint. HEAD and GET are Withings's reachability
@@ -621,6 +630,21 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
     if n.userid.trim().is_empty() {
         return PushOutcome::Refused(format!("{SLUG} push without a user id"));
     }
+    let user = n.userid.trim().to_owned();
+    if n.appli == i64::from(APPLI_USER) {
+        // The user unlinked Wearlab (or deleted the account). The notice is unsigned, so it is
+        // not taken as the end of the connection by itself: the connection is polled, and the
+        // tokens Withings invalidated end it (the refused refresh marks it, as any revoked
+        // access is); a forged notice costs one poll.
+        return match n.action.as_deref() {
+            Some("unlink" | "delete") => PushOutcome::Notices(vec![PushNotice {
+                external_user_id: user,
+                resources: vec!["profile".to_owned()],
+                range: None,
+            }]),
+            _ => PushOutcome::Notices(vec![]),
+        };
+    }
     let resources = resources_of_appli(n.appli);
     if resources.is_empty() {
         return PushOutcome::Notices(vec![]);
@@ -635,7 +659,7 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
         _ => None,
     };
     PushOutcome::Notices(vec![PushNotice {
-        external_user_id: n.userid.trim().to_owned(),
+        external_user_id: user,
         resources: resources.iter().map(|r| (*r).to_owned()).collect(),
         range,
     }])
@@ -663,6 +687,7 @@ impl Withings {
     /// POSTs `form` to `url` and reads the envelope; a non-zero status is `on_status`'s error.
     async fn post<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         url: &str,
         bearer: Option<&Secret>,
         form: &[(&str, String)],
@@ -674,7 +699,8 @@ impl Withings {
         if let Some(token) = bearer {
             request = request.bearer_auth(token.expose());
         }
-        let envelope: Envelope = http::check(SLUG, http::send(SLUG, request).await?)?.json(SLUG)?;
+        let envelope: Envelope =
+            http::check(SLUG, http::send_admitted(gate, SLUG, request).await?)?.json(SLUG)?;
         match Status::from_code(envelope.status) {
             Status::Ok => serde_json::from_value(envelope.body)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable body: {e}"))),
@@ -685,17 +711,19 @@ impl Withings {
     /// A data call with the user's token.
     async fn data<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         service: &str,
         form: &[(&str, String)],
     ) -> Result<T, ProviderError> {
         let url = format!("{}/{service}", self.config.endpoints.api);
-        self.post(&url, Some(&credentials.access_token), form, Status::data_error).await
+        self.post(gate, &url, Some(&credentials.access_token), form, Status::data_error).await
     }
 
     /// Every page's body of a listing (`more`/`offset`).
     async fn pages(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         service: &str,
         form: Vec<(&str, String)>,
@@ -707,7 +735,7 @@ impl Withings {
             if let Some(o) = offset {
                 page_form.push(("offset", o.to_string()));
             }
-            let body: Value = self.data(credentials, service, &page_form).await?;
+            let body: Value = self.data(gate, credentials, service, &page_form).await?;
             let next = Paging::deserialize(&body).ok().and_then(|p| p.next());
             out.push(body);
             match next {
@@ -725,13 +753,14 @@ impl Withings {
     /// The records under `key` of every page of a listing.
     async fn paged<T: DeserializeOwned>(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         service: &str,
         form: Vec<(&str, String)>,
         key: &str,
     ) -> Result<Vec<T>, ProviderError> {
         let mut out = Vec::new();
-        for page in self.pages(credentials, service, form).await? {
+        for page in self.pages(gate, credentials, service, form).await? {
             if let Some(list) = page.get(key) {
                 let records: Vec<T> = Vec::deserialize(list)
                     .map_err(|e| ProviderError::Api(format!("{SLUG} answered unreadable {key}: {e}")))?;
@@ -745,6 +774,7 @@ impl Withings {
     /// groups are kept by their local day; all time when `range` is `None`.
     async fn measures(
         &self,
+        gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
         types: &[i64],
         range: Option<DateRange>,
@@ -756,7 +786,7 @@ impl Withings {
             form.push(("startdate", (midnight(r.start) - Duration::days(1)).timestamp().to_string()));
             form.push(("enddate", (midnight(r.end) + Duration::days(2)).timestamp().to_string()));
         }
-        let pages = self.pages(credentials, "measure", form).await?;
+        let pages = self.pages(gate, credentials, "measure", form).await?;
         // The user's zone is the same on every page.
         let timezone =
             pages.first().and_then(|p| p.get("timezone")).and_then(Value::as_str).map(str::to_owned);
@@ -780,7 +810,7 @@ impl Withings {
         form.insert(0, ("action", "requesttoken".to_owned()));
         form.push(("client_id", client.client_id.clone()));
         form.push(("client_secret", client.client_secret.expose().to_owned()));
-        self.post(&self.config.endpoints.token, None, &form, |s| s.token_error(refusal)).await
+        self.post(&NoLimit, &self.config.endpoints.token, None, &form, |s| s.token_error(refusal)).await
     }
 
     /// A nonce for one signed call (`/v2/signature action=getnonce`), signed at `timestamp`.
@@ -794,7 +824,7 @@ impl Withings {
         ];
         let url = format!("{}/v2/signature", self.config.endpoints.api);
         let nonce: Nonce =
-            self.post(&url, None, &form, |s| s.token_error(ProviderError::CredentialError)).await?;
+            self.post(&NoLimit, &url, None, &form, |s| s.token_error(ProviderError::CredentialError)).await?;
         Ok(nonce.nonce)
     }
 
@@ -813,7 +843,7 @@ impl Withings {
                 ("appli", appli.to_string()),
                 ("comment", "Wearlab".to_owned()),
             ];
-            let _: Value = self.data(&account.credentials, "notify", &form).await?;
+            let _: Value = self.data(&NoLimit, &account.credentials, "notify", &form).await?;
         }
         tracing::info!(provider = SLUG, external_user_id = %account.external_user_id, "notifications subscribed");
         Ok(())
@@ -871,6 +901,7 @@ impl Adapter for Withings {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let ymd_in = |range: DateRange, action: &str, fields: &str| {
@@ -883,18 +914,18 @@ impl Adapter for Withings {
         };
         let ymd = |action: &str, fields: &str| ymd_in(range, action, fields);
         let records = match resource {
-            "body" => body_records(&self.measures(c, &[1, 6], Some(range)).await?, range),
-            "profile" => profile_records(&self.measures(c, &[4], None).await?),
+            "body" => body_records(&self.measures(gate, c, &[1, 6], Some(range)).await?, range),
+            "profile" => profile_records(&self.measures(gate, c, &[4], None).await?),
             "activity" => {
                 let form = ymd(
                     "getactivity",
                     "steps,distance,elevation,soft,moderate,intense,active,calories,totalcalories",
                 );
-                activity_records(&self.paged(c, "v2/measure", form, "activities").await?, range)
+                activity_records(&self.paged(gate, c, "v2/measure", form, "activities").await?, range)
             }
             "workouts" => {
                 let form = ymd("getworkouts", "calories,hr_average,distance");
-                workout_records(&self.paged(c, "v2/measure", form, "series").await?, range)
+                workout_records(&self.paged(gate, c, "v2/measure", form, "series").await?, range)
             }
             "sleep" => {
                 let fields = "total_timeinbed,lightsleepduration,remsleepduration,deepsleepduration,\
@@ -902,13 +933,13 @@ impl Adapter for Withings {
                 let mut summaries = Vec::new();
                 for span in spans(range, SLEEP_SPAN_DAYS) {
                     let form = ymd_in(span, "getsummary", fields);
-                    summaries.extend(self.paged::<SleepSummary>(c, "v2/sleep", form, "series").await?);
+                    summaries.extend(self.paged::<SleepSummary>(gate, c, "v2/sleep", form, "series").await?);
                 }
                 sleep_records(&summaries, range)
             }
             r => {
                 if let Some((types, unit)) = measure_types(r) {
-                    measure_rows(&self.measures(c, types, Some(range)).await?, types, unit, range)
+                    measure_rows(&self.measures(gate, c, types, Some(range)).await?, types, unit, range)
                 } else if let Some((field, unit)) = intraday_field(r) {
                     // Withings answers only the first 24 h of a longer span: one call a day.
                     let mut rows = Vec::new();
@@ -920,7 +951,11 @@ impl Adapter for Withings {
                             ("enddate", (start + 86_399).to_string()),
                             ("data_fields", field.to_owned()),
                         ];
-                        rows.extend(intraday_rows(self.data(c, "v2/measure", &form).await?, field, unit));
+                        rows.extend(intraday_rows(
+                            self.data(gate, c, "v2/measure", &form).await?,
+                            field,
+                            unit,
+                        ));
                     }
                     rows
                 } else {
@@ -947,7 +982,7 @@ impl Adapter for Withings {
             ("userid", account.external_user_id.clone()),
         ];
         let _: Value = self
-            .post(&self.config.endpoints.token, None, &form, |s| {
+            .post(&NoLimit, &self.config.endpoints.token, None, &form, |s| {
                 s.token_error(ProviderError::CredentialError)
             })
             .await?;

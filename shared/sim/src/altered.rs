@@ -116,9 +116,10 @@ impl<A: Alteration> Providers for Altered<A> {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         self.alteration.before_fetch(p, resource, range).await?;
-        let fetched = self.inner.fetch(p, account, resource, range).await?;
+        let fetched = self.inner.fetch(p, account, resource, range, gate).await?;
         Ok(self.alteration.after_fetch(p, resource, range, fetched))
     }
 

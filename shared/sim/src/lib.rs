@@ -25,7 +25,7 @@ use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::Clock;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
-    ProviderAccount, ProviderCredentials, ProviderError, Providers,
+    ProviderAccount, ProviderCredentials, ProviderError, Providers, RequestGate,
 };
 use wearlab_models::{AuthType, MfaMethod};
 
@@ -371,6 +371,7 @@ impl Providers for SimProviders {
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        _gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let p = known(provider)?;
         let info = parse_token(account.credentials.access_token.expose())
@@ -421,6 +422,7 @@ impl Providers for SimProviders {
 mod tests {
     use super::*;
     use wearlab_domain::ports::ManualClock;
+    use wearlab_domain::ports::providers::NoLimit;
 
     fn sim() -> SimProviders {
         SimProviders::new(Arc::new(ManualClock::new(chrono::Utc::now())))
@@ -495,19 +497,22 @@ mod tests {
         };
         let d = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
         let range = DateRange { start: d("2026-01-01"), end: d("2026-01-03") };
-        let one = s.fetch("renpho", &a, "weight", range).await.unwrap();
-        let two = s.fetch("renpho", &a, "weight", range).await.unwrap();
+        let one = s.fetch("renpho", &a, "weight", range, &NoLimit).await.unwrap();
+        let two = s.fetch("renpho", &a, "weight", range, &NoLimit).await.unwrap();
         assert_eq!(one, two);
         assert_eq!(one.records.len(), 3 * 24);
-        let body = s.fetch("renpho", &a, "body", range).await.unwrap();
+        let body = s.fetch("renpho", &a, "body", range, &NoLimit).await.unwrap();
         assert_eq!(body.records.len(), 3);
-        assert!(s.fetch("renpho", &a, "sleep", range).await.is_err(), "unsupported resource");
+        assert!(s.fetch("renpho", &a, "sleep", range, &NoLimit).await.is_err(), "unsupported resource");
         let LoginOutcome::Connected(bad) =
             s.password_login("renpho", login("x-fetch-error", "pw")).await.unwrap()
         else {
             panic!()
         };
-        assert!(matches!(s.fetch("renpho", &bad, "weight", range).await, Err(ProviderError::Api(_))));
+        assert!(matches!(
+            s.fetch("renpho", &bad, "weight", range, &NoLimit).await,
+            Err(ProviderError::Api(_))
+        ));
         let LoginOutcome::Connected(rev) =
             s.password_login("renpho", login("refresh-revoked", "pw")).await.unwrap()
         else {

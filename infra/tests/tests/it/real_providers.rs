@@ -16,7 +16,7 @@ use wearlab_domain::pipeline::pull::{PollJob, poll};
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow,
+    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 use wearlab_domain::ports::{Condition, Item, to_body};
 use wearlab_local::LocalStack;
@@ -586,8 +586,9 @@ impl<A: Adapter> Adapter for Tight<A> {
         a: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
-        self.inner.fetch(a, resource, range).await
+        self.inner.fetch(a, resource, range, gate).await
     }
     async fn revoke(&self, c: &OauthClient, a: &ProviderAccount) -> Result<(), ProviderError> {
         self.inner.revoke(c, a).await
@@ -627,6 +628,39 @@ async fn the_apps_published_limit_holds_across_its_users() {
     }
     assert!(minutes > 2, "the limit made the pulls wait ({minutes} minutes)");
     assert_eq!(connection(&r, &users[0]).await.status, wearlab_models::ConnectionStatus::Connected);
+}
+
+/// Every page a fetch asks for counts against the app's limit, before it is sent: with one
+/// document a page, the fetches of a pull need more requests than a window holds, so the window
+/// fills between two pages of a fetch, which stops `RateLimited`, and the pull waits for the
+/// next window. Counting one per fetch let three fetches send all their pages at once.
+#[tokio::test]
+async fn every_page_counts_against_the_apps_limit_and_a_full_window_stops_a_fetch() {
+    let r = real_oura_with(|oura| Arc::new(Tight { inner: oura, app: TIGHT, user: &[] })).await;
+    let user = linked_user(&r, "oura-10").await;
+    // The pull's first chunks hold the fixtures' days.
+    let a = r.t.patch(&format!("/v2/user/{user}"), json!({"ingestion_start": "2026-11-18"})).await;
+    assert!(a.status.is_success(), "{}", a.body);
+    r.fake.set_page_size(1);
+    let mut seen = data_calls(&r.fake);
+    drain(&r).await;
+    assert_eq!(data_calls(&r.fake) - seen, 3, "the window's three requests, pages included");
+    assert!(summaries(&r, "sleep", &user).await.is_empty(), "sleep's pages go past the window");
+    seen = data_calls(&r.fake);
+    // Pages Oura answers whole: each fetch is one request again, and the pull goes on, three
+    // requests a minute.
+    r.fake.set_page_size(1000);
+    let mut minutes = 0;
+    while summaries(&r, "sleep", &user).await.is_empty() {
+        r.t.clock.advance(chrono::Duration::seconds(60));
+        drain(&r).await;
+        let now = data_calls(&r.fake);
+        assert!(now - seen <= 3, "{} calls in one minute", now - seen);
+        seen = now;
+        minutes += 1;
+        assert!(minutes < 60, "the pull did not finish");
+    }
+    assert_eq!(connection(&r, &user).await.status, wearlab_models::ConnectionStatus::Connected);
 }
 
 #[tokio::test]

@@ -172,6 +172,13 @@ impl Context {
         }
     }
 
+    /// A summary's calendar day: its `date`, else the local day of its `time_start` in its own
+    /// zone or the user's (a provider that gives only an instant, e.g. Polar's daily activity,
+    /// leaves the day to the zone Wearlab knows).
+    fn day(&self, record: &Value) -> Option<NaiveDate> {
+        date(record).or_else(|| Some(self.tz(record).local_date(time(record, "time_start")?)))
+    }
+
     fn id(&self, resource: &str, day: NaiveDate, n: &str) -> String {
         record_id(&[&self.user_id.to_string(), &self.provider, resource, &day.to_string(), n])
     }
@@ -204,7 +211,7 @@ impl Context {
         if is_summary(resource) {
             let main = if resource == "sleep" { main_sleeps(records) } else { Default::default() };
             for (i, r) in records.iter().enumerate() {
-                let Some(day) = date(r) else { continue };
+                let Some(day) = self.day(r) else { continue };
                 let start = |k: &str| time(r, k).map(|t| t.timestamp().to_string()).unwrap_or(i.to_string());
                 let n = match resource {
                     "workouts" => start("time_start"),
@@ -433,6 +440,24 @@ mod tests {
         assert_eq!(value["timezone_offset"], 7200);
         assert_eq!(value["source"]["provider"], "oura");
         assert_eq!(value["source"]["slug"], "oura");
+    }
+
+    #[test]
+    fn a_summary_without_a_date_is_dated_by_its_start_in_the_users_zone() {
+        // 23:30 UTC is the next morning in Berlin; in Honolulu the same instant's day is the
+        // UTC one, and 08:15 UTC is the evening before there.
+        let r = [json!({"time_start": "2026-07-01T23:30:00Z", "steps": 10.0})];
+        let Entry::Summary { date, value, .. } = &ctx(None).entries("activity", &r)[0] else { panic!() };
+        assert_eq!(date.to_string(), "2026-07-02");
+        assert_eq!(value["calendar_date"], "2026-07-02");
+        let honolulu = Context { fallback_tz: TimeZoneId::parse("Pacific/Honolulu").unwrap(), ..ctx(None) };
+        let r = [json!({"time_start": "2026-07-01T08:15:00Z", "steps": 10.0})];
+        let Entry::Summary { date, .. } = &honolulu.entries("activity", &r)[0] else { panic!() };
+        assert_eq!(date.to_string(), "2026-06-30");
+        // A record's own date wins.
+        let r = [json!({"date": "2026-07-01", "time_start": "2026-07-01T23:30:00Z"})];
+        let Entry::Summary { date, .. } = &ctx(None).entries("activity", &r)[0] else { panic!() };
+        assert_eq!(date.to_string(), "2026-07-01");
     }
 
     #[test]

@@ -29,7 +29,9 @@ use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
 use crate::linking::refresh;
 use crate::metrics;
-use crate::ports::providers::{DateRange, FetchedResource, ProviderAccount, ProviderError, Providers};
+use crate::ports::providers::{
+    DateRange, FetchedResource, ProviderAccount, ProviderError, Providers, RateWindow, RequestGate,
+};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreError};
 use crate::throttle::{self, Decision};
@@ -274,11 +276,10 @@ async fn account(deps: &Deps, conn: &ConnectionRecord) -> Result<ProviderAccount
     refresh::usable_account(deps, conn, None).await
 }
 
-/// One fetch, within the provider's limits for the OAuth app (all its users, every instance)
-/// and for the provider's user (over them it is `RateLimited` until the window turns over, as
-/// a 429 would be); an access
-/// token the provider refused (expired early, rotated elsewhere) is refreshed and the fetch
-/// tried once more.
+/// One fetch, each HTTP request it sends within the provider's limits for the OAuth app (all
+/// its users, every instance) and for the provider's user ([`ConnectionGate`]: over them the
+/// fetch stops `RateLimited` until the window turns over, as a 429 would); an access token the
+/// provider refused (expired early, rotated elsewhere) is refreshed and the fetch tried once more.
 async fn fetch(
     deps: &Deps,
     conn: &ConnectionRecord,
@@ -286,17 +287,47 @@ async fn fetch(
     resource: &str,
     range: DateRange,
 ) -> Result<FetchedResource, ProviderError> {
-    let limits = deps.providers.app_limits(&conn.provider, &account.credentials);
-    let app = conn.team_app_client_id.as_deref().unwrap_or("platform");
-    within(throttle::take_app(deps, &conn.provider, app, &limits).await)?;
-    let limits = deps.providers.user_limits(&conn.provider, &account.credentials);
-    within(throttle::take_user(deps, &conn.provider, &account.external_user_id, &limits).await)?;
-    match deps.providers.fetch(&conn.provider, account, resource, range).await {
+    let gate = ConnectionGate::new(deps, conn, account);
+    match deps.providers.fetch(&conn.provider, account, resource, range, &gate).await {
         Err(ProviderError::AccessTokenRefused) => {
             *account = refresh::usable_account(deps, conn, Some(&account.credentials.access_token)).await?;
-            deps.providers.fetch(&conn.provider, account, resource, range).await
+            let gate = ConnectionGate::new(deps, conn, account);
+            deps.providers.fetch(&conn.provider, account, resource, range, &gate).await
         }
         other => other,
+    }
+}
+
+/// The gate of one connection's fetches: each request the adapter sends takes one from the
+/// provider's published limits for the connection's OAuth app (a team's own, else the
+/// platform's) and one from those for the provider's user, before it is sent.
+struct ConnectionGate<'a> {
+    deps: &'a Deps,
+    provider: &'a str,
+    app: &'a str,
+    app_limits: Vec<RateWindow>,
+    user: String,
+    user_limits: Vec<RateWindow>,
+}
+
+impl<'a> ConnectionGate<'a> {
+    fn new(deps: &'a Deps, conn: &'a ConnectionRecord, account: &ProviderAccount) -> Self {
+        Self {
+            deps,
+            provider: &conn.provider,
+            app: conn.team_app_client_id.as_deref().unwrap_or("platform"),
+            app_limits: deps.providers.app_limits(&conn.provider, &account.credentials),
+            user: account.external_user_id.clone(),
+            user_limits: deps.providers.user_limits(&conn.provider, &account.credentials),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RequestGate for ConnectionGate<'_> {
+    async fn admit(&self) -> Result<(), ProviderError> {
+        within(throttle::take_app(self.deps, self.provider, self.app, &self.app_limits).await)?;
+        within(throttle::take_user(self.deps, self.provider, &self.user, &self.user_limits).await)
     }
 }
 

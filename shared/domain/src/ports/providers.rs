@@ -200,6 +200,29 @@ pub struct RateWindow {
     pub window_secs: u32,
 }
 
+/// Admits each HTTP request a provider adapter sends while it fetches: every page, every
+/// activity's streams, every day of intraday data is one request, admitted BEFORE it is sent.
+/// The pipeline's gate counts each against the provider's published limits for the OAuth app
+/// and for the provider's user (`throttle::take_app`, `throttle::take_user`); over them it
+/// answers `RateLimited` until the fullest window turns over, and the fetch stops there, as on
+/// the provider's own 429.
+#[async_trait]
+pub trait RequestGate: Send + Sync {
+    /// One more request may be sent now, or `RateLimited { retry_after_secs }`.
+    async fn admit(&self) -> Result<(), ProviderError>;
+}
+
+/// The gate of a caller with no limit to keep (a tool, a test): admits every request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoLimit;
+
+#[async_trait]
+impl RequestGate for NoLimit {
+    async fn admit(&self) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
 #[async_trait]
 pub trait Providers: Send + Sync + 'static {
     /// Logs in with username and password; the provider may ask for a one-time code.
@@ -254,13 +277,15 @@ pub trait Providers: Send + Sync + 'static {
         credentials: &ProviderCredentials,
     ) -> Result<ProviderCredentials, ProviderError>;
 
-    /// One resource's data for a range of days.
+    /// One resource's data for a range of days. Every HTTP request sent to a real provider for
+    /// it is admitted by `gate` first (the simulator sends none).
     async fn fetch(
         &self,
         provider: &str,
         account: &ProviderAccount,
         resource: &str,
         range: DateRange,
+        gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError>;
 
     /// Tells the provider Wearlab no longer acts for the user (revokes the credentials).

@@ -6,7 +6,7 @@ use chrono::{Duration, NaiveDate, NaiveDateTime, Utc};
 use serde_json::json;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, PushRequest,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, PushRequest,
     RateWindow,
 };
 use wearlab_providers::dexcom::{self, Dexcom};
@@ -124,14 +124,15 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     let (fake, dexcom) = setup().await;
     let account = fake.account();
     assert_eq!(dexcom.resources(), &["glucose"]);
-    let fetched = dexcom.fetch(&account, "glucose", fixture_range()).await.unwrap();
+    let fetched = dexcom.fetch(&account, "glucose", fixture_range(), &NoLimit).await.unwrap();
     assert_eq!(fetched.resource, "glucose");
-    // The fixture's readings, oldest first, in mg/dL as Dexcom gave them; the reading whose unit
-    // is `unknown` is left out.
+    // The fixture's readings, oldest first, in mg/dL as Dexcom gave them; the example's reading
+    // whose unit is `unknown` is kept, with its unit stated.
     assert_eq!(
         fetched.records,
         vec![
             json!({"timestamp": "2026-11-21T07:55:00+00:00", "value": 138.0, "unit": "mg/dL"}),
+            json!({"timestamp": "2026-11-21T08:00:00+00:00", "value": 135.0, "unit": "unknown"}),
             json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 142.0, "unit": "mg/dL"}),
             json!({"timestamp": "2026-11-22T12:00:00+00:00", "value": 96.0, "unit": "mg/dL"}),
             json!({"timestamp": "2026-11-22T12:05:00+00:00", "value": 101.0, "unit": "mg/dL"}),
@@ -155,15 +156,15 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     fake.add_egv(egv("bound", "2026-11-17T12:00:00", 110.0, "mg/dL"));
     fake.add_egv(egv("mmol", "2026-11-24T00:00:00", 7.9, "mmol/L"));
     let longer = DateRange { start: day("2026-10-01"), end: day("2026-12-31") };
-    let fetched = dexcom.fetch(&account, "glucose", longer).await.unwrap();
-    assert_eq!(fetched.records.len(), 9, "{:?}", fetched.records);
+    let fetched = dexcom.fetch(&account, "glucose", longer, &NoLimit).await.unwrap();
+    assert_eq!(fetched.records.len(), 10, "{:?}", fetched.records);
     assert_eq!(fetched.records[0]["timestamp"], "2026-11-10T12:00:00+00:00");
     assert_eq!(
         fetched.records[1],
         json!({"timestamp": "2026-11-17T12:00:00+00:00", "value": 110.0, "unit": "mg/dL"})
     );
     assert_eq!(
-        fetched.records[8],
+        fetched.records[9],
         json!({"timestamp": "2026-11-24T00:00:00+00:00", "value": 7.9, "unit": "mmol/L"})
     );
     // A long range: cut to the user's data (dataRange), then windows of at most a week that
@@ -178,11 +179,11 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     assert!(q.iter().all(|w| instant(w, "endDate") - instant(w, "startDate") <= Duration::days(7)));
 
     assert!(matches!(
-        dexcom.fetch(&account, "device", fixture_range()).await,
+        dexcom.fetch(&account, "device", fixture_range(), &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
     assert!(matches!(
-        dexcom.fetch(&account, "heartrate", fixture_range()).await,
+        dexcom.fetch(&account, "heartrate", fixture_range(), &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
 }
@@ -193,22 +194,25 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = fake.account();
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(dexcom.fetch(&account, "glucose", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     fake.set_failure(Some(Failure::RateLimited { retry_after: Some(37) }));
     assert_eq!(
-        dexcom.fetch(&account, "glucose", range).await,
+        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
         Err(ProviderError::RateLimited { retry_after_secs: 37 })
     );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(dexcom.fetch(&account, "glucose", range).await, Err(ProviderError::Api(_))));
+    assert!(matches!(dexcom.fetch(&account, "glucose", range, &NoLimit).await, Err(ProviderError::Api(_))));
     fake.set_failure(None);
-    assert!(dexcom.fetch(&account, "glucose", range).await.is_ok());
+    assert!(dexcom.fetch(&account, "glucose", range, &NoLimit).await.is_ok());
 
     // Past the app's hourly calls Dexcom answers 429 without saying when: the default wait.
     fake.set_hourly_limit(1);
-    assert!(dexcom.fetch(&account, "glucose", range).await.is_ok());
+    assert!(dexcom.fetch(&account, "glucose", range, &NoLimit).await.is_ok());
     assert_eq!(
-        dexcom.fetch(&account, "glucose", range).await,
+        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
         Err(ProviderError::RateLimited {
             retry_after_secs: wearlab_providers::http::DEFAULT_RETRY_AFTER_SECS
         })
@@ -216,7 +220,10 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
 
     fake.set_hourly_limit(100);
     fake.expire_access_tokens();
-    assert_eq!(dexcom.fetch(&account, "glucose", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, RateWindow,
 };
 use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
 use wearlab_providers::google_health::{self, GoogleHealth, GoogleUrls};
@@ -126,7 +126,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     let account = fake.account();
     let mut got = HashMap::new();
     for resource in adapter.resources() {
-        let fetched = adapter.fetch(&account, resource, fixture_range()).await.unwrap();
+        let fetched = adapter.fetch(&account, resource, fixture_range(), &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
         got.insert(*resource, fetched.records);
     }
@@ -254,9 +254,9 @@ async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
     assert_eq!(sources, ["FITBIT", "HEALTH_CONNECT"], "the fixture holds the walk twice");
 
     // The adapter reads the reconciled stream: the walk once.
-    let steps = adapter.fetch(&account, "steps", day).await.unwrap().records;
+    let steps = adapter.fetch(&account, "steps", day, &NoLimit).await.unwrap().records;
     assert_eq!(total(&steps), 1200.0 + 850.0, "{steps:?}");
-    let distance = adapter.fetch(&account, "distance", day).await.unwrap().records;
+    let distance = adapter.fetch(&account, "distance", day, &NoLimit).await.unwrap().records;
     assert_eq!(total(&distance), 850.0, "{distance:?}");
     assert!(fake.calls("steps:reconcile") > 0 && fake.calls("distance:reconcile") > 0);
 }
@@ -265,7 +265,7 @@ async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
 async fn any_other_resource_is_a_clear_error() {
     let (fake, adapter) = setup().await;
     for resource in ["activity", "profile", "calories_active", "connection"] {
-        let fetched = adapter.fetch(&fake.account(), resource, fixture_range()).await;
+        let fetched = adapter.fetch(&fake.account(), resource, fixture_range(), &NoLimit).await;
         assert!(matches!(fetched, Err(ProviderError::Unsupported(_))), "{resource}: {fetched:?}");
     }
 }
@@ -276,25 +276,34 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = fake.account();
     let range = fixture_range();
     fake.fail_next(401, 1);
-    assert_eq!(adapter.fetch(&account, "steps", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&account, "steps", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     fake.fail_next(429, 1);
     // Google names no reset: the shared default wait.
     assert_eq!(
-        adapter.fetch(&account, "sleep", range).await,
+        adapter.fetch(&account, "sleep", range, &NoLimit).await,
         Err(ProviderError::RateLimited {
             retry_after_secs: wearlab_providers::http::DEFAULT_RETRY_AFTER_SECS
         })
     );
     fake.fail_next(503, 1);
-    assert!(matches!(adapter.fetch(&account, "heartrate", range).await, Err(ProviderError::Api(_))));
-    assert!(adapter.fetch(&account, "steps", range).await.is_ok());
+    assert!(matches!(
+        adapter.fetch(&account, "heartrate", range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
+    assert!(adapter.fetch(&account, "steps", range, &NoLimit).await.is_ok());
     fake.expire_access_tokens();
-    assert_eq!(adapter.fetch(&account, "hrv", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(adapter.fetch(&account, "hrv", range, &NoLimit).await, Err(ProviderError::AccessTokenRefused));
 
     // Google's 300 calls a minute per user answer 429 once spent.
     let account = fake.account();
     fake.set_per_user_limit(0);
-    assert!(matches!(adapter.fetch(&account, "steps", range).await, Err(ProviderError::RateLimited { .. })));
+    assert!(matches!(
+        adapter.fetch(&account, "steps", range, &NoLimit).await,
+        Err(ProviderError::RateLimited { .. })
+    ));
 }
 
 #[test]
@@ -440,7 +449,7 @@ async fn deregistration_revokes_the_grant_at_google() {
     let refresh = account.credentials.refresh_token.as_ref().unwrap().expose().to_owned();
     assert_eq!(fake.revoked(), vec![refresh], "the refresh token: revoking it ends the grant");
     assert_eq!(
-        adapter.fetch(&account, "steps", fixture_range()).await,
+        adapter.fetch(&account, "steps", fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused),
         "the grant's access token is gone with it"
     );

@@ -4,7 +4,7 @@ use chrono::{NaiveDate, Utc};
 use serde_json::Value;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderAccount, ProviderCredentials,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushOutcome, PushRequest,
 };
 use wearlab_providers::Adapter;
@@ -112,7 +112,7 @@ async fn refresh_rotates_the_single_use_refresh_token() {
     // The new one works, and gives new data access.
     let newer = adapter.refresh(&client(), &fresh).await.unwrap();
     let acc = ProviderAccount { external_user_id: USER_ID.into(), credentials: newer };
-    assert_eq!(adapter.fetch(&acc, "workouts", range()).await.unwrap().records.len(), 2);
+    assert_eq!(adapter.fetch(&acc, "workouts", range(), &NoLimit).await.unwrap().records.len(), 2);
 }
 
 fn by_date<'a>(records: &'a [Value], date: &str) -> &'a Value {
@@ -125,7 +125,7 @@ async fn fetches_every_resource_across_pages_with_units() {
     let acc = account(&fake);
     let fetch = |r: &'static str| {
         let (adapter, acc) = (&adapter, &acc);
-        async move { adapter.fetch(acc, r, range()).await.unwrap().records }
+        async move { adapter.fetch(acc, r, range(), &NoLimit).await.unwrap().records }
     };
 
     let activity = fetch("activity").await;
@@ -212,7 +212,7 @@ async fn fetches_every_resource_across_pages_with_units() {
         start: NaiveDate::from_ymd_opt(2026, 11, 21).unwrap(),
         end: NaiveDate::from_ymd_opt(2026, 11, 21).unwrap(),
     };
-    let a = adapter.fetch(&acc, "activity", one).await.unwrap().records;
+    let a = adapter.fetch(&acc, "activity", one, &NoLimit).await.unwrap().records;
     assert_eq!(a.len(), 1);
     assert_eq!(a[0]["date"], "2026-11-21");
 }
@@ -226,7 +226,7 @@ async fn heart_rate_is_asked_for_in_windows_of_thirty_days() {
         start: NaiveDate::from_ymd_opt(2026, 8, 1).unwrap(),
         end: NaiveDate::from_ymd_opt(2026, 11, 24).unwrap(),
     };
-    let hr = adapter.fetch(&acc, "heartrate", long).await.unwrap().records;
+    let hr = adapter.fetch(&acc, "heartrate", long, &NoLimit).await.unwrap().records;
     assert_eq!(hr.len(), 5, "every row once");
     // 116 days: four windows.
     assert_eq!(fake.calls("heartrate"), 4);
@@ -237,23 +237,29 @@ async fn errors_map_401_429_and_5xx() {
     let (fake, adapter) = setup().await;
     let acc = account(&fake);
     fake.fail_next(429, 1);
-    match adapter.fetch(&acc, "activity", range()).await {
+    match adapter.fetch(&acc, "activity", range(), &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => assert_eq!(retry_after_secs, 7),
         other => panic!("{other:?}"),
     }
     fake.fail_next(503, 1);
-    assert!(matches!(adapter.fetch(&acc, "sleep", range()).await, Err(ProviderError::Api(_))));
+    assert!(matches!(adapter.fetch(&acc, "sleep", range(), &NoLimit).await, Err(ProviderError::Api(_))));
     fake.fail_next(500, 1);
-    assert!(matches!(adapter.fetch(&acc, "profile", range()).await, Err(ProviderError::Api(_))));
+    assert!(matches!(adapter.fetch(&acc, "profile", range(), &NoLimit).await, Err(ProviderError::Api(_))));
     fake.fail_next(403, 1);
-    assert!(matches!(adapter.fetch(&acc, "workouts", range()).await, Err(ProviderError::CredentialError(_))));
+    assert!(matches!(
+        adapter.fetch(&acc, "workouts", range(), &NoLimit).await,
+        Err(ProviderError::CredentialError(_))
+    ));
     // A failure on a later page fails the fetch (no half resource).
     fake.expire_access_tokens();
-    assert_eq!(adapter.fetch(&acc, "heartrate", range()).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&acc, "heartrate", range(), &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     // After a refresh the new token works.
     let fresh = adapter.refresh(&client(), &acc.credentials).await.unwrap();
     let acc = ProviderAccount { credentials: fresh, ..acc };
-    assert_eq!(adapter.fetch(&acc, "heartrate", range()).await.unwrap().records.len(), 5);
+    assert_eq!(adapter.fetch(&acc, "heartrate", range(), &NoLimit).await.unwrap().records.len(), 5);
 }
 
 fn push_post(body: &str, timestamp: i64, signature: Option<String>) -> PushRequest {
@@ -318,7 +324,10 @@ async fn revoke_ends_access() {
     let acc = account(&fake);
     adapter.revoke(&client(), &acc).await.unwrap();
     assert_eq!(fake.calls("revoke"), 1);
-    assert_eq!(adapter.fetch(&acc, "activity", range()).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&acc, "activity", range(), &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     // Revoking again (token already dead) is not an error.
     adapter.revoke(&client(), &acc).await.unwrap();
 }

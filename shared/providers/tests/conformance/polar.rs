@@ -4,7 +4,7 @@ use chrono::{Duration, NaiveDate, Utc};
 use serde_json::json;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, RateWindow,
 };
 use wearlab_providers::fake::polar::{self as fake, Failure, FakePolar};
 use wearlab_providers::polar::{self, Polar};
@@ -90,7 +90,7 @@ async fn an_already_registered_user_links_again() {
     let linked = polar.exchange_code(&exchange(&code, client())).await.unwrap();
     assert_eq!(linked.external_user_id, "475");
     assert_eq!(fake.calls("register"), 1, "answered 409, which is success");
-    assert!(polar.fetch(&linked, "sleep", fixture_range()).await.is_ok());
+    assert!(polar.fetch(&linked, "sleep", fixture_range(), &NoLimit).await.is_ok());
 }
 
 #[tokio::test]
@@ -125,7 +125,7 @@ async fn fetches_every_resource_with_units_converted() {
             "body" => DateRange { start: today - Duration::days(1), end: today },
             _ => fixture_range(),
         };
-        let fetched = polar.fetch(&account, resource, range).await.unwrap();
+        let fetched = polar.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
         got.insert(*resource, fetched.records);
     }
@@ -149,8 +149,9 @@ async fn fetches_every_resource_with_units_converted() {
     assert_eq!(got["activity"].len(), 3);
     assert_eq!(
         got["activity"][0],
-        json!({"date": "2026-11-21", "steps": 8823.0, "calories_total": 2500.0, "calories_active": 1500.0,
-            "distance_m": 4590.53})
+        json!({"time_start": "2026-11-21T08:15:30Z", "steps": 8823.0, "calories_total": 2500.0,
+            "calories_active": 1500.0, "distance_m": 4590.53}),
+        "POLAR-SPEC's start_time is UTC and names no zone: the pipeline dates it in the user's"
     );
 
     let sleep = &got["sleep"];
@@ -195,7 +196,7 @@ async fn fetches_every_resource_with_units_converted() {
     );
     assert_eq!(got["profile"], vec![json!({"height_cm": 175.0, "birth_year": 1990})]);
     assert_eq!(got["body"], vec![json!({"date": today.to_string(), "weight_kg": 70.5})]);
-    let past = polar.fetch(&account, "body", fixture_range()).await.unwrap();
+    let past = polar.fetch(&account, "body", fixture_range(), &NoLimit).await.unwrap();
     assert!(past.records.is_empty(), "the current weight is not written into past days");
 }
 
@@ -205,12 +206,12 @@ async fn long_ranges_are_asked_in_28_day_windows_no_older_than_365_days() {
     let account = fake.account();
     let today = Utc::now().date_naive();
     let range = DateRange { start: today - Duration::days(400), end: today };
-    polar.fetch(&account, "activity", range).await.unwrap();
+    polar.fetch(&account, "activity", range, &NoLimit).await.unwrap();
     let asked = fake.queries("activities");
     assert_eq!(asked.len(), 14, "366 days in windows of 28");
     assert_eq!(asked[0]["from"], (today - Duration::days(365)).to_string());
     assert_eq!(asked.last().unwrap()["to"], today.to_string());
-    polar.fetch(&account, "heartrate", range).await.unwrap();
+    polar.fetch(&account, "heartrate", range, &NoLimit).await.unwrap();
     assert_eq!(fake.queries("continuous-heart-rate").len(), 14);
 }
 
@@ -221,12 +222,12 @@ async fn ranges_older_than_polars_lists_cost_no_call() {
     let today = Utc::now().date_naive();
     let old = DateRange { start: today - Duration::days(90), end: today - Duration::days(60) };
     for resource in ["workouts", "sleep", "hrv"] {
-        assert!(polar.fetch(&account, resource, old).await.unwrap().records.is_empty());
+        assert!(polar.fetch(&account, resource, old, &NoLimit).await.unwrap().records.is_empty());
     }
     let asked = ["exercises", "sleep", "nightly-recharge"].map(|r| fake.calls(r));
     assert_eq!(asked, [0, 0, 0], "the lists hold the last 28 or 30 days only");
     // Activity and heart rate take ranges: asked.
-    polar.fetch(&account, "activity", old).await.unwrap();
+    polar.fetch(&account, "activity", old, &NoLimit).await.unwrap();
     assert_eq!(fake.calls("activities"), 2);
 }
 
@@ -236,19 +237,19 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = fake.account();
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(polar.fetch(&account, "sleep", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(polar.fetch(&account, "sleep", range, &NoLimit).await, Err(ProviderError::AccessTokenRefused));
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(polar.fetch(&account, "workouts", range).await, Err(ProviderError::Api(_))));
+    assert!(matches!(polar.fetch(&account, "workouts", range, &NoLimit).await, Err(ProviderError::Api(_))));
     fake.set_failure(None);
 
     // Past the 15-minute budget Polar answers 429 with the seconds left in its window.
     fake.set_window_budget(1);
-    assert!(polar.fetch(&account, "workouts", range).await.is_ok());
-    let limited = polar.fetch(&account, "workouts", range).await;
+    assert!(polar.fetch(&account, "workouts", range, &NoLimit).await.is_ok());
+    let limited = polar.fetch(&account, "workouts", range, &NoLimit).await;
     let Err(ProviderError::RateLimited { retry_after_secs }) = limited else { panic!("{limited:?}") };
     assert!((1..=900).contains(&retry_after_secs), "{retry_after_secs}");
 
-    let other = polar.fetch(&account, "blood_oxygen", range).await;
+    let other = polar.fetch(&account, "blood_oxygen", range, &NoLimit).await;
     assert!(matches!(other, Err(ProviderError::Unsupported(_))), "{other:?}");
 }
 
@@ -336,7 +337,7 @@ async fn revoke_deregisters_the_user_at_polar() {
     assert_eq!(fake.calls("deregister"), 1);
     assert!(!fake.registration().0, "deregistered");
     assert_eq!(
-        polar.fetch(&linked, "sleep", fixture_range()).await,
+        polar.fetch(&linked, "sleep", fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused),
         "deregistration revokes the token"
     );

@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 
+use crate::Counting;
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderAccount, ProviderError, PushOutcome,
-    RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderError,
+    PushOutcome, RateWindow,
 };
 use wearlab_providers::fake::strava::{self as fake, ATHLETE_ID, Failure, FakeStrava};
 use wearlab_providers::strava::{self, Strava};
@@ -123,7 +124,7 @@ async fn fetches_every_resource_with_units() {
     let range = fixture_range();
     let mut got = HashMap::new();
     for resource in adapter.resources() {
-        let fetched = adapter.fetch(&account, resource, range).await.unwrap();
+        let fetched = adapter.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
         got.insert(*resource, fetched.records);
     }
@@ -137,12 +138,13 @@ async fn fetches_every_resource_with_units() {
     assert_eq!(bondcliff["time_end"], "2026-11-21T14:05:51Z", "start + elapsed_time 5400 s");
     assert_eq!(bondcliff["average_hr"], 152.4);
     assert_eq!(bondcliff["timezone"], "America/Los_Angeles");
-    assert!(bondcliff.get("calories").is_none(), "kilojoules are work, not energy; the list has no calories");
+    assert_eq!(bondcliff["calories"], 1080.0, "the summary's kilojoules of work, about the kcal burned");
     let hike =
         workouts.iter().find(|w| w["sport"] == "hike").expect("the private manual hike, with read_all");
     assert_eq!(hike["distance_m"], 22530.8);
     let run = workouts.iter().find(|w| w["sport"] == "run").unwrap();
     assert_eq!(run["date"], "2026-11-22");
+    assert!(run.get("calories").is_none(), "a run has no power, so no kilojoules");
     assert!(run.get("average_hr").is_none(), "the 2013 run has no average heart rate");
 
     let window = &fake.queries("activities")[0];
@@ -184,7 +186,8 @@ async fn fetches_every_resource_with_units() {
     assert_eq!(stream.iter().filter(|r| r["unit"] == "W").count(), 36);
     assert_eq!(stream.iter().filter(|r| r["unit"] == "rpm").count(), 48);
     assert!(stream.iter().any(|r| r["unit"] == "W" && r["value"] == 240.0));
-    assert_eq!(fake.calls("streams"), 12, "four activities, for each of the three stream resources");
+    assert_eq!(fake.calls("streams"), 4, "four activities, once each for the three stream resources");
+    assert_eq!(fake.calls("activities"), 1, "one list for the workouts and the three stream resources");
     let keys = &fake.queries("streams")[0];
     assert_eq!(keys["keys"], strava::STREAM_KEYS);
     assert_eq!(keys["key_by_type"], "true");
@@ -192,12 +195,48 @@ async fn fetches_every_resource_with_units() {
     assert_eq!(got["profile"], vec![json!({})], "Strava's athlete has no height or birth date");
 }
 
+/// The pipeline fetches a chunk's stream resources at once: the activity list and each
+/// activity's streams are asked once for all of them, each request admitted once.
+#[tokio::test]
+async fn a_chunks_stream_resources_share_one_list_and_one_streams_call_per_activity() {
+    let (fake, adapter) = setup().await;
+    let account = granted(&fake, "read,activity:read_all");
+    let gate = Counting::new();
+    let fetch = |resource| adapter.fetch(&account, resource, fixture_range(), &gate);
+    let (hr, distance, stream) = tokio::join!(fetch("heartrate"), fetch("distance"), fetch("workout_stream"));
+    assert_eq!(hr.unwrap().records.len(), 48);
+    assert_eq!(distance.unwrap().records.len(), 48);
+    assert_eq!(stream.unwrap().records.len(), 36 + 48);
+    assert_eq!(fake.calls("activities"), 1);
+    assert_eq!(fake.calls("streams"), 4, "four recorded activities");
+    assert_eq!(gate.admitted(), 1 + 4, "each request admitted once, before it is sent");
+
+    // Another connection's token reads Strava itself, never what this one read.
+    let other = granted(&fake, "read,activity:read_all");
+    assert_ne!(other.credentials.access_token, account.credentials.access_token);
+    adapter.fetch(&other, "heartrate", fixture_range(), &NoLimit).await.unwrap();
+    assert_eq!(fake.calls("activities"), 2);
+    assert_eq!(fake.calls("streams"), 8);
+}
+
+/// A refusal is not kept: the next fetch asks Strava again.
+#[tokio::test]
+async fn a_failed_call_is_not_kept() {
+    let (fake, adapter) = setup().await;
+    let account = granted(&fake, "read,activity:read_all");
+    fake.set_failure(Some(Failure::ServerError));
+    assert!(adapter.fetch(&account, "heartrate", fixture_range(), &NoLimit).await.is_err());
+    fake.set_failure(None);
+    let hr = adapter.fetch(&account, "heartrate", fixture_range(), &NoLimit).await.unwrap();
+    assert_eq!(hr.records.len(), 48);
+}
+
 #[tokio::test]
 async fn the_activity_list_is_followed_until_a_short_page() {
     let (fake, adapter) = setup().await;
     fake.add_activities(250);
     let account = granted(&fake, "read,activity:read_all");
-    let workouts = adapter.fetch(&account, "workouts", fixture_range()).await.unwrap().records;
+    let workouts = adapter.fetch(&account, "workouts", fixture_range(), &NoLimit).await.unwrap().records;
     assert_eq!(workouts.len(), 255);
     let pages = fake.queries("activities");
     assert!(pages.iter().all(|q| q["per_page"] == "200"), "Strava's largest page");
@@ -209,20 +248,23 @@ async fn private_activities_need_activity_read_all_and_no_activity_scope_is_a_cl
     let (fake, adapter) = setup().await;
     let range = fixture_range();
     let public_only = granted(&fake, "read,activity:read");
-    let workouts = adapter.fetch(&public_only, "workouts", range).await.unwrap().records;
+    let workouts = adapter.fetch(&public_only, "workouts", range, &NoLimit).await.unwrap().records;
     assert_eq!(workouts.len(), 4, "the private hike is skipped");
     assert!(workouts.iter().all(|w| w["sport"] != "hike"));
 
     let none = granted(&fake, "read");
     for resource in ["workouts", "heartrate", "distance", "workout_stream"] {
         assert_eq!(
-            adapter.fetch(&none, resource, range).await,
+            adapter.fetch(&none, resource, range, &NoLimit).await,
             Err(ProviderError::ScopesNotGranted(vec!["activity:read".into()])),
             "{resource}"
         );
     }
-    assert!(adapter.fetch(&none, "profile", range).await.is_ok(), "read is enough for the athlete");
-    assert!(matches!(adapter.fetch(&none, "sleep", range).await, Err(ProviderError::Unsupported(_))));
+    assert!(adapter.fetch(&none, "profile", range, &NoLimit).await.is_ok(), "read is enough for the athlete");
+    assert!(matches!(
+        adapter.fetch(&none, "sleep", range, &NoLimit).await,
+        Err(ProviderError::Unsupported(_))
+    ));
 }
 
 #[tokio::test]
@@ -231,14 +273,20 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = granted(&fake, "read,activity:read_all");
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(adapter.fetch(&account, "workouts", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&account, "workouts", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(adapter.fetch(&account, "heartrate", range).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        adapter.fetch(&account, "heartrate", range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
     fake.set_failure(None);
 
     // Over the 15-minute read limit: wait for the next quarter hour at most.
     fake.set_read_limits(0, 1000);
-    match adapter.fetch(&account, "workouts", range).await {
+    match adapter.fetch(&account, "workouts", range, &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => {
             assert!((1..=900).contains(&retry_after_secs))
         }
@@ -246,7 +294,7 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     }
     // Over the daily one: wait for 00:00 UTC at most.
     fake.set_read_limits(100, 0);
-    match adapter.fetch(&account, "profile", range).await {
+    match adapter.fetch(&account, "profile", range, &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => {
             assert!((1..=86_400).contains(&retry_after_secs))
         }
@@ -254,7 +302,10 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     }
     fake.set_read_limits(100, 1000);
     fake.expire_access_tokens();
-    assert_eq!(adapter.fetch(&account, "profile", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&account, "profile", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
 }
 
 #[test]
@@ -353,7 +404,7 @@ async fn revoke_deauthorizes_and_refreshes_an_expired_token_first() {
     adapter.revoke(&client(), &linked).await.unwrap();
     assert_eq!(fake.calls("deauthorize"), 1);
     assert_eq!(
-        adapter.fetch(&linked, "profile", fixture_range()).await,
+        adapter.fetch(&linked, "profile", fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 

@@ -4,7 +4,7 @@ use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderError, PushOutcome, PushRequest,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, PushRequest,
     RateWindow,
 };
 use wearlab_providers::fake::whoop::{self as fake, Failure, FakeWhoop};
@@ -126,7 +126,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
             }
             _ => range,
         };
-        let fetched = whoop.fetch(&account, resource, range).await.unwrap();
+        let fetched = whoop.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
         got.insert(*resource, fetched.records);
     }
@@ -216,17 +216,20 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = fake.account();
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(whoop.fetch(&account, "sleep", range).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(whoop.fetch(&account, "sleep", range, &NoLimit).await, Err(ProviderError::AccessTokenRefused));
     fake.set_failure(Some(Failure::RateLimited { reset_secs: 37 }));
     assert_eq!(
-        whoop.fetch(&account, "workouts", range).await,
+        whoop.fetch(&account, "workouts", range, &NoLimit).await,
         Err(ProviderError::RateLimited { retry_after_secs: 37 })
     );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(whoop.fetch(&account, "hrv", range).await, Err(ProviderError::Api(_))));
+    assert!(matches!(whoop.fetch(&account, "hrv", range, &NoLimit).await, Err(ProviderError::Api(_))));
     fake.set_failure(None);
-    assert!(whoop.fetch(&account, "sleep", range).await.is_ok());
-    assert!(matches!(whoop.fetch(&account, "heartrate", range).await, Err(ProviderError::Unsupported(_))));
+    assert!(whoop.fetch(&account, "sleep", range, &NoLimit).await.is_ok());
+    assert!(matches!(
+        whoop.fetch(&account, "heartrate", range, &NoLimit).await,
+        Err(ProviderError::Unsupported(_))
+    ));
 }
 
 #[test]
@@ -315,7 +318,7 @@ async fn revoke_reaches_whoop_and_refreshes_an_expired_token_first() {
     whoop.revoke(&client(), &linked).await.unwrap();
     assert_eq!(fake.calls("revoke"), 1);
     assert_eq!(
-        whoop.fetch(&linked, "sleep", fixture_range()).await,
+        whoop.fetch(&linked, "sleep", fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused),
         "the access is gone"
     );
@@ -352,7 +355,7 @@ async fn a_consent_without_offline_fails_the_link() {
 async fn a_next_token_that_does_not_move_stops_the_paging() {
     let (fake, whoop) = setup().await;
     fake.stick_paging();
-    let fetched = whoop.fetch(&fake.account(), "workouts", fixture_range()).await;
+    let fetched = whoop.fetch(&fake.account(), "workouts", fixture_range(), &NoLimit).await;
     assert!(matches!(fetched, Err(ProviderError::Api(_))), "{fetched:?}");
     assert_eq!(fake.calls("workout"), 2);
 }

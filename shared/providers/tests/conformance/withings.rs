@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 
+use crate::{COUNTING_WAIT_SECS, Counting};
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, OauthClient, ProviderAccount, ProviderError, PushNotice,
-    PushOutcome, PushRequest, RateWindow,
+    AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderError,
+    PushNotice, PushOutcome, PushRequest, RateWindow,
 };
 use wearlab_providers::fake::withings::{self as fake, Failure, FakeWithings};
 use wearlab_providers::withings::{self, Withings};
@@ -99,7 +100,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     let account = fake.account();
     let mut got = HashMap::new();
     for resource in withings.resources() {
-        let fetched = withings.fetch(&account, resource, fixture_range()).await.unwrap();
+        let fetched = withings.fetch(&account, resource, fixture_range(), &NoLimit).await.unwrap();
         got.insert(*resource, fetched.records);
     }
 
@@ -182,13 +183,36 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
 }
 
 #[tokio::test]
+async fn every_page_and_every_intraday_day_is_admitted_before_it_is_sent() {
+    let (fake, withings) = setup().await;
+    fake.set_page_size(1);
+    let account = fake.account();
+    // Three weight groups, one a page: three requests, three admitted.
+    let gate = Counting::new();
+    withings.fetch(&account, "weight", fixture_range(), &gate).await.unwrap();
+    assert_eq!(fake.calls("getmeas"), 3);
+    assert_eq!(gate.admitted(), 3);
+    // Intraday heart rate: one request a day.
+    let gate = Counting::new();
+    withings.fetch(&account, "heartrate", fixture_range(), &gate).await.unwrap();
+    assert_eq!(fake.calls("getintradayactivity"), 3);
+    assert_eq!(gate.admitted(), 3);
+
+    // A gate that admits two stops the fetch at the third day, which is never sent.
+    let gate = Counting::with_budget(2);
+    let limited = withings.fetch(&account, "steps", fixture_range(), &gate).await;
+    assert_eq!(limited, Err(ProviderError::RateLimited { retry_after_secs: COUNTING_WAIT_SECS }));
+    assert_eq!(fake.calls("getintradayactivity"), 3 + 2);
+}
+
+#[tokio::test]
 async fn every_status_family_in_the_body_is_typed() {
     let (fake, withings) = setup().await;
     let account = fake.account();
     let range = fixture_range();
     let data_error = |code| {
         fake.set_failure(Some(Failure::Status(code)));
-        withings.fetch(&account, "sleep", range)
+        withings.fetch(&account, "sleep", range, &NoLimit)
     };
     for code in [100, 101, 102, 200, 214, 277, 2553, 2555] {
         assert!(matches!(data_error(code).await, Err(ProviderError::CredentialError(_))), "status {code}");
@@ -200,7 +224,7 @@ async fn every_status_family_in_the_body_is_typed() {
     assert!(matches!(data_error(522).await, Err(ProviderError::Api(_))));
     assert_eq!(data_error(601).await, Err(ProviderError::RateLimited { retry_after_secs: 60 }));
     fake.set_failure(Some(Failure::Http(503)));
-    assert!(matches!(withings.fetch(&account, "weight", range).await, Err(ProviderError::Api(_))));
+    assert!(matches!(withings.fetch(&account, "weight", range, &NoLimit).await, Err(ProviderError::Api(_))));
 
     // The token endpoint: a refusal of the refresh token is Revoked; limits and outages are not.
     let credentials = &account.credentials;
@@ -218,10 +242,13 @@ async fn every_status_family_in_the_body_is_typed() {
     fake.set_failure(None);
     let mut stale = account.clone();
     stale.credentials.access_token = Secret::new("expired");
-    assert_eq!(withings.fetch(&stale, "activity", range).await, Err(ProviderError::AccessTokenRefused));
-    assert!(withings.fetch(&account, "activity", range).await.is_ok());
+    assert_eq!(
+        withings.fetch(&stale, "activity", range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
+    assert!(withings.fetch(&account, "activity", range, &NoLimit).await.is_ok());
     assert!(matches!(
-        withings.fetch(&account, "blood_pressure", range).await,
+        withings.fetch(&account, "blood_pressure", range, &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
 }
@@ -247,7 +274,13 @@ fn notifications_are_hints_by_category_and_the_reachability_check_is_answered() 
         notices,
         vec![PushNotice {
             external_user_id: "12345".into(),
-            resources: vec!["body".into(), "weight".into(), "fat".into(), "profile".into()],
+            resources: vec![
+                "body".into(),
+                "weight".into(),
+                "fat".into(),
+                "profile".into(),
+                "body_temperature".into()
+            ],
             // 2018-07-03T00:00Z .. 2018-07-04T10:05Z, a day either side for the user's zone.
             range: Some(DateRange { start: day("2018-07-02"), end: day("2018-07-05") }),
         }]
@@ -264,6 +297,19 @@ fn notifications_are_hints_by_category_and_the_reachability_check_is_answered() 
         resources(16).contains(&"heartrate".to_owned()) && resources(16).contains(&"workouts".to_owned())
     );
     assert!(resources(50).is_empty(), "bed in: nothing to fetch");
+    assert!(resources(1).contains(&"body_temperature".to_owned()), "types 71 and 73 are appli 1's");
+    // Appli 46: an unlink (or a deleted account) polls the user, whose refused tokens end the
+    // connection; a profile update fetches nothing.
+    for action in ["unlink", "delete"] {
+        let unlink = withings::read_push(&post(&format!("userid=12345&appli=46&action={action}")));
+        let PushOutcome::Notices(n) = unlink else { panic!("{unlink:?}") };
+        assert_eq!(n.len(), 1);
+        assert_eq!(n[0].external_user_id, "12345");
+    }
+    assert_eq!(
+        withings::read_push(&post("userid=12345&appli=46&action=update")),
+        PushOutcome::Notices(vec![])
+    );
     let PushOutcome::Notices(n) = withings::read_push(&post("userid=12345&appli=44")) else { panic!() };
     assert_eq!(n[0].range, None, "no dates: the caller picks a recent window");
 
@@ -292,7 +338,7 @@ async fn revoke_signs_with_a_nonce_and_reaches_withings() {
     );
     assert!(!revoke.contains_key("client_secret"), "a signed call sends no secret");
     assert_eq!(
-        withings.fetch(&linked, "sleep", fixture_range()).await,
+        withings.fetch(&linked, "sleep", fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 
@@ -315,8 +361,8 @@ async fn subscribes_the_callback_to_every_mapped_category() {
             appli
         })
         .collect();
-    assert_eq!(applis, vec!["1", "2", "4", "16", "44"]);
-    for appli in withings::NOTIFY_APPLIS {
+    assert_eq!(applis, vec!["1", "2", "4", "16", "44", "46"]);
+    for appli in withings::NOTIFY_APPLIS.into_iter().filter(|a| *a != withings::APPLI_USER) {
         assert!(!withings::resources_of_appli(appli.into()).is_empty(), "appli {appli} is mapped");
     }
 }
@@ -326,7 +372,7 @@ async fn an_offset_that_does_not_move_stops_the_paging() {
     let (fake, withings) = setup().await;
     fake.stick_paging();
     for (resource, action) in [("sleep", "getsummary"), ("weight", "getmeas")] {
-        let fetched = withings.fetch(&fake.account(), resource, fixture_range()).await;
+        let fetched = withings.fetch(&fake.account(), resource, fixture_range(), &NoLimit).await;
         assert!(matches!(fetched, Err(ProviderError::Api(_))), "{resource}: {fetched:?}");
         assert_eq!(fake.calls(action), 2, "{resource}");
     }
@@ -336,7 +382,7 @@ async fn an_offset_that_does_not_move_stops_the_paging() {
 async fn sleep_is_asked_seven_days_at_a_time() {
     let (fake, withings) = setup().await;
     let range = DateRange { start: day("2026-11-01"), end: day("2026-11-23") };
-    let fetched = withings.fetch(&fake.account(), "sleep", range).await.unwrap();
+    let fetched = withings.fetch(&fake.account(), "sleep", range, &NoLimit).await.unwrap();
     assert_eq!(fetched.records.len(), 2, "the same nights as over the fixture's days");
     let spans: Vec<(String, String)> = fake
         .forms("getsummary")

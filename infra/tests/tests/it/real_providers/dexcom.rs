@@ -100,13 +100,14 @@ async fn real_dexcom_links_on_the_configured_host_and_pulls_glucose_in_its_unit(
         read,
         [
             ("2026-11-21T07:55:00Z", 138.0, "mg/dL"),
+            ("2026-11-21T08:00:00Z", 135.0, "unknown"),
             ("2026-11-21T08:05:00Z", 142.0, "mg/dL"),
             ("2026-11-22T12:00:00Z", 96.0, "mg/dL"),
             ("2026-11-22T12:05:00Z", 101.0, "mg/dL"),
             ("2026-11-23T06:30:00Z", 65.0, "mg/dL"),
             ("2026-11-23T06:35:00Z", 70.0, "mg/dL"),
         ],
-        "Dexcom's readings in Dexcom's unit; the one of unit `unknown` left out"
+        "Dexcom's readings in Dexcom's unit; the one of unit `unknown` kept with its unit stated"
     );
     assert!(
         r.stack.bus.published().iter().any(|e| e.event_type == "historical.data.glucose.created"),

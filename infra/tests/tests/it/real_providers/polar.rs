@@ -51,6 +51,26 @@ async fn deliver(r: &Real<FakePolar>, request: &wearlab_domain::ports::providers
     r.t.send_as(Method::POST, "/v2/provider_webhooks/polar", None, &headers, Some(&body)).await.status
 }
 
+/// Polar's daily activity names only its start in UTC: the day is the user's local one. In
+/// Honolulu (UTC-10) the fixtures' 2026-11-21 08:15 UTC day starts on the evening of the 20th.
+#[tokio::test]
+async fn polar_activity_days_are_the_users_local_days() {
+    let r = real_polar().await;
+    let (user, _) = link_through(&r, "polar", "polar-hnl").await;
+    let a =
+        r.t.patch(&format!("/v2/user/{user}"), serde_json::json!({"fallback_time_zone": "Pacific/Honolulu"}))
+            .await;
+    assert!(a.status.is_success(), "{}", a.body);
+    drain(&r).await;
+    let activity = summaries(&r, "activity", &user).await;
+    let days: Vec<(&str, f64)> = activity
+        .iter()
+        .map(|a| (a["calendar_date"].as_str().unwrap(), a["steps"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(days, [("2026-11-20", 8823.0), ("2026-11-21", 6410.0)], "{activity:?}");
+    assert!(activity.iter().all(|a| a["timezone"] == "Pacific/Honolulu"));
+}
+
 #[tokio::test]
 async fn real_polar_links_registers_the_user_and_pulls_history() {
     let r = real_polar().await;

@@ -82,6 +82,9 @@ async fn real_strava_links_through_the_teams_app_and_pulls_activities_and_stream
     assert_eq!(scopes, ["read", "activity:read_all"], "the scopes the callback said were granted");
 
     drain(&r).await;
+    // The stream resources share each chunk's activity list and each activity's streams with
+    // the workouts: 10 lists and 3 streams calls (24 and 9 when each resource asked for itself).
+    assert_eq!((r.fake.calls("activities"), r.fake.calls("streams")), (10, 3));
     let workouts = summaries(&r, "workouts", &user).await;
     assert_eq!(workouts.len(), 4, "the activities up to today, the private hike too: {workouts:?}");
     assert!(workouts.iter().all(|w| w["source"]["provider"] == "strava"), "{workouts:?}");
@@ -92,6 +95,7 @@ async fn real_strava_links_through_the_teams_app_and_pulls_activities_and_stream
     assert_eq!(ride["duration"], 5400);
     assert_eq!(ride["average_hr"], 152.4);
     assert_eq!(ride["timezone"], "America/Los_Angeles");
+    assert_eq!(ride["calories"], 1080.0, "the summary's kilojoules of work");
 
     let hr = timeseries(&r, &user, "heartrate").await;
     assert_eq!(hr.len(), 36, "three recorded activities of 12 samples");

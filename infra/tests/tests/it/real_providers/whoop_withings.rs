@@ -20,7 +20,7 @@ use wearlab_domain::ports::providers::OauthClient;
 use wearlab_models::ConnectionStatus;
 use wearlab_providers::Endpoints;
 use wearlab_providers::fake::whoop::{FakeWhoop, WEBHOOK_SLEEP_UPDATED};
-use wearlab_providers::fake::withings::FakeWithings;
+use wearlab_providers::fake::withings::{Failure, FakeWithings};
 
 use super::{Real, connection_of, consent_through, drain, link_through, real_stack, summaries};
 
@@ -182,6 +182,35 @@ async fn real_withings_links_pulls_history_and_a_notification_brings_the_new_day
     assert_eq!(created[0].data["calendar_date"], "2026-11-23");
 }
 
+/// Withings's appli 46 `unlink`: a notice that is not signed, so a forged one (the tokens still
+/// work) changes nothing; after a real unlink Withings refuses the tokens, and the poll the
+/// notice starts ends the connection.
+#[tokio::test]
+async fn a_withings_unlink_notice_ends_the_connection_once_withings_refuses_its_tokens() {
+    let r = real_withings().await;
+    let (user, _) = link_through(&r, "withings", "withings-unlink").await;
+    drain(&r).await;
+    let conn = connection_of(&r, &user, "withings").await;
+    let body = format!("userid={}&appli=46&action=unlink", conn.external_user_id);
+    let notify = || r.t.send_as(Method::POST, "/v2/provider_webhooks/withings", None, &[], Some(&body));
+
+    // The history is pulled within the pull throttles' windows, then polled.
+    r.t.clock.advance(chrono::Duration::hours(1));
+    drain(&r).await;
+    let a = notify().await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    assert_eq!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected, "forged");
+
+    // The user unlinked at Withings: its tokens are refused (status 401), the refresh too.
+    r.fake.set_failure(Some(Failure::Status(401)));
+    r.t.clock.advance(chrono::Duration::minutes(15));
+    let a = notify().await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    drain(&r).await;
+    assert_ne!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected);
+}
+
 /// A Withings link whose callback runs as link-api runs it with `WEARLAB_PUBLIC_URL` set to
 /// `public_url`: the user, and where the browser is sent on.
 async fn link_on_public_deployment(
@@ -207,7 +236,7 @@ async fn a_withings_link_subscribes_the_users_notifications_on_a_public_deployme
     assert!(done.contains("state=success"), "{done}");
     let subs = r.fake.subscriptions();
     let applis: Vec<&str> = subs.iter().map(|(_, appli)| appli.as_str()).collect();
-    assert_eq!(applis, ["1", "2", "4", "16", "44"]);
+    assert_eq!(applis, ["1", "2", "4", "16", "44", "46"]);
     assert!(
         subs.iter().all(|(url, _)| url == "https://api.example/v2/provider_webhooks/withings"),
         "{subs:?}"
