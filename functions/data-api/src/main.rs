@@ -3,7 +3,8 @@
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
-    let deps = wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers())).await?;
+    let deps =
+        wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let app = data_api::app(wearlab_web::AppState::new(deps));
     lambda_http::run(app).await
 }

@@ -9,7 +9,8 @@ use wearlab_domain::Deps;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
-    let deps = wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers())).await?;
+    let deps =
+        wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let deps = deps.clone();

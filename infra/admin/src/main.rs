@@ -147,7 +147,7 @@ fn team_id(raw: &str) -> Result<TeamId, String> {
 
 async fn deps(cli: &Cli) -> Result<Deps, String> {
     if cli.aws {
-        return wearlab_aws::deps_from_env(wearlab_providers::from_env(wearlab_sim::providers()))
+        return wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var))
             .await
             .map_err(|e| e.to_string());
     }

@@ -7,7 +7,9 @@ use aws_credential_types::Credentials;
 use wearlab_domain::Deps;
 use wearlab_domain::ports::{Providers, QueueName, SystemClock};
 
-use crate::{DynamoDbTable, EventBridgeBus, EventBridgeScheduler, LazySdkConfig, SchedulerTarget};
+use crate::{
+    DynamoDbTable, EventBridgeBus, EventBridgeScheduler, LazySdkConfig, ProviderVars, SchedulerTarget,
+};
 
 /// The SDK's default chain: region, credentials and endpoint from the environment. The SDK
 /// itself honours `AWS_ENDPOINT_URL` (and `AWS_ENDPOINT_URL_DYNAMODB`, `..._SCHEDULER`), which
@@ -203,12 +205,19 @@ pub async fn sqs_dead_letters_from_env(
 
 /// The ports every Lambda handler needs, built once per execution environment. Cheap: the SDK
 /// configuration is loaded, and each SDK client built, on first use (see [`LazySdkConfig`]), so
-/// that a function's init phase does no AWS work. `providers` is the caller's choice (each
-/// `main.rs` picks them; this crate knows no provider adapter); so are the queue, the lab
-/// network and the webhook sender, which a `main.rs` sets on the result when its function uses
-/// them (`Deps { queue, ..deps }`).
-pub async fn deps_from_env(providers: Arc<dyn Providers>) -> Result<Deps, String> {
-    AwsEnv::from_env()?.deps_on_first_use(LazySdkConfig::from_env(), providers).await
+/// that a function's init phase does no AWS work beyond reading its secrets (the data key, and
+/// the providers' secrets when `WEARLAB_PROVIDER_SECRETS_PATH` is set: [`ProviderVars`]).
+/// `providers` builds the `Providers` port from the variables it is given (each `main.rs` picks
+/// the adapters with `wearlab_providers::from_vars`; this crate knows no provider adapter); the
+/// queue, the lab network and the webhook sender are the caller's choice too, set on the result
+/// when its function uses them (`Deps { queue, ..deps }`).
+pub async fn deps_from_env(
+    providers: impl FnOnce(&dyn Fn(&str) -> Option<String>) -> Arc<dyn Providers>,
+) -> Result<Deps, String> {
+    let env = AwsEnv::from_env()?;
+    let config = LazySdkConfig::from_env();
+    let vars = ProviderVars::from_env(&config).await?;
+    env.deps_on_first_use(config, providers(&|name| vars.get(name))).await
 }
 
 #[cfg(test)]

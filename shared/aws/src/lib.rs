@@ -10,6 +10,7 @@ mod dynamodb;
 mod error;
 mod eventbridge;
 mod lazy;
+mod provider_secrets;
 mod scheduler;
 mod sqs;
 
@@ -22,5 +23,6 @@ pub use dead_letters::{DeadLetterError, SqsDeadLetters};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use lazy::LazySdkConfig;
+pub use provider_secrets::{PROVIDER_SECRETS_PATH_VAR, ProviderVars, is_provider_secret_var};
 pub use scheduler::{EventBridgeScheduler, SchedulerTarget, ensure_schedule_group};
 pub use sqs::{SqsQueue, handle_sqs_batch, plan_batches};

@@ -33,11 +33,6 @@ use std::sync::Arc;
 
 use wearlab_domain::ports::providers::Providers;
 
-/// The `Providers` port of a deployment: [`from_vars`] on the process environment.
-pub fn from_env(sim: Arc<dyn Providers>) -> Arc<dyn Providers> {
-    from_vars(sim, |k| std::env::var(k).ok())
-}
-
 /// The variable that lets providers without a real adapter be linked to the simulator.
 pub const SIMULATED_PROVIDERS_VAR: &str = "WEARLAB_SIMULATED_PROVIDERS";
 
@@ -52,7 +47,9 @@ pub fn simulated_links(var: impl Fn(&str) -> Option<String>) -> Result<bool, Str
     }
 }
 
-/// The adapters the operator activated, the simulator behind them. A provider is real when its
+/// The adapters the operator activated, the simulator behind them. `var` answers the
+/// `WEARLAB_PROVIDER_*` variables: on a deployment, `wearlab_aws::deps_from_env` hands over the
+/// environment with the providers' secrets read from SSM; the local stack its own variables. A provider is real when its
 /// platform OAuth app is configured (`WEARLAB_PROVIDER_<SLUG>_CLIENT_ID` and `_CLIENT_SECRET`),
 /// or when `WEARLAB_PROVIDER_<SLUG>_ENABLED=true` (a provider linked only through teams' own
 /// OAuth apps). Every other provider can be linked to the simulator only when

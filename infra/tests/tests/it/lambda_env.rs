@@ -137,6 +137,28 @@ fn the_template_sets_for_each_function_exactly_the_variables_it_reads() {
     }
 }
 
+/// The providers' OAuth client secrets and push tokens are SSM SecureStrings read at init, never
+/// variables of a function (which `lambda:GetFunctionConfiguration` shows to whoever may read
+/// the function's configuration), nor parameters of the stack.
+#[test]
+fn no_function_environment_holds_a_provider_secret() {
+    let template = template_env();
+    assert!(!template.is_empty());
+    for (name, vars) in &template {
+        let secrets: Vec<&String> = vars.iter().filter(|v| wearlab_aws::is_provider_secret_var(v)).collect();
+        assert!(secrets.is_empty(), "{name}: {secrets:?} in template.yaml");
+        assert!(vars.contains(wearlab_aws::PROVIDER_SECRETS_PATH_VAR), "{name}");
+    }
+    for (name, listed) in listed() {
+        let secrets: Vec<String> =
+            listed.all().into_iter().filter(|v| wearlab_aws::is_provider_secret_var(v)).collect();
+        assert!(secrets.is_empty(), "{name}: {secrets:?} in infra/lambda-env");
+    }
+    let text = std::fs::read_to_string(root().join("template.yaml")).unwrap();
+    assert!(!text.contains("NoEcho"), "a secret parameter of the stack ends up in a function's environment");
+    assert!(wearlab_aws::is_provider_secret_var("WEARLAB_PROVIDER_OURA_CLIENT_SECRET"));
+}
+
 #[test]
 fn the_yaml_reader_skips_lists_and_block_scalars() {
     let keys = yaml_keys("a:\n  b: >-\n    NOT_A_KEY: x\n  c:\n    - d: 1\n      e: 2\n  f: 3\n");

@@ -23,6 +23,7 @@ mod metrics;
 mod one_422;
 mod outbox;
 mod pipeline;
+mod provider_secrets;
 mod provider_truth;
 mod queues;
 mod real_providers;
