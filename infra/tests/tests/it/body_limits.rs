@@ -162,3 +162,19 @@ async fn the_largest_accepted_webhook_is_stored_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     largest_webhook_is_stored(&t).await;
 }
+
+/// The published schema states the bounds the parsers apply, so clients see them.
+#[test]
+fn the_openapi_document_states_each_bound() {
+    use wearlab_domain::limits;
+    let doc: Value = serde_json::from_str(&wearlab_local::openapi_json()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let max_items = |schema: &str, field: &str| schemas[schema]["properties"][field]["maxItems"].as_u64();
+    let bound = |n: usize| Some(n as u64);
+    assert_eq!(max_items("CreateWebhookBody", "event_types"), bound(limits::MAX_EVENT_TYPES));
+    assert_eq!(max_items("LinkTokenBody", "filter_on_providers"), bound(limits::MAX_FILTER_ON_PROVIDERS));
+    assert_eq!(max_items("OrderSet", "lab_test_ids"), bound(limits::MAX_LAB_TEST_IDS));
+    assert_eq!(max_items("OrderSetMarkersBody", "lab_test_ids"), bound(limits::MAX_LAB_TEST_IDS));
+    assert_eq!(max_items("AddOnOrder", "provider_ids"), bound(limits::MAX_ADD_ON_MARKERS));
+    assert_eq!(max_items("AddOnOrder", "marker_ids"), bound(limits::MAX_ADD_ON_MARKERS));
+}
