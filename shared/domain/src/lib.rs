@@ -21,6 +21,7 @@ pub mod keys;
 pub mod lab;
 pub mod lifecycle;
 pub mod lifecycle_events;
+pub mod limits;
 pub mod linking;
 pub mod metrics;
 pub mod outbox;

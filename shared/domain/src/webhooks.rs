@@ -16,6 +16,7 @@ use crate::error::{DomainError, issue};
 use crate::event_secrets;
 use crate::ids::{TeamId, UserId};
 use crate::keys::webhooks as keys;
+use crate::limits;
 use crate::metrics::Delivery;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, WriteOp, query_all};
@@ -86,8 +87,16 @@ pub async fn create_endpoint(
     if let Err(DomainError::Validation(mut v)) = check_url(url, policy) {
         issues.append(&mut v);
     }
-    for (i, t) in event_types.iter().enumerate() {
-        if t.is_empty() || t.len() > 200 || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    let at = ["body", "event_types"];
+    let set = limits::check_set(&at, &event_types, limits::MAX_EVENT_TYPES);
+    if let Err(mut found) = set {
+        issues.append(&mut found);
+    }
+    let shown = if event_types.len() > limits::MAX_EVENT_TYPES { &[][..] } else { &event_types[..] };
+    for (i, t) in shown.iter().enumerate() {
+        if t.is_empty()
+            || t.len() > limits::MAX_EVENT_TYPE_CHARS
+            || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
         {
             let mut x = issue(
                 &["body", "event_types"],

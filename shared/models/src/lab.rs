@@ -311,18 +311,22 @@ pub struct LabTestPage {
 /// Markers added to an order on their own.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, ToSchema)]
 pub struct AddOnOrder {
-    /// The lab's test codes (`provider_id` of markers).
+    /// The lab's test codes (`provider_id` of markers). A set: each code at most once.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub provider_ids: Option<Vec<String>>,
-    /// Marker ids.
+    /// Marker ids. A set: each id at most once.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub marker_ids: Option<Vec<i64>>,
 }
 
 /// POST /v3/lab_tests/list_order_set_markers body.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
 pub struct OrderSetMarkersBody {
+    /// A set: each id at most once.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub lab_test_ids: Option<Vec<Uuid>>,
     #[serde(default)]
     pub add_on: Option<AddOnOrder>,
@@ -335,7 +339,9 @@ pub struct OrderSetMarkersBody {
 /// What an order contains.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, ToSchema)]
 pub struct OrderSet {
+    /// A set: each id at most once.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub lab_test_ids: Option<Vec<Uuid>>,
     #[serde(default)]
     pub add_on: Option<AddOnOrder>,

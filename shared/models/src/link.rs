@@ -37,8 +37,9 @@ pub struct LinkTokenBody {
     /// Where the end user's browser goes when an OAuth link ends; echoed in Link results.
     #[serde(default)]
     pub redirect_url: Option<String>,
-    /// Restricts the token to these providers.
+    /// Restricts the token to these providers. A set: each provider at most once.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub filter_on_providers: Option<Vec<String>>,
 }
 

@@ -11,7 +11,9 @@ pub struct CreateWebhookBody {
     /// or localhost only on the local stack).
     pub url: String,
     /// Event types to deliver, e.g. `provider.connection.created`; omitted or empty: every type.
+    /// A set: each type at most once.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub event_types: Vec<String>,
 }
 

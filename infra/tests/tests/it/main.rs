@@ -5,6 +5,7 @@
 
 mod architecture;
 mod audit;
+mod body_limits;
 mod bulk;
 mod contract;
 mod crash;

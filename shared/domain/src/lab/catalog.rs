@@ -15,6 +15,7 @@ use wearlab_models::lab::{
 };
 
 use crate::error::{DomainError, issue};
+use crate::limits;
 
 /// Marker pages: `page` from 1, `size` 1 to 100, default 50.
 pub const DEFAULT_PAGE_SIZE: u64 = 50;
@@ -380,6 +381,10 @@ impl ResolvedOrderSet {
     }
 }
 
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
 /// Resolves lab test ids and add-ons (by test code or marker id) to one lab. `base` is the
 /// location of the order set in the body (e.g. `["body", "order_set"]`); every problem is
 /// reported at its own location.
@@ -400,6 +405,38 @@ pub fn resolve_order_set(
         }
         issues.push(ValidationIssue { loc: v, msg, kind: "value_error".into() });
     };
+    // The bounds first: a list over its bound or with a duplicate is not looked into.
+    let add_on = set.add_on.clone().unwrap_or_default();
+    let ids_loc = loc(&["lab_test_ids"]);
+    let codes_loc = loc(&["add_on", "provider_ids"]);
+    let markers_loc = loc(&["add_on", "marker_ids"]);
+    let mut bounds = Vec::new();
+    if let Some(ids) = &set.lab_test_ids
+        && let Err(found) = limits::check_set(&strs(&ids_loc), ids, limits::MAX_LAB_TEST_IDS)
+    {
+        bounds.extend(found);
+    }
+    if let Some(codes) = &add_on.provider_ids {
+        match limits::check_set(&strs(&codes_loc), codes, limits::MAX_ADD_ON_MARKERS) {
+            Err(found) => bounds.extend(found),
+            Ok(()) => {
+                for (i, code) in codes.iter().enumerate() {
+                    let mut at: Vec<wearlab_models::LocPart> =
+                        codes_loc.iter().map(|s| s.as_str().into()).collect();
+                    at.push(i.into());
+                    bounds.extend(limits::too_long(&at, code, limits::MAX_CODE_CHARS));
+                }
+            }
+        }
+    }
+    if let Some(ids) = &add_on.marker_ids
+        && let Err(found) = limits::check_set(&strs(&markers_loc), ids, limits::MAX_ADD_ON_MARKERS)
+    {
+        bounds.extend(found);
+    }
+    if !bounds.is_empty() {
+        return Err(bounds);
+    }
     let mut tests: Vec<&'static LabTestRecord> = Vec::new();
     for (i, id) in set.lab_test_ids.iter().flatten().enumerate() {
         match c.lab_test(*id) {
@@ -421,7 +458,6 @@ pub fn resolve_order_set(
         );
     }
     let mut add_ons: Vec<&'static Marker> = Vec::new();
-    let add_on = set.add_on.clone().unwrap_or_default();
     for (i, code) in add_on.provider_ids.iter().flatten().enumerate() {
         let found: Vec<&'static Marker> = c
             .markers

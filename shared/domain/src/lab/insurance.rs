@@ -147,7 +147,11 @@ impl NewInsurance {
     pub fn parse(body: InsuranceBody, today: NaiveDate) -> Result<Self, DomainError> {
         let mut issues = Issues::new();
         let payor = payor(&body.payor_code);
-        if payor.is_none() {
+        let at: Vec<wearlab_models::LocPart> = vec!["body".into(), "payor_code".into()];
+        if let Some(long) = crate::limits::too_long(&at, &body.payor_code, crate::limits::MAX_CODE_CHARS) {
+            // Not echoed: a refused value is named in the answer only when it is short.
+            issues.list.push(long);
+        } else if payor.is_none() {
             issues.push(
                 &["body", "payor_code"],
                 format!("unknown payor_code '{}': not in the payor directory", body.payor_code),

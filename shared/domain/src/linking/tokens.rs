@@ -13,6 +13,7 @@ use crate::crypto::Sealed;
 use crate::error::{DomainError, issue};
 use crate::ids::{TeamId, UserId};
 use crate::keys;
+use crate::limits::{self, MAX_FILTER_ON_PROVIDERS as MAX_FILTER};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key};
 use crate::users;
@@ -23,8 +24,6 @@ pub const TOKEN_TTL_MINUTES: i64 = 60;
 /// `token_consumed` from `invalid_token`.
 const KEEP_AFTER_EXPIRY_HOURS: i64 = 24;
 const TOKEN_PREFIX: &str = "lt_";
-/// Most providers a token may be filtered on.
-const MAX_FILTER: usize = 100;
 /// The header that carries a link token.
 pub const LINK_TOKEN_HEADER: &str = "x-service-link-token";
 
@@ -163,14 +162,12 @@ impl NewLinkToken {
             ));
         }
         if let Some(f) = &body.filter_on_providers {
-            if f.len() > MAX_FILTER {
-                issues.push(issue(
-                    &["body", "filter_on_providers"],
-                    format!("at most {MAX_FILTER} providers"),
-                    "too_long",
-                ));
+            let set = limits::check_set(&["body", "filter_on_providers"], f, MAX_FILTER);
+            let checked: &[String] = if set.is_ok() { f } else { &[] };
+            if let Err(found) = set {
+                issues.extend(found);
             }
-            for (i, p) in f.iter().enumerate() {
+            for (i, p) in checked.iter().enumerate() {
                 if catalog().get(p).is_none() {
                     issues.push(ValidationIssue {
                         loc: vec!["body".into(), "filter_on_providers".into(), i.into()],

@@ -76,7 +76,14 @@ pub async fn set_preferences(
     if !(1..=MAX_HISTORY_DAYS).contains(&prefs.default_history_days) {
         issues.push(issue(&["body", "default_history_days"], range.clone(), "value_error"));
     }
-    for (provider, days) in &prefs.history_days {
+    let many = crate::limits::too_many(
+        &["body", "history_days"],
+        prefs.history_days.len(),
+        crate::limits::MAX_HISTORY_DAYS_PROVIDERS,
+    );
+    let listed = if many.is_some() { None } else { Some(&prefs.history_days) };
+    issues.extend(many);
+    for (provider, days) in listed.into_iter().flatten() {
         if catalog().get(provider).is_none() {
             issues.push(issue(
                 &["body", "history_days", provider.as_str()],
