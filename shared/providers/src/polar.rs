@@ -752,6 +752,13 @@ impl Adapter for Polar {
         let range = day.map(|end| DateRange { start: end - Duration::days(1), end });
         PushOutcome::Notices(vec![PushNotice { external_user_id: user.to_string(), resources, range }])
     }
+
+    /// A delivery's `timestamp` (it is in the signed body): the push use case refuses a
+    /// delivery sent outside its window and reads each delivery once.
+    fn push_sent_at(&self, request: &PushRequest) -> Option<DateTime<Utc>> {
+        let delivery = serde_json::from_slice::<Delivery>(&request.body).ok()?;
+        delivery.timestamp.map(|t| t.with_timezone(&Utc))
+    }
 }
 
 #[cfg(test)]
