@@ -1,8 +1,11 @@
 //! A provider's push notifications (`/v2/provider_webhooks/{provider}`): its handshake is
-//! answered, a refused push (unsigned, badly signed, stale) changes nothing, and each notice puts
-//! a poll of the connections of the provider's user on the pull queue; a deauthorisation (the user
-//! took Wearlab's access away at the provider) marks the user's connections in error. The answer comes before
-//! any provider call: providers give a push seconds.
+//! answered, a refused push (unsigned, badly signed, stale) changes nothing, a repeated delivery
+//! of a push that names its sending time queues nothing, and each notice puts a poll of the
+//! connections of the provider's user on the pull queue; a deauthorisation (the user took
+//! Wearlab's access away at the provider) marks in error those of the user's connections whose
+//! credentials the provider then refuses to refresh. Apart from that one refresh per connection
+//! (a deauthorisation is rare and names one user), the answer comes before any provider call:
+//! providers give a push seconds.
 
 use serde_json::Value;
 

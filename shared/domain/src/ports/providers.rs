@@ -348,7 +348,7 @@ pub trait Providers: Send + Sync + 'static {
     /// When the push says it was sent (Polar's signed `timestamp`), read from the request without
     /// checking it; `None` when the provider's pushes say nothing the push use case can check
     /// (WHOOP's signed timestamp is checked by its adapter). A push that names it is refused
-    /// outside [`crate::linking::push::SENT_AT_WINDOW`] and read once.
+    /// outside the push use case's window (5 minutes either way) and read once.
     fn push_sent_at(&self, _provider: &str, _request: &PushRequest) -> Option<chrono::DateTime<chrono::Utc>> {
         None
     }
