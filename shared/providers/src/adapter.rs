@@ -103,6 +103,12 @@ pub trait Adapter: Send + Sync + 'static {
         None
     }
 
+    /// When the push says it was sent, read without checking the signature (see
+    /// `Providers::push_sent_at`); `None` where the push names no such time.
+    fn push_sent_at(&self, _request: &PushRequest) -> Option<chrono::DateTime<chrono::Utc>> {
+        None
+    }
+
     /// Makes sure the provider pushes to `callback_url` for `client`'s users, where the
     /// provider has an API for app-wide subscriptions (Oura): creates the missing ones and
     /// renews those about to expire. Returns how many it created or renewed. Providers

@@ -534,6 +534,12 @@ struct Delivery {
     timestamp: Option<DateTime<FixedOffset>>,
 }
 
+/// A delivery's own `timestamp`, when its body has one.
+fn sent_at(body: &[u8]) -> Option<DateTime<Utc>> {
+    let delivery = serde_json::from_slice::<Delivery>(body).ok()?;
+    delivery.timestamp.map(|t| t.with_timezone(&Utc))
+}
+
 /// The catalog resources a delivery of `event` changes.
 fn resources_of(event: &str) -> &'static [&'static str] {
     match event {
@@ -752,6 +758,12 @@ impl Adapter for Polar {
         let range = day.map(|end| DateRange { start: end - Duration::days(1), end });
         PushOutcome::Notices(vec![PushNotice { external_user_id: user.to_string(), resources, range }])
     }
+
+    /// A delivery's `timestamp` (it is in the signed body): the push use case refuses a
+    /// delivery sent outside its window and reads each delivery once.
+    fn push_sent_at(&self, request: &PushRequest) -> Option<DateTime<Utc>> {
+        sent_at(&request.body)
+    }
 }
 
 #[cfg(test)]
@@ -760,6 +772,15 @@ mod tests {
 
     fn d(s: &str) -> NaiveDate {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_delivery_names_when_it_was_sent() {
+        let example = include_str!("../fixtures/polar/webhook_exercise.json");
+        let sent = sent_at(example.as_bytes());
+        assert_eq!(sent.map(|t| t.to_rfc3339()), Some("2026-11-23T14:22:24+00:00".to_owned()));
+        assert_eq!(sent_at(br#"{"event":"EXERCISE","user_id":475}"#), None);
+        assert_eq!(sent_at(b"not json"), None);
     }
 
     #[test]

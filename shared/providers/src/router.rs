@@ -250,6 +250,13 @@ impl Providers for RealProviders {
         }
     }
 
+    fn push_sent_at(&self, provider: &str, request: &PushRequest) -> Option<chrono::DateTime<chrono::Utc>> {
+        match self.route(provider) {
+            Some(route) => route.adapter.push_sent_at(request),
+            None => self.sim.push_sent_at(provider, request),
+        }
+    }
+
     fn pushes(&self, provider: &str) -> bool {
         match self.route(provider) {
             Some(route) => route.adapter.pushes(),

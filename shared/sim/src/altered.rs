@@ -164,6 +164,10 @@ impl<A: Alteration> Providers for Altered<A> {
         self.inner.push_claimed_user(p, request)
     }
 
+    fn push_sent_at(&self, p: &str, request: &PushRequest) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.inner.push_sent_at(p, request)
+    }
+
     fn pushes(&self, p: &str) -> bool {
         self.inner.pushes(p)
     }

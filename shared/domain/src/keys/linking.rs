@@ -83,6 +83,18 @@ pub fn team_oauth_app(team: TeamId, provider: &str) -> Key {
     Key::new(format!("TEAM#{team}"), format!("OAUTHAPP#{provider}"))
 }
 
+/// Which team registered `client_id` as its own OAuth app for `provider`: one team per client
+/// id, written in the same transaction as the team's app and deleted with it.
+pub fn oauth_client_claim(provider: &str, client_id: &str) -> Key {
+    Key::new(format!("OAUTHCLIENT#{}#{}", escape(provider), escape(client_id)), ROOT)
+}
+
+/// A push delivery already read (by the SHA-256 hex of its signed body), kept for the window
+/// in which a repeated delivery would be accepted.
+pub fn push_delivery(provider: &str, body_sha256_hex: &str) -> Key {
+    Key::new(format!("PUSHSEEN#{}#{body_sha256_hex}", escape(provider)), ROOT)
+}
+
 /// The team's linking settings.
 pub fn team_link_config(team: TeamId) -> Key {
     Key::new(format!("TEAM#{team}"), "SETTINGS#LINK")

@@ -14,7 +14,7 @@ use crate::ids::TeamId;
 use crate::keys;
 use crate::ports::providers::OauthClient;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key, StoreError};
+use crate::ports::{Condition, Item, Key, StoreError, WriteOp};
 
 const MAX_CLIENT_ID: usize = 256;
 const MAX_CLIENT_SECRET: usize = 1024;
@@ -130,7 +130,39 @@ impl NewOauthApp {
     }
 }
 
-/// PUT /v2/team/oauth_app/{provider}: sets (or replaces) the team's app.
+/// Which team holds a client id (`keys::linking::oauth_client_claim`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ClientClaim {
+    team_id: TeamId,
+}
+
+/// The deletion of the claim on `client_id`, when `team` holds it (never another team's).
+async fn release(
+    deps: &Deps,
+    team: TeamId,
+    provider: &str,
+    client_id: &str,
+) -> Result<Option<WriteOp>, DomainError> {
+    let key = keys::linking::oauth_client_claim(provider, client_id);
+    Ok(match deps.table.get(&key).await? {
+        Some(claim) if claim.decode::<ClientClaim>()?.team_id == team => {
+            Some(WriteOp::Delete { key, condition: Condition::VersionIs(claim.version) })
+        }
+        _ => None,
+    })
+}
+
+fn client_taken(provider: &str) -> DomainError {
+    DomainError::Rejected(format!(
+        "This {provider} client_id is registered by another team: a team may only register its own OAuth app."
+    ))
+}
+
+/// PUT /v2/team/oauth_app/{provider}: sets (or replaces) the team's app. A client id is one
+/// team's: registering one another team registered is refused (400), so no team can have
+/// another's pushes checked with its own secret. The claim on the client id is written in the
+/// same transaction as the app (and the previous client id's claim released), so two teams
+/// racing for one client id cannot both win.
 pub async fn put_oauth_app(
     deps: &Deps,
     team: TeamId,
@@ -140,18 +172,52 @@ pub async fn put_oauth_app(
     let p = oauth_provider(provider)?;
     let key = keys::linking::team_oauth_app(team, &p.slug);
     let now = deps.now();
-    let created_on = match deps.table.get(&key).await? {
-        Some(item) => item.decode::<OauthAppRecord>()?.created_on,
-        None => now,
-    };
+    let existing = deps.table.get(&key).await?;
+    let previous = existing.as_ref().map(|item| item.decode::<OauthAppRecord>()).transpose()?;
     let record = OauthAppRecord {
         provider: p.slug.clone(),
         client_id: app.client_id,
         client_secret: deps.data_key.seal(app.client_secret.expose().as_bytes(), &context(&key)),
-        created_on,
+        created_on: previous.as_ref().map_or(now, |r| r.created_on),
         updated_on: now,
     };
-    deps.table.put(Item::new(key, to_body(&record)), Condition::None).await?;
+    let mut item = Item::new(key, to_body(&record));
+    let app_condition = match &existing {
+        Some(held) => {
+            item.version = held.version + 1;
+            Condition::VersionIs(held.version)
+        }
+        None => Condition::NotExists,
+    };
+    let claim_key = keys::linking::oauth_client_claim(&p.slug, &record.client_id);
+    let claim = Item::new(claim_key.clone(), to_body(&ClientClaim { team_id: team }));
+    let mut ops = vec![WriteOp::Put { item, condition: app_condition }];
+    let same_client = previous.as_ref().is_some_and(|r| r.client_id == record.client_id);
+    if same_client {
+        // Written again whatever was there: an app stored before claims existed gets its claim.
+        match deps.table.get(&claim_key).await? {
+            Some(held) if held.decode::<ClientClaim>()?.team_id != team => {
+                return Err(client_taken(provider));
+            }
+            Some(held) => {
+                ops.push(WriteOp::Put { item: claim, condition: Condition::VersionIs(held.version) })
+            }
+            None => ops.push(WriteOp::Put { item: claim, condition: Condition::NotExists }),
+        }
+    } else {
+        ops.push(WriteOp::Put { item: claim, condition: Condition::NotExists });
+        if let Some(old) = &previous {
+            ops.extend(release(deps, team, &p.slug, &old.client_id).await?);
+        }
+    }
+    match deps.table.transact(ops).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed { op: Some(1) }) => return Err(client_taken(provider)),
+        Err(StoreError::ConditionFailed { .. }) => {
+            return Err(DomainError::Busy("the team's OAuth app changed meanwhile; retry".into()));
+        }
+        Err(e) => return Err(e.into()),
+    }
     tracing::info!(team_id = %team, provider, "team OAuth app set");
     Ok(record.to_wire())
 }
@@ -174,12 +240,19 @@ pub async fn get_oauth_app(deps: &Deps, team: TeamId, provider: &str) -> Result<
 
 pub async fn delete_oauth_app(deps: &Deps, team: TeamId, provider: &str) -> Result<(), DomainError> {
     let p = oauth_provider(provider)?;
-    match deps.table.delete(&keys::linking::team_oauth_app(team, &p.slug), Condition::Exists).await {
+    let key = keys::linking::team_oauth_app(team, &p.slug);
+    let Some(held) = deps.table.get(&key).await? else { return Err(no_app(provider)) };
+    let record: OauthAppRecord = held.decode()?;
+    let mut ops = vec![WriteOp::Delete { key, condition: Condition::VersionIs(held.version) }];
+    ops.extend(release(deps, team, &p.slug, &record.client_id).await?);
+    match deps.table.transact(ops).await {
         Ok(()) => {
             tracing::info!(team_id = %team, provider, "team OAuth app removed");
             Ok(())
         }
-        Err(StoreError::ConditionFailed { .. }) => Err(no_app(provider)),
+        Err(StoreError::ConditionFailed { .. }) => {
+            Err(DomainError::Busy("the team's OAuth app changed meanwhile; retry".into()))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -345,6 +345,14 @@ pub trait Providers: Send + Sync + 'static {
         None
     }
 
+    /// When the push says it was sent (Polar's signed `timestamp`), read from the request without
+    /// checking it; `None` when the provider's pushes say nothing the push use case can check
+    /// (WHOOP's signed timestamp is checked by its adapter). A push that names it is refused
+    /// outside the push use case's window (5 minutes either way) and read once.
+    fn push_sent_at(&self, _provider: &str, _request: &PushRequest) -> Option<chrono::DateTime<chrono::Utc>> {
+        None
+    }
+
     /// Whether `provider` sends push notifications on this deployment. `false` (a real provider
     /// without webhooks, e.g. Dexcom) makes the push endpoint refuse its pushes as unknown rather
     /// than as unsigned. The simulator, and every provider by default: `true`.

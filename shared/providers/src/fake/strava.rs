@@ -206,6 +206,12 @@ impl FakeStrava {
         self.lock().issuer.account(ATHLETE_ID.to_string())
     }
 
+    /// The athlete deauthorised the app at Strava: every token of the athlete ends (access and
+    /// refresh), as `POST /oauth/deauthorize` ends them.
+    pub fn deauthorize_athlete(&self) {
+        self.lock().issuer.revoke_all();
+    }
+
     /// Ends every access token (as Strava does after six hours).
     pub fn expire_access_tokens(&self) {
         self.lock().issuer.expire_access();

@@ -84,3 +84,49 @@ async fn link_config_defaults_and_changes() {
         StatusCode::UNAUTHORIZED
     );
 }
+
+/// A client id is one team's: another team cannot register it as its own app (it would have the
+/// first team's pushes checked with its own secret), until the first team removes its app.
+async fn a_client_id_belongs_to_one_team(t: &TestApp) {
+    let path = "/v2/team/oauth_app/whoop_v2";
+    let theirs = r#"{"client_id": "team-a-whoop", "client_secret": "team-a-secret"}"#;
+    let a = t.send(Method::PUT, path, Some(&t.key), Some(theirs)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    // Registering it again (a new secret) is the same team's right.
+    let again = r#"{"client_id": "team-a-whoop", "client_secret": "rotated"}"#;
+    assert_eq!(t.send(Method::PUT, path, Some(&t.key), Some(again)).await.status, StatusCode::OK);
+
+    let other = t.other_team_key().await;
+    let forged = r#"{"client_id": "team-a-whoop", "client_secret": "attacker-secret"}"#;
+    let a = t.send(Method::PUT, path, Some(&other), Some(forged)).await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{}", a.body);
+    assert!(a.body["detail"].as_str().unwrap_or_default().contains("another team"), "{}", a.body);
+    assert_eq!(t.send(Method::GET, path, Some(&other), None).await.status, StatusCode::NOT_FOUND);
+    // Its own client id it may register, and then not move it onto the first team's.
+    let own = r#"{"client_id": "team-b-whoop", "client_secret": "b"}"#;
+    assert_eq!(t.send(Method::PUT, path, Some(&other), Some(own)).await.status, StatusCode::OK);
+    assert_eq!(t.send(Method::PUT, path, Some(&other), Some(forged)).await.status, StatusCode::BAD_REQUEST);
+
+    // Moving the first team's app to another client id releases the old one; removing an app
+    // releases its client id.
+    let moved = r#"{"client_id": "team-a-whoop-2", "client_secret": "s"}"#;
+    assert_eq!(t.send(Method::PUT, path, Some(&t.key), Some(moved)).await.status, StatusCode::OK);
+    let b_again = r#"{"client_id": "team-a-whoop", "client_secret": "b"}"#;
+    assert_eq!(t.send(Method::PUT, path, Some(&other), Some(b_again)).await.status, StatusCode::OK);
+    let taken = r#"{"client_id": "team-b-whoop", "client_secret": "a"}"#;
+    assert_eq!(t.send(Method::PUT, path, Some(&t.key), Some(taken)).await.status, StatusCode::OK, "released");
+    assert_eq!(t.send(Method::DELETE, path, Some(&other), None).await.status, StatusCode::OK);
+    let back = r#"{"client_id": "team-a-whoop", "client_secret": "a"}"#;
+    assert_eq!(t.send(Method::PUT, path, Some(&t.key), Some(back)).await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_client_id_belongs_to_one_team_on_embedded_storage() {
+    a_client_id_belongs_to_one_team(&TestApp::embedded().await).await;
+}
+
+#[tokio::test]
+async fn a_client_id_belongs_to_one_team_on_dynamodb() {
+    let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
+    a_client_id_belongs_to_one_team(&t).await;
+}

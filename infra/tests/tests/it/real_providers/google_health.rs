@@ -242,3 +242,46 @@ async fn the_published_limit_per_user_holds_across_the_users_connections() {
     }
     assert!(minutes > 2, "the limit made the pulls wait ({minutes} minutes)");
 }
+
+/// One Google user linked by two teams, through the platform's app and through the second
+/// team's own app: Google signs the notification for every app alike, so both connections are
+/// polled, not only the first whose app checked it.
+#[tokio::test]
+async fn a_notification_polls_every_connection_of_the_google_user() {
+    use wearlab_domain::ids::UserId;
+    use wearlab_domain::linking::connections::{self, NewConnection};
+
+    let r = real_google_health().await;
+    let (user, _) = link_through(&r, "google_health", "gh-two-teams").await;
+    drain(&r).await;
+
+    let deps = &r.t.deps;
+    let team2 = wearlab_domain::teams::create_team(deps, "Second team").await.unwrap().team_id;
+    let key2 = wearlab_domain::teams::issue_key(deps, team2, "test").await.unwrap().secret;
+    let app2 = json!({"client_id": "team2.apps.googleusercontent.com", "client_secret": "team2-secret"});
+    let a =
+        r.t.send(Method::PUT, "/v2/team/oauth_app/google_health", Some(&key2), Some(&app2.to_string())).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let new_user = json!({"client_user_id": "gh-team2", "fallback_time_zone": "Europe/Berlin"});
+    let a = r.t.send(Method::POST, "/v2/user", Some(&key2), Some(&new_user.to_string())).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let user2 = UserId::parse(a.body["user_id"].as_str().unwrap()).unwrap();
+    let provider = wearlab_domain::catalog::catalog().get("google_health").unwrap();
+    let new = NewConnection {
+        provider,
+        account: r.fake.account(),
+        demo: false,
+        token: None,
+        extra_ops: vec![],
+        team_app_client_id: Some("team2.apps.googleusercontent.com".into()),
+        import_op: None,
+    };
+    connections::commit(deps, team2, user2, new).await.unwrap();
+    drain(&r).await;
+
+    r.t.clock.advance(chrono::Duration::hours(1));
+    let request = r.fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
+    let reply = wearlab_domain::linking::push::receive(deps, "google_health", &request).await.unwrap();
+    let polls = wearlab_domain::linking::push::PushReply::Accepted { polls: 2 };
+    assert_eq!(reply, polls, "the connection of {user} and of {user2}");
+}

@@ -141,13 +141,45 @@ async fn the_webhook_ping_and_a_signed_delivery_bring_the_new_exercise() {
     assert_eq!(deliver(&r, &forged).await, StatusCode::UNAUTHORIZED);
     assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0, "nothing queued");
 
-    let signed = fake::signed_push(WEBHOOK_SECRET, WEBHOOK_EXERCISE.as_bytes());
+    let signed = fake::signed_push(WEBHOOK_SECRET, sent_now(&r).as_bytes());
     assert_eq!(deliver(&r, &signed).await, StatusCode::OK);
     drain(&r).await;
     let created = published(&r, "daily.data.workouts.created");
     assert_eq!(created.len(), 1, "the new exercise, and only it");
     assert_eq!(created[0].user_id.to_string(), user);
     assert!(created[0].data.to_string().contains("2026-11-23"), "{}", created[0].data);
+}
+
+/// The example delivery, as if Polar sent it now (its `timestamp` the clock's time).
+fn sent_now(r: &Real<FakePolar>) -> String {
+    let now = r.t.deps.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    WEBHOOK_EXERCISE.replace("2026-11-23T14:22:24Z", &now)
+}
+
+/// A signed delivery is read once, within five minutes of its own `timestamp`: the same delivery
+/// again (a retry, a replay) queues nothing, and one sent a week ago is refused.
+#[tokio::test]
+async fn a_polar_delivery_is_read_once_and_only_while_fresh() {
+    let r = real_polar().await;
+    link_through(&r, "polar", "polar-replay").await;
+    drain(&r).await;
+    r.t.clock.advance(chrono::Duration::days(2));
+
+    let body = sent_now(&r);
+    let signed = fake::signed_push(WEBHOOK_SECRET, body.as_bytes());
+    assert_eq!(deliver(&r, &signed).await, StatusCode::OK);
+    assert!(r.stack.run_pulls_once().await.unwrap() >= 1, "a poll queued");
+    drain(&r).await;
+    r.t.clock.advance(chrono::Duration::minutes(2));
+    assert_eq!(deliver(&r, &signed).await, StatusCode::OK, "a repeated delivery is answered 200");
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0, "and queues nothing");
+
+    // A week later the same signed delivery is refused.
+    r.t.clock.advance(chrono::Duration::days(7));
+    assert_eq!(deliver(&r, &signed).await, StatusCode::UNAUTHORIZED);
+    let week_old = fake::signed_push(WEBHOOK_SECRET, WEBHOOK_EXERCISE.as_bytes());
+    assert_eq!(deliver(&r, &week_old).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 0, "nothing queued");
 }
 
 #[tokio::test]

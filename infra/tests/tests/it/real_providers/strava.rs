@@ -163,12 +163,29 @@ async fn the_handshake_and_a_new_activity_push_bring_the_new_day() {
     assert!(!events(&r, "daily.data.heartrate.created").is_empty(), "its heart-rate stream");
 }
 
+/// Strava signs no event, so a deauthorisation is confirmed with Strava first: while the
+/// athlete's tokens still refresh, the event is someone else's and changes nothing.
+#[tokio::test]
+async fn a_forged_deauthorisation_leaves_the_connection_linked() {
+    let r = real_strava().await;
+    let (user, _) = link_through(&r, "strava", "strava-forged").await;
+    drain(&r).await;
+
+    let a = push(&r, WEBHOOK_ATHLETE_DEAUTHORIZE).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let conn = connection_of(&r, &user, "strava").await;
+    assert_eq!(conn.status, ConnectionStatus::Connected, "{:?}", conn.error_details);
+    assert!(events(&r, "provider.connection.error").is_empty());
+}
+
 #[tokio::test]
 async fn a_deauthorisation_from_strava_ends_the_connection_and_tells_the_team() {
     let r = real_strava().await;
     let (user, _) = link_through(&r, "strava", "strava-5").await;
     drain(&r).await;
 
+    // The athlete deauthorised Wearlab at Strava: its tokens no longer work, then Strava tells.
+    r.fake.deauthorize_athlete();
     let a = push(&r, WEBHOOK_ATHLETE_DEAUTHORIZE).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let conn = connection_of(&r, &user, "strava").await;

@@ -255,3 +255,60 @@ async fn a_failed_withings_subscription_leaves_the_link_standing() {
     assert!(r.fake.subscriptions().is_empty());
     assert_eq!(connection_of(&r, &user, "withings").await.status, ConnectionStatus::Connected);
 }
+
+/// Two teams holding one WHOOP client id (apps registered before a client id was one team's;
+/// the claim is removed here to make such a pair), each with a connection of the same WHOOP user:
+/// a push signed with one team's secret polls that team's connection alone, and the other
+/// team's genuine push is still accepted.
+#[tokio::test]
+async fn a_whoop_push_polls_only_the_team_whose_secret_signed_it() {
+    use wearlab_domain::ids::UserId;
+    use wearlab_domain::keys;
+    use wearlab_domain::linking::connections::{self, NewConnection};
+    use wearlab_domain::linking::push::{self, PushReply};
+    use wearlab_domain::ports::Condition;
+
+    let r = real_whoop().await;
+    link_through(&r, "whoop_v2", "whoop-victim").await;
+    drain(&r).await;
+
+    let deps = &r.t.deps;
+    let claim = keys::linking::oauth_client_claim("whoop_v2", "team-whoop-app");
+    deps.table.delete(&claim, Condition::Exists).await.unwrap();
+    let other = wearlab_domain::teams::create_team(deps, "Other team").await.unwrap().team_id;
+    let other_key = wearlab_domain::teams::issue_key(deps, other, "test").await.unwrap().secret;
+    let app = json!({"client_id": "team-whoop-app", "client_secret": "other-teams-secret"}).to_string();
+    let a = r.t.send(Method::PUT, "/v2/team/oauth_app/whoop_v2", Some(&other_key), Some(&app)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let new_user =
+        json!({"client_user_id": "whoop-other", "fallback_time_zone": "Europe/Berlin"}).to_string();
+    let a = r.t.send(Method::POST, "/v2/user", Some(&other_key), Some(&new_user)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let other_user = UserId::parse(a.body["user_id"].as_str().unwrap()).unwrap();
+    let new = NewConnection {
+        provider: wearlab_domain::catalog::catalog().get("whoop_v2").unwrap(),
+        account: r.fake.account(),
+        demo: false,
+        token: None,
+        extra_ops: vec![],
+        team_app_client_id: Some("team-whoop-app".into()),
+        import_op: None,
+    };
+    connections::commit(deps, other, other_user, new).await.unwrap();
+    drain(&r).await;
+    r.t.clock.advance(chrono::Duration::hours(1));
+
+    for secret in ["other-teams-secret", TEAM_WHOOP_SECRET] {
+        let request = wearlab_providers::fake::whoop::signed_push(
+            secret,
+            Utc::now().timestamp_millis(),
+            WEBHOOK_SLEEP_UPDATED.as_bytes(),
+        );
+        let reply = push::receive(deps, "whoop_v2", &request).await;
+        assert_eq!(
+            reply.unwrap(),
+            PushReply::Accepted { polls: 1 },
+            "signed with {secret}: its team's connection"
+        );
+    }
+}
