@@ -143,6 +143,11 @@ fn finish_operation(op: &mut Operation, is_post: bool) {
             json_response("Request body over the 6 MB limit; split the request.", "DetailBody")
         });
     }
+    if has_input {
+        responses.entry("414".into()).or_insert_with(|| {
+            json_response("The path and query are longer than the API reads (8 KiB).", "DetailBody")
+        });
+    }
 }
 
 /// The shared 429 of every operation (`components.responses`).
