@@ -348,3 +348,23 @@ async fn one_code_checked_at_once_many_times_is_answered_by_its_rules_on_dynamod
     };
     one_code_checked_at_once_many_times(t, codes).await;
 }
+
+/// A check that keeps losing the race to record itself (other checks of the same link keep
+/// writing first) is told to try again in a second (429), never a server error; the code still
+/// works once the races are over.
+#[tokio::test]
+async fn a_check_that_keeps_losing_its_race_is_a_429_not_a_server_error() {
+    let (t, table) = TestApp::embedded_with_faults().await;
+    let (_, _, short) = portal_link(&t, "pv-race", "communications").await;
+    let start = get_page(&t, &short, None).await;
+    let sent = send_code(&t, &short, &start, "email").await;
+    let code = emitted(&t).last().unwrap()["data"]["code"].as_str().unwrap().to_owned();
+    table.set(crate::helpers::Faults { lose_races: true, ..Default::default() });
+    let busy = enter(&t, &short, &sent, &code).await;
+    table.set(crate::helpers::Faults::default());
+    assert_eq!(busy.status, StatusCode::TOO_MANY_REQUESTS, "{}", busy.html);
+    assert_eq!(busy.headers["retry-after"], "1");
+    assert!(busy.html.contains("Try again in a second"), "{}", busy.html);
+    let ok = enter(&t, &short, &sent, &code).await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER, "the code was not used up: {}", ok.html);
+}
