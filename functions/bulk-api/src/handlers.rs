@@ -9,11 +9,11 @@ use http::request::Parts;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::DomainError;
+use wearlab_domain::bulk::ledger::OpRef;
 use wearlab_domain::bulk::{
     self, export::ExportRequest, import::ImportRequest, pause::PauseRequest, trigger::TriggerRequest,
 };
-use wearlab_domain::bulk_ledger::OpRef;
-use wearlab_domain::ids::{TeamId, UserId};
+use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::ports::Cursor;
 use wearlab_domain::teams;
 use wearlab_models::DetailBody;

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
-use wearlab_domain::ids::{TeamId, UserId};
+use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::pipeline::read::{self, Days};
 use wearlab_models::DetailBody;
 use wearlab_models::data::{

@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 use wearlab_domain::DomainError;
-use wearlab_domain::error::issue;
+use wearlab_domain::common::error::issue;
 use wearlab_models::ValidationIssue;
 
 /// The decoded pairs of a query string.

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use axum::http::StatusCode;
-use wearlab_domain::catalog::ProviderInfo;
+use wearlab_domain::common::provider_catalog::ProviderInfo;
 use wearlab_domain::linking::tokens::TokenRefusal;
 use wearlab_domain::linking::widget::{Form, Method, Widget, method};
 use wearlab_domain::linking::{LinkOutcome, encode, redirect_with_result};

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 use wearlab_domain::lab::{Links, advance_due};
-use wearlab_domain::{Deps, DomainError, outbox};
+use wearlab_domain::{Deps, DomainError, common::outbox};
 
 /// What one invocation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -36,7 +36,7 @@ pub async fn handle(deps: &Deps) -> Result<Outcome, DomainError> {
     let relayed = outbox::relay(deps).await;
     let revokes = wearlab_domain::linking::revokes::retry_due(deps).await;
     if let Some(url) = configured.as_deref().filter(|u| !u.is_empty())
-        && let Err(e) = wearlab_domain::linking::push::maintain_subscriptions(deps, url).await
+        && let Err(e) = wearlab_domain::linking::subscriptions::maintain_subscriptions(deps, url).await
     {
         tracing::warn!(error = %e, "push subscriptions not looked at");
     }

@@ -6,7 +6,7 @@ use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
 use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
-use wearlab_domain::webhook_url::UrlPolicy;
+use wearlab_domain::webhooks::url::UrlPolicy;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {

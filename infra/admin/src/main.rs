@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use wearlab_domain::ids::TeamId;
+use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::ports::{Clock, SystemClock};
-use wearlab_domain::{Deps, dead_letters, fair_use, linking, teams};
+use wearlab_domain::{Deps, common::dead_letters, common::fair_use, linking, teams};
 
 #[derive(Parser)]
 #[command(name = "wearlab-admin", about = "Teams, their API keys and features, of a Wearlab installation")]
@@ -162,7 +162,7 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
         Arc::new(wearlab_embedded::MemoryBus::new()),
         Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
         // The admin commands never open sealed secrets.
-        Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
+        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
     ))
 }
 

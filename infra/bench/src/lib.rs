@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
-use wearlab_domain::fair_use::MAX_REQUESTS_PER_MINUTE;
+use wearlab_domain::common::fair_use::MAX_REQUESTS_PER_MINUTE;
 use wearlab_domain::ports::SystemClock;
 use wearlab_local::LocalStack;
 use wearlab_web::{App, AppState};

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wearlab_domain::crypto::DataKey;
-use wearlab_domain::ids::TeamId;
+use wearlab_domain::common::crypto::DataKey;
+use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::ports::providers::Providers;
 use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
-use wearlab_domain::webhook_url::UrlPolicy;
+use wearlab_domain::webhooks::url::UrlPolicy;
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
 use wearlab_http::HttpSender;
@@ -417,7 +417,7 @@ fn cache_bytes() -> Result<usize, DomainError> {
 
 fn cache_bytes_of(setting: Option<&str>) -> Result<usize, DomainError> {
     const MIB: usize = 1024 * 1024;
-    let mb = wearlab_domain::settings::whole_number(
+    let mb = wearlab_domain::common::settings::whole_number(
         "WEARLAB_CACHE_MB",
         setting,
         1..=65_536,

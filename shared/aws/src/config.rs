@@ -66,12 +66,16 @@ impl DataKeySource {
 
     /// The key; for an SSM parameter, one `GetParameter` with decryption on `config`. The error
     /// names the source, never the value.
-    pub async fn load(&self, config: &LazySdkConfig) -> Result<wearlab_domain::crypto::DataKey, String> {
+    pub async fn load(
+        &self,
+        config: &LazySdkConfig,
+    ) -> Result<wearlab_domain::common::crypto::DataKey, String> {
         let (encoded, source) = match self {
             Self::Plain(key) => (key.clone(), "WEARLAB_DATA_KEY".to_owned()),
             Self::Ssm(name) => (read_secure_parameter(config, name).await?, format!("SSM parameter {name}")),
         };
-        wearlab_domain::crypto::DataKey::from_base64(encoded.trim()).map_err(|e| format!("{source}: {e}"))
+        wearlab_domain::common::crypto::DataKey::from_base64(encoded.trim())
+            .map_err(|e| format!("{source}: {e}"))
     }
 }
 

@@ -10,7 +10,7 @@ use aws_sdk_sqs::types::{
     QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use chrono::{DateTime, Utc};
-use wearlab_domain::dead_letters::{self, DeadLetter, DeadLetterListing, Redriven};
+use wearlab_domain::common::dead_letters::{self, DeadLetter, DeadLetterListing, Redriven};
 
 use crate::error::describe;
 

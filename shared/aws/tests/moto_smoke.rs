@@ -342,7 +342,7 @@ async fn the_data_key_is_read_from_an_ssm_secure_string() {
     let ssm = aws_sdk_ssm::Client::new(&config);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let name = format!("/wearlab-test/{nanos}/data-key");
-    let (expected, encoded) = wearlab_domain::crypto::DataKey::generate();
+    let (expected, encoded) = wearlab_domain::common::crypto::DataKey::generate();
     let put = |name: String, value: String| {
         ssm.put_parameter()
             .name(name)

@@ -7,17 +7,17 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::{ConnectionStatus, RefreshResult};
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{ClientUserId, TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{ClientUserId, TeamId, UserId};
+use crate::common::outbox::Staged;
+use crate::common::throttle;
+use crate::events::lifecycle as lifecycle_events;
 use crate::keys;
-use crate::lifecycle_events;
 use crate::linking::{self, connections};
-use crate::outbox::Staged;
 use crate::pipeline::pull::{PollJob, Polled};
 use crate::pipeline::{self, Job, PullMessage};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outgoing, Query, QueueName, Schedule, StoreError, WriteOp, query_all};
-use crate::throttle;
 use crate::users::{
     self, Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found,
 };

@@ -11,9 +11,9 @@ use wearlab_models::{
 };
 
 use crate::Deps;
-use crate::error::{DomainError, issue};
-use crate::idempotency::Completion;
-use crate::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
+use crate::common::error::{DomainError, issue};
+use crate::common::idempotency::Completion;
+use crate::common::ids::{ClientUserId, TeamId, TimeZoneId, UserId};
 use crate::keys;
 use crate::ports::to_body;
 use crate::ports::{Add, Condition, Item, Query, RawPage, StoreError, WriteOp, query_all};
@@ -78,7 +78,9 @@ impl UserRecord {
             connected_sources: self
                 .connections
                 .iter()
-                .map(|c| crate::catalog::catalog().connected_source(&c.provider, c.created_on))
+                .map(|c| {
+                    crate::common::provider_catalog::catalog().connected_source(&c.provider, c.created_on)
+                })
                 .collect(),
             fallback_time_zone: self.fallback_time_zone.clone(),
             fallback_birth_date: self.fallback_birth_date.clone(),
@@ -112,7 +114,7 @@ pub struct NewUser {
     pub ingestion_end: Option<NaiveDate>,
 }
 
-impl crate::error::FromBody for NewUser {
+impl crate::common::error::FromBody for NewUser {
     type Body = CreateUserBody;
     fn from_body(body: CreateUserBody, today: NaiveDate) -> Result<Self, DomainError> {
         Self::parse(body, today)
@@ -150,7 +152,7 @@ pub struct UserChanges {
     pub ingestion_end: Patch<NaiveDate>,
 }
 
-impl crate::error::FromBody for UserChanges {
+impl crate::common::error::FromBody for UserChanges {
     type Body = PatchUserBody;
     fn from_body(body: PatchUserBody, today: NaiveDate) -> Result<Self, DomainError> {
         Self::parse(body, today)
@@ -306,7 +308,7 @@ pub(crate) fn users_busy() -> DomainError {
 /// it (so that concurrent changes do not retry in lockstep).
 pub(crate) async fn count_backoff(attempt: usize) {
     let base = std::time::Duration::from_millis(1 << attempt.min(4));
-    tokio::time::sleep(base + crate::backoff::jitter(std::time::Duration::from_millis(7))).await;
+    tokio::time::sleep(base + crate::common::backoff::jitter(std::time::Duration::from_millis(7))).await;
 }
 
 /// The field of the team's counter item that holds its active users.

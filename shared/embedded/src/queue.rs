@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use wearlab_domain::dead_letters::{DeadLetter, DeadLetterListing, Redriven};
+use wearlab_domain::common::dead_letters::{DeadLetter, DeadLetterListing, Redriven};
 use wearlab_domain::ports::{
     Clock, Condition, Envelope, Item, Key, Outcome, Outgoing, Query, Queue, QueueError, QueueName, Received,
     StoreError, Table, WriteOp, query_all,
@@ -277,8 +277,8 @@ impl TableQueue {
                 receive_count: stored.attempts,
                 age_seconds: stored
                     .dead_lettered_at
-                    .map(|at| wearlab_domain::dead_letters::age_seconds(at, now)),
-                ids: wearlab_domain::dead_letters::describe_body(&stored.envelope.body),
+                    .map(|at| wearlab_domain::common::dead_letters::age_seconds(at, now)),
+                ids: wearlab_domain::common::dead_letters::describe_body(&stored.envelope.body),
             });
         }
         Ok(DeadLetterListing { queue: q.as_str().into(), count: all.len() as u64, messages })

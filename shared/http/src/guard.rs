@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use wearlab_domain::webhook_url::{UrlPolicy, ip_allowed};
+use wearlab_domain::webhooks::url::{UrlPolicy, ip_allowed};
 
 /// What an attempt records when the destination is refused: the same words whatever the address
 /// would have answered, so the attempts list tells nothing about the network behind it.

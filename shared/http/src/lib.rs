@@ -6,10 +6,10 @@ pub mod guard;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use wearlab_domain::per_key::PerKey;
+use wearlab_domain::common::per_key::PerKey;
 use wearlab_domain::ports::WebhookSender;
-use wearlab_domain::webhook_url::{self, UrlPolicy};
 use wearlab_domain::webhooks::TIMEOUT;
+use wearlab_domain::webhooks::url::{self as webhook_url, UrlPolicy};
 
 use guard::{GuardedResolver, NOT_ALLOWED};
 use tokio::sync::Semaphore;
@@ -33,7 +33,7 @@ pub const IN_FLIGHT_ENV: &str = "WEARLAB_WEBHOOK_IN_FLIGHT";
 /// POSTs at once per endpoint from `value` (of [`IN_FLIGHT_ENV`]): 1 to 1,000, default
 /// [`DEFAULT_IN_FLIGHT`]; anything else is refused with a message naming the variable.
 pub fn in_flight_setting(value: Option<&str>) -> Result<usize, String> {
-    wearlab_domain::settings::whole_number(IN_FLIGHT_ENV, value, 1..=1000, DEFAULT_IN_FLIGHT)
+    wearlab_domain::common::settings::whole_number(IN_FLIGHT_ENV, value, 1..=1000, DEFAULT_IN_FLIGHT)
 }
 
 impl HttpSender {

@@ -8,7 +8,7 @@
 //! `..._TOKEN_URL`, `..._API_URL` (override the real hosts), `..._PUSH_TOKEN` (the verification
 //! token given to the provider when subscribing to its push notifications).
 
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::OauthClient;
 
 /// Where a provider's API lives.

@@ -13,7 +13,7 @@ use base64::Engine;
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wearlab_domain::lab::signing::constant_time_eq;
+use wearlab_domain::common::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,

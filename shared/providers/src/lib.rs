@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn every_adapter_is_listed_with_exactly_the_resources_it_fills() {
-        use wearlab_domain::catalog::catalog;
+        use wearlab_domain::common::provider_catalog::catalog;
         use wearlab_domain::pipeline::normalize::is_modelled;
         use wearlab_models::Resource;
         let all = adapters(|_| None);
@@ -171,7 +171,9 @@ mod tests {
 
     #[test]
     fn the_catalog_says_which_providers_are_demo_only_and_that_fitbit_is_off() {
-        use wearlab_domain::catalog::{DEMO_ONLY_NOTE, NO_ADAPTER_NOTE, SIMULATED_NOTE, catalog};
+        use wearlab_domain::common::provider_catalog::{
+            DEMO_ONLY_NOTE, NO_ADAPTER_NOTE, SIMULATED_NOTE, catalog,
+        };
         let entry = |providers: &dyn Providers, slug: &str| {
             catalog().list_on(providers, None).into_iter().find(|e| e.slug == slug).unwrap()
         };
@@ -213,7 +215,7 @@ mod tests {
 
     #[test]
     fn google_health_is_an_oauth_provider_listing_exactly_what_its_adapter_fills() {
-        use wearlab_domain::catalog::catalog;
+        use wearlab_domain::common::provider_catalog::catalog;
         let entry = catalog().get(google_health::SLUG).expect("google_health in the catalog");
         assert!(entry.is_oauth());
         assert!(entry.description.contains("Fitbit connections cannot be carried over"));

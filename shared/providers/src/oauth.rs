@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, ProviderCredentials, ProviderError};
 
 use crate::http;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wearlab_domain::lab::signing::{constant_time_eq, hmac_sha256};
+use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,

@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wearlab_domain::lab::signing::{constant_time_eq, hmac_sha256};
+use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,

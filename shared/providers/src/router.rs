@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, NoLimit, OauthClient,
     PasswordLogin, ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest,
@@ -271,7 +271,7 @@ impl Providers for RealProviders {
         let mut out = Vec::new();
         for (slug, route) in &self.routes {
             let Some(client) = &route.config.platform_client else { continue };
-            let callback = wearlab_domain::linking::push::callback_url(public_url, slug);
+            let callback = wearlab_domain::linking::subscriptions::callback_url(public_url, slug);
             let token = route.config.push_token.as_ref().map(Secret::expose);
             out.push((
                 (*slug).to_owned(),

@@ -32,8 +32,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
-use wearlab_domain::ids::TimeZoneId;
-use wearlab_domain::lab::signing::constant_time_eq;
+use wearlab_domain::common::ids::TimeZoneId;
+use wearlab_domain::common::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
@@ -823,7 +823,7 @@ impl Adapter for Strava {
 mod tests {
     use super::*;
     use reqwest::header::HeaderMap;
-    use wearlab_domain::throttle::{ThrottleState, decide_app};
+    use wearlab_domain::common::throttle::{ThrottleState, decide_app};
 
     fn at(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()
@@ -878,17 +878,17 @@ mod tests {
         for i in 0..100 {
             assert_eq!(
                 decide_app(LIMITS, &mut state, start + Duration::seconds(i)),
-                wearlab_domain::throttle::Decision::Granted
+                wearlab_domain::common::throttle::Decision::Granted
             );
         }
         // The 101st in the 10:00 quarter waits until 10:15:00, like Strava's own window.
         assert_eq!(
             decide_app(LIMITS, &mut state, at("2026-11-25T10:14:00Z")),
-            wearlab_domain::throttle::Decision::Wait(std::time::Duration::from_secs(60))
+            wearlab_domain::common::throttle::Decision::Wait(std::time::Duration::from_secs(60))
         );
         assert_eq!(
             decide_app(LIMITS, &mut state, at("2026-11-25T10:15:00Z")),
-            wearlab_domain::throttle::Decision::Granted
+            wearlab_domain::common::throttle::Decision::Granted
         );
     }
 }

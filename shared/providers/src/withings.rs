@@ -29,9 +29,9 @@ use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
-use wearlab_domain::ids::TimeZoneId;
-use wearlab_domain::lab::signing::hmac_sha256;
+use wearlab_domain::common::crypto::Secret;
+use wearlab_domain::common::ids::TimeZoneId;
+use wearlab_domain::common::signing::hmac_sha256;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,

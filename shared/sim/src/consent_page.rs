@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
-use wearlab_domain::catalog::catalog;
+use wearlab_domain::common::provider_catalog::catalog;
 use wearlab_domain::linking::oauth::callback_url;
 use wearlab_domain::linking::with_query;
 use wearlab_web::pages::{self, escape};

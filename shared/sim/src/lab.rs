@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
-use wearlab_domain::lab::catalog::{Analyte, catalog};
+use wearlab_domain::lab::test_catalog::{Analyte, catalog};
 use wearlab_domain::ports::lab_network::{
     LabError, LabNetwork, LabOrderRef, LabReport, LabRequest, LabResultValue, Placement, Poll, StatusUpdate,
     status_detail, status_group,

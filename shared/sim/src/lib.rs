@@ -20,8 +20,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Duration as Span;
 use sha2::{Digest, Sha256};
-use wearlab_domain::catalog::catalog;
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
+use wearlab_domain::common::provider_catalog::catalog;
 use wearlab_domain::ports::Clock;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
@@ -185,7 +185,9 @@ fn uuid_like() -> String {
     format!("{t}-{n}")
 }
 
-fn known(provider: &str) -> Result<&'static wearlab_domain::catalog::ProviderInfo, ProviderError> {
+fn known(
+    provider: &str,
+) -> Result<&'static wearlab_domain::common::provider_catalog::ProviderInfo, ProviderError> {
     catalog().get(provider).ok_or_else(|| ProviderError::Unsupported(format!("unknown provider {provider}")))
 }
 

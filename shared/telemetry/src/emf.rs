@@ -1,5 +1,5 @@
 //! Metrics as CloudWatch Embedded Metric Format: each metric event (`tracing` target
-//! [`METRICS_TARGET`], reported by `wearlab_domain::metrics`) becomes one JSON line on stdout
+//! [`METRICS_TARGET`], reported by `wearlab_domain::common::metrics`) becomes one JSON line on stdout
 //! whose `_aws` member tells CloudWatch Logs to extract the metrics, so no metrics API call and
 //! no agent is needed. String fields are dimensions, numeric fields values; a field ending in
 //! `_ms` is in milliseconds, any other a count. Names are CamelCased (`records_stored` becomes
@@ -13,7 +13,7 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::{Context, Layer};
 
-/// The `tracing` target of metric events; the same string as `wearlab_domain::metrics::TARGET`
+/// The `tracing` target of metric events; the same string as `wearlab_domain::common::metrics::TARGET`
 /// (this crate does not depend on the domain; the integration test of metrics checks both).
 pub const METRICS_TARGET: &str = "wearlab_metrics";
 

@@ -1,4 +1,4 @@
-//! Records the audit entry of every request through a PHI route (`wearlab_domain::audit`): a
+//! Records the audit entry of every request through a PHI route (`wearlab_domain::common::audit`): a
 //! layer that each API function applies to its PHI routes only, so no handler records anything
 //! itself.
 //!
@@ -7,7 +7,7 @@
 //! has no team to file an entry under and is not recorded. After the handler answered, the
 //! entry is written with the answer's status, before the answer leaves. When that write fails,
 //! a read is withheld (503) and a change keeps its answer, both logged
-//! (`wearlab_domain::audit::on_failure` says why).
+//! (`wearlab_domain::common::audit::on_failure` says why).
 
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::{Context, Poll};
@@ -17,9 +17,9 @@ use axum::extract::{MatchedPath, RawPathParams, Request};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use tower::{Layer, Service};
-use wearlab_domain::audit::{self, Access, OnFailure, Retention};
-use wearlab_domain::ids::UserId;
-use wearlab_domain::teams::Caller;
+use wearlab_domain::common::audit::{self, Access, OnFailure, Retention};
+use wearlab_domain::common::ids::Caller;
+use wearlab_domain::common::ids::UserId;
 
 use crate::{ApiError, AppState};
 

@@ -1,6 +1,6 @@
 use axum::extract::FromRequestParts;
 use http::request::Parts;
-use wearlab_domain::ids::TeamId;
+use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::teams;
 
 use crate::audit::CallerSlot;

@@ -7,8 +7,8 @@ use http::request::Parts;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
 use wearlab_domain::DomainError;
-use wearlab_domain::error::FromBody;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::error::FromBody;
+use wearlab_domain::common::ids::UserId;
 use wearlab_models::{LocPart, ValidationIssue};
 
 use crate::{ApiError, AppState};

@@ -1,5 +1,5 @@
 //! Per-team fair use at the HTTP edge: [`AuthTeam`](crate::AuthTeam) admits each request of a
-//! team through `wearlab_domain::fair_use` (429 when the team is over its limit), and
+//! team through `wearlab_domain::common::fair_use` (429 when the team is over its limit), and
 //! [`RateLimitHeadersLayer`] writes what it was told as `RateLimit-Limit`,
 //! `RateLimit-Remaining` and `RateLimit-Reset` on the answer, refused or not.
 
@@ -12,7 +12,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::HeaderValue;
 use tower::{Layer, Service};
-use wearlab_domain::fair_use::{Admission, DEFAULT_REQUESTS_PER_MINUTE};
+use wearlab_domain::common::fair_use::{Admission, DEFAULT_REQUESTS_PER_MINUTE};
 
 use crate::auth::API_KEY_HEADER;
 

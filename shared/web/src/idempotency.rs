@@ -1,6 +1,6 @@
 //! `X-Idempotency-Key` on POST requests: the first answer (status and body) is kept per team
 //! for 24 hours and replayed for a repeat of the same request; the rules are in
-//! `wearlab_domain::idempotency`.
+//! `wearlab_domain::common::idempotency`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode};
 use tower::{Layer, Service};
-use wearlab_domain::idempotency::{self, Claim, IdempotencyKey, StoredResponse};
+use wearlab_domain::common::idempotency::{self, Claim, IdempotencyKey, StoredResponse};
 
 use crate::extract::MAX_BODY_BYTES;
 use crate::{ApiError, AppState, AuthTeam};
@@ -152,7 +152,7 @@ where
             Ok(Claim::Proceed(token)) => break token,
             Ok(Claim::Replay(stored)) => return replay(stored),
             Ok(Claim::Mismatch) => {
-                return ApiError::Validation(vec![wearlab_domain::error::issue(
+                return ApiError::Validation(vec![wearlab_domain::common::error::issue(
                     &["header", "X-Idempotency-Key"],
                     "this idempotency key was used for a different request",
                     "idempotency_key_reused",

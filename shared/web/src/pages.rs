@@ -1,7 +1,7 @@
 //! The hosted pages end users open in a browser (the link widget of link-api, the user portal
 //! of lab-api) are all answered through this module, so every one of them carries the same
 //! security headers and the same CSRF check; the CSRF rule itself is
-//! `wearlab_domain::hosted`.
+//! `wearlab_domain::common::hosted`.
 //!
 //! Pages are server-rendered and run no script. Their one stylesheet is inline and allowed by
 //! its hash, so the Content-Security-Policy needs neither `'unsafe-inline'` nor a static file
@@ -17,10 +17,10 @@ use base64::Engine;
 use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderValue};
 use sha2::Digest;
-use wearlab_domain::hosted::{self, PageKind};
+use wearlab_domain::common::hosted::{self, PageKind};
 use wearlab_domain::{Deps, DomainError};
 
-pub use wearlab_domain::hosted::CSRF_FIELD;
+pub use wearlab_domain::common::hosted::CSRF_FIELD;
 
 /// Largest form a page accepts (a username, a password, a code and two tokens fit easily).
 pub const MAX_FORM_BYTES: usize = 16 * 1024;

@@ -11,7 +11,7 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use futures_util::future::Either;
 use tower::{Layer, Service};
-use wearlab_domain::error::issue;
+use wearlab_domain::common::error::issue;
 
 use crate::ApiError;
 

@@ -6,10 +6,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use wearlab_domain::Deps;
-use wearlab_domain::fair_use::FairUse;
-use wearlab_domain::teams::Caller;
+use wearlab_domain::common::fair_use::FairUse;
+use wearlab_domain::common::ids::Caller;
 use wearlab_domain::users::page_cache::PageCache;
-use wearlab_domain::webhook_url::UrlPolicy;
+use wearlab_domain::webhooks::url::UrlPolicy;
 
 /// How long a verified API key is trusted without a storage read, on the deployment's clock
 /// (`deps.clock`, so tests can move it). A revoked key stops working within this time on every
@@ -168,8 +168,8 @@ mod tests {
     fn the_auth_cache_answers_only_for_the_key_it_verified() {
         let cache = AuthCache::default();
         let team = Caller {
-            team_id: wearlab_domain::ids::TeamId::from_uuid(uuid::Uuid::from_u128(7)),
-            key_id: wearlab_domain::teams::KeyId::parse("0123456789ab").unwrap(),
+            team_id: wearlab_domain::common::ids::TeamId::from_uuid(uuid::Uuid::from_u128(7)),
+            key_id: wearlab_domain::common::ids::KeyId::parse("0123456789ab").unwrap(),
         };
         let key = "sk_test_0123456789abcdef0123456789abcdef0123456789abcdef";
         let now = Utc::now();

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::http::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use utoipa::IntoParams;
-use wearlab_domain::lab::catalog::{self, LabTestFilter};
+use wearlab_domain::lab::test_catalog::{self, LabTestFilter};
 use wearlab_models::lab::{LabTest, LabTestPage};
 use wearlab_web::{ApiError, AuthTeam, QueryParams};
 
@@ -40,7 +40,7 @@ pub async fn list(
     QueryParams(p): QueryParams<LabTestParams>,
 ) -> Result<Json<LabTestPage>, ApiError> {
     let filter = LabTestFilter { lab_slug: p.lab_slug, collection_method: p.collection_method, name: p.name };
-    Ok(Json(catalog::list_lab_tests(&filter, p.lab_test_limit, p.next_cursor.as_deref())?))
+    Ok(Json(test_catalog::list_lab_tests(&filter, p.lab_test_limit, p.next_cursor.as_deref())?))
 }
 
 /// Deprecated: lists every lab test. Use GET /v3/lab_test.
@@ -55,5 +55,5 @@ pub async fn list_deprecated(AuthTeam(_team): AuthTeam) -> (HeaderMap, Json<Vec<
     let mut headers = HeaderMap::new();
     headers.insert("deprecation", HeaderValue::from_static(LAB_TESTS_DEPRECATED_AT));
     headers.insert("link", HeaderValue::from_static("</v3/lab_test>; rel=\"successor-version\""));
-    (headers, Json(catalog::all_lab_tests()))
+    (headers, Json(test_catalog::all_lab_tests()))
 }

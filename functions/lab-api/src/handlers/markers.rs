@@ -7,7 +7,7 @@ use axum::http::Uri;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::DomainError;
-use wearlab_domain::lab::catalog::{self, MarkerFilter, PageSpec};
+use wearlab_domain::lab::test_catalog::{self, MarkerFilter, PageSpec};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{MarkerPage, OrderSetMarkersBody};
 use wearlab_web::{ApiError, AuthTeam, JsonBody, QueryParams};
@@ -55,7 +55,7 @@ pub async fn list(AuthTeam(_team): AuthTeam, uri: Uri) -> Result<Json<MarkerPage
     };
     q.finish()?;
     let spec = PageSpec::parse(page, size)?;
-    Ok(Json(catalog::list_markers(&filter, spec)?))
+    Ok(Json(test_catalog::list_markers(&filter, spec)?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -94,7 +94,7 @@ pub async fn of_lab_test(
 ) -> Result<Json<MarkerPage>, ApiError> {
     let id = lab_test_id(&id)?;
     let spec = PageSpec::parse(p.page, p.size)?;
-    Ok(Json(catalog::lab_test_markers(id, p.lab_account_id, spec)?))
+    Ok(Json(test_catalog::lab_test_markers(id, p.lab_account_id, spec)?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -120,5 +120,5 @@ pub async fn of_order_set(
     JsonBody(body): JsonBody<OrderSetMarkersBody>,
 ) -> Result<Json<MarkerPage>, ApiError> {
     let spec = PageSpec::parse(p.page, p.size)?;
-    Ok(Json(catalog::order_set_markers(&body, spec)?))
+    Ok(Json(test_catalog::order_set_markers(&body, spec)?))
 }

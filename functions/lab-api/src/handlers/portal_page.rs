@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use uuid::Uuid;
-use wearlab_domain::hosted::PageKind;
+use wearlab_domain::common::hosted::PageKind;
 use wearlab_domain::lab::portal::{self, Access, Denied};
 use wearlab_domain::lab::verification::{self, Channel, Checked, DEVICE_COOKIE, RESEND_AFTER, Requested};
 use wearlab_web::pages::{self, FormData, Page, PageError, query_param};

@@ -1,9 +1,9 @@
-//! `/v2/team/audit_log`: the team's audit log of access to PHI (`wearlab_domain::audit`).
+//! `/v2/team/audit_log`: the team's audit log of access to PHI (`wearlab_domain::common::audit`).
 
 use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
-use wearlab_domain::audit::{self, AuditEntry, AuditFilter, RawFilter};
+use wearlab_domain::common::audit::{self, AuditEntry, AuditFilter, RawFilter};
 use wearlab_models::DetailBody;
 use wearlab_models::audit::{AuditLogEntry, AuditLogPage};
 use wearlab_web::{ApiError, AppState, AuthTeam, Json, QueryParams};

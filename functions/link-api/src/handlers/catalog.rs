@@ -2,7 +2,7 @@ use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
 use utoipa::IntoParams;
-use wearlab_domain::catalog::catalog;
+use wearlab_domain::common::provider_catalog::catalog;
 use wearlab_models::ProviderEntry;
 use wearlab_web::{ApiError, AppState, AuthTeam, QueryParams};
 

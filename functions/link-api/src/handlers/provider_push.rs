@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode};
-use wearlab_domain::linking::push::{self, PushReply};
+use wearlab_domain::pipeline::push::{self, PushReply};
 use wearlab_domain::ports::providers::PushRequest;
 use wearlab_web::{ApiError, AppState};
 

@@ -1,6 +1,6 @@
 use axum::Json;
 use axum::extract::{Path, State};
-use wearlab_domain::linking::team;
+use wearlab_domain::linking::team_apps;
 use wearlab_models::{DetailBody, LinkConfig, LinkConfigPatch, OauthApp, OauthAppBody, SuccessBody};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody};
 
@@ -18,7 +18,7 @@ pub async fn get_oauth_app(
     AuthTeam(t): AuthTeam,
     Path(provider): Path<String>,
 ) -> Answer<OauthApp> {
-    Ok(Json(team::get_oauth_app(&s.deps, t, &provider).await?))
+    Ok(Json(team_apps::get_oauth_app(&s.deps, t, &provider).await?))
 }
 
 /// Registers (or replaces) the team's own OAuth app for a provider. team_oauth providers link
@@ -36,8 +36,8 @@ pub async fn put_oauth_app(
     Path(provider): Path<String>,
     JsonBody(body): JsonBody<OauthAppBody>,
 ) -> Answer<OauthApp> {
-    let app = team::NewOauthApp::parse(body)?;
-    Ok(Json(team::put_oauth_app(&s.deps, t, &provider, app).await?))
+    let app = team_apps::NewOauthApp::parse(body)?;
+    Ok(Json(team_apps::put_oauth_app(&s.deps, t, &provider, app).await?))
 }
 
 /// Removes the team's OAuth app for a provider.
@@ -52,7 +52,7 @@ pub async fn delete_oauth_app(
     AuthTeam(t): AuthTeam,
     Path(provider): Path<String>,
 ) -> Answer<SuccessBody> {
-    team::delete_oauth_app(&s.deps, t, &provider).await?;
+    team_apps::delete_oauth_app(&s.deps, t, &provider).await?;
     Ok(Json(SuccessBody { success: true }))
 }
 
@@ -60,7 +60,7 @@ pub async fn delete_oauth_app(
 #[utoipa::path(operation_id = "get_team_link_config", get, path = "/v2/team/link_config", tag = "team",
     responses((status = 200, description = "The settings.", body = LinkConfig)))]
 pub async fn get_link_config(State(s): State<AppState>, AuthTeam(t): AuthTeam) -> Answer<LinkConfig> {
-    Ok(Json(team::link_config(&s.deps, t).await?))
+    Ok(Json(team_apps::link_config(&s.deps, t).await?))
 }
 
 /// Changes the team's linking settings; omitted fields are kept.
@@ -71,5 +71,5 @@ pub async fn patch_link_config(
     AuthTeam(t): AuthTeam,
     JsonBody(body): JsonBody<LinkConfigPatch>,
 ) -> Answer<LinkConfig> {
-    Ok(Json(team::patch_link_config(&s.deps, t, body).await?))
+    Ok(Json(team_apps::patch_link_config(&s.deps, t, body).await?))
 }

@@ -7,8 +7,8 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::DomainError;
-use wearlab_domain::idempotency::Completion;
-use wearlab_domain::ids::ClientUserId;
+use wearlab_domain::common::idempotency::Completion;
+use wearlab_domain::common::ids::ClientUserId;
 use wearlab_domain::lifecycle::{self, UndoTarget};
 use wearlab_domain::users::{self, NewUser, UserChanges};
 use wearlab_models::{

@@ -19,7 +19,7 @@ use axum::body::Body;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
-use wearlab_domain::linking::team::{NewOauthApp, put_oauth_app};
+use wearlab_domain::linking::team_apps::{NewOauthApp, put_oauth_app};
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::{Deps, teams};
 use wearlab_local::{LOCAL_TEAM_ID, LocalStack};

@@ -88,7 +88,7 @@ async fn main() {
     let took = started.elapsed();
     // Read before counting what was stored: the count reads it back, a page at a time.
     let peak = rss_mib("VmHWM:");
-    let user_id = wearlab_domain::ids::UserId::parse(&user_id).expect("user id");
+    let user_id = wearlab_domain::common::ids::UserId::parse(&user_id).expect("user id");
     let mut q = wearlab_domain::ports::Query::partition(wearlab_domain::keys::user_partition(user_id))
         .prefix("DATA#TS#heartrate#")
         .limit(50);

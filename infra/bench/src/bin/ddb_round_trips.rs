@@ -10,7 +10,7 @@ use std::future::Future;
 use http::{Method, StatusCode};
 use wearlab_aws::DynamoDbTable;
 use wearlab_bench::{request, send, user_id_of};
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::teams;
 use wearlab_domain::users::{self, NewUser, PageRequest};
 use wearlab_models::CreateUserBody;

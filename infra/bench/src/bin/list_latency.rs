@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 use wearlab_bench::{HttpConnection, InProc, print_row, request, send, serve_http, user_id_of};
-use wearlab_domain::fair_use::{FairUse, MAX_REQUESTS_PER_MINUTE};
-use wearlab_domain::ids::ClientUserId;
+use wearlab_domain::common::fair_use::{FairUse, MAX_REQUESTS_PER_MINUTE};
+use wearlab_domain::common::ids::ClientUserId;
 use wearlab_domain::teams;
 use wearlab_domain::users::{self, NewUser};
 use wearlab_web::AppState;

@@ -39,26 +39,62 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("wearlab-providers", &["wearlab-aws", "wearlab-embedded", "wearlab-web", "wearlab-http"]),
 ];
 
-/// Domain modules (file or folder under `shared/domain/src`) and the modules they must not name.
-const LAYERS: &[(&str, &[&str])] = &[
-    (
-        "ports",
-        &[
-            "crate::linking",
-            "crate::lab",
-            "crate::users",
-            "crate::bulk",
-            "crate::pipeline",
-            "crate::webhooks",
-        ],
-    ),
-    ("catalog.rs", &["crate::linking", "crate::users", "crate::lifecycle"]),
-    ("users.rs", &["crate::linking", "crate::lifecycle"]),
-    ("events.rs", &["crate::linking", "crate::lifecycle", "crate::lab", "crate::pipeline"]),
-    ("linking", &["crate::lifecycle"]),
-    ("bulk_ledger.rs", &["crate::bulk::", "crate::pipeline"]),
-    ("pipeline", &["crate::bulk::", "crate::lifecycle"]),
+/// The rooms of the domain (`shared/domain/src`), lowest layer first. A room may name rooms of
+/// lower layers only: never one of its own layer, never one above. `foundation` is what every
+/// area uses (`common`, `keys`, `ports`); `bulk::ledger` sits apart from the rest of `bulk`
+/// because the pipeline reports to it while bulk triggers start pulls.
+const LAYERS: &[&[&str]] = &[
+    &["foundation"],
+    &["teams", "users", "bulk::ledger"],
+    &["events"],
+    &["linking", "lab"],
+    &["pipeline"],
+    &["bulk", "lifecycle", "webhooks"],
 ];
+
+/// The room of a domain source file (a path relative to `shared/domain/src`).
+fn room_of_file(path: &str) -> Option<&'static str> {
+    if path == "lib.rs" {
+        return None;
+    }
+    let first = path.split('/').next().unwrap_or(path).trim_end_matches(".rs");
+    Some(room_named(first, path.strip_prefix("bulk/").is_some_and(|r| r == "ledger.rs")))
+}
+
+/// The room a path `crate::a::b...` names (`crate::Deps` and `crate::DomainError` name none).
+fn room_of_path(path: &str) -> Option<&'static str> {
+    let mut segments = path.trim_start_matches("crate::").split("::");
+    let first = segments.next()?;
+    if first.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return None;
+    }
+    Some(room_named(first, first == "bulk" && segments.next() == Some("ledger")))
+}
+
+fn room_named(first: &str, is_ledger: bool) -> &'static str {
+    match first {
+        "common" | "keys" | "ports" => "foundation",
+        "bulk" if is_ledger => "bulk::ledger",
+        other => LAYERS.iter().flat_map(|l| l.iter()).find(|r| **r == other).copied().unwrap_or("unplaced"),
+    }
+}
+
+fn layer(room: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&room))
+}
+
+/// Every `crate::...` path named in `text`.
+fn crate_paths(text: &str) -> Vec<&str> {
+    text.match_indices("crate::")
+        .map(|(at, _)| {
+            let rest = &text[at..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect()
+}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -127,35 +163,45 @@ fn a_forbidden_arrow_is_reported() {
     );
 }
 
-/// Whether `text` names the module path `path` itself (`crate::lifecycle` is not named by
-/// `crate::lifecycle_events`).
-fn names(text: &str, path: &str) -> bool {
-    text.match_indices(path)
-        .any(|(at, _)| !text[at + path.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+#[test]
+fn a_path_names_its_room() {
+    assert_eq!(room_of_path("crate::events::lifecycle::deleted"), Some("events"));
+    assert_eq!(room_of_path("crate::bulk::ledger::record"), Some("bulk::ledger"));
+    assert_eq!(room_of_path("crate::bulk::import"), Some("bulk"));
+    assert_eq!(room_of_path("crate::common::ids::UserId"), Some("foundation"));
+    assert_eq!(room_of_path("crate::Deps"), None);
+    assert_eq!(room_of_file("bulk/ledger.rs"), Some("bulk::ledger"));
+    assert_eq!(room_of_file("users/page_cache.rs"), Some("users"));
+    assert_eq!(room_of_file("brand_new.rs"), Some("unplaced"));
 }
 
 #[test]
-fn a_module_path_is_named_only_whole() {
-    assert!(names("use crate::lifecycle::refresh;", "crate::lifecycle"));
-    assert!(names("crate::lifecycle;", "crate::lifecycle"));
-    assert!(!names("crate::lifecycle_events::deleted(", "crate::lifecycle"));
-}
-
-#[test]
-fn lower_domain_modules_do_not_name_the_ones_above() {
+fn domain_rooms_name_only_rooms_below_them() {
     let src = root().join("shared/domain/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
     let mut found = Vec::new();
-    for (module, banned) in LAYERS {
-        let mut files = Vec::new();
-        rust_files(&src.join(module), &mut files);
-        assert!(!files.is_empty(), "{module} exists");
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("readable source");
-            for b in banned.iter().filter(|b| names(&text, b)) {
-                found.push(format!("{} names {b}", file.strip_prefix(&src).unwrap_or(&file).display()));
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap_or(&file).display().to_string();
+        let Some(room) = room_of_file(&rel) else { continue };
+        let Some(own) = layer(room) else {
+            found.push(format!("{rel} is in no layer of LAYERS (place its room)"));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for path in crate_paths(&text) {
+            let Some(named) = room_of_path(path) else { continue };
+            if named == room {
+                continue;
+            }
+            match layer(named) {
+                Some(l) if l < own => {}
+                _ => found.push(format!("{rel} ({room}) names {path} ({named})")),
             }
         }
     }
+    found.sort();
+    found.dedup();
     assert_eq!(found, Vec::<String>::new());
 }
 

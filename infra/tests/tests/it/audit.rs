@@ -94,7 +94,7 @@ async fn records_who_what_when_and_outcome(t: &TestApp) {
     }
     // Kept for the default retention (six years), then DynamoDB's TTL removes them.
     let at = stored.iter().map(|i| i.expires_at.unwrap()).min().unwrap();
-    let retention = wearlab_domain::audit::DEFAULT_RETENTION_DAYS;
+    let retention = wearlab_domain::common::audit::DEFAULT_RETENTION_DAYS;
     assert_eq!(at, (crate::helpers::start_time() + Duration::days(retention.into())).timestamp());
 }
 

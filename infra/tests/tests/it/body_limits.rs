@@ -166,7 +166,7 @@ async fn the_largest_accepted_webhook_is_stored_on_dynamodb() {
 /// The published schema states the bounds the parsers apply, so clients see them.
 #[test]
 fn the_openapi_document_states_each_bound() {
-    use wearlab_domain::limits;
+    use wearlab_domain::common::limits;
     let doc: Value = serde_json::from_str(&wearlab_local::openapi_json()).unwrap();
     let schemas = &doc["components"]["schemas"];
     let max_items = |schema: &str, field: &str| schemas[schema]["properties"][field]["maxItems"].as_u64();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::Duration as Span;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::ports::{Outgoing, Query, Queue, QueueName, query_all};
 use wearlab_domain::teams;

@@ -18,7 +18,7 @@ use http::Request;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::ports::{EventEnvelope, Query, QueueName, query_all};
 use wearlab_local::{LOCAL_TEAM_ID, LocalStack};

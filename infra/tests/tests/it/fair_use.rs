@@ -5,7 +5,7 @@
 
 use chrono::Duration;
 use http::{Method, StatusCode};
-use wearlab_domain::{Deps, fair_use};
+use wearlab_domain::{Deps, common::fair_use};
 use wearlab_web::{App, AppState};
 
 use crate::helpers::{Answer, TestApp};

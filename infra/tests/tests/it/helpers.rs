@@ -8,7 +8,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
-use wearlab_domain::ids::TeamId;
+use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::ports::{
     Add, Condition, Item, Key, ManualClock, Page, Query, RawItem, RawPage, StoreError, Table, WriteOp,
 };

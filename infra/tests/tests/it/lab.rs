@@ -14,7 +14,7 @@ mod verification;
 
 use http::StatusCode;
 use serde_json::{Value, json};
-use wearlab_domain::lab::catalog::catalog;
+use wearlab_domain::lab::test_catalog::catalog;
 
 use crate::helpers::TestApp;
 

@@ -125,7 +125,7 @@ async fn local_data_survives_a_restart() {
             &stack.deps,
             wearlab_local::LOCAL_TEAM_ID,
             wearlab_domain::users::NewUser {
-                client_user_id: wearlab_domain::ids::ClientUserId::parse("kept").unwrap(),
+                client_user_id: wearlab_domain::common::ids::ClientUserId::parse("kept").unwrap(),
                 fallback_time_zone: None,
                 fallback_birth_date: None,
                 ingestion_start: None,
@@ -139,9 +139,10 @@ async fn local_data_survives_a_restart() {
     let stack = wearlab_local::LocalStack::open(&dir).unwrap();
     assert_eq!(stack.ensure_team_key(Some(&key)).await.unwrap(), key);
     let team = wearlab_domain::teams::authenticate(&stack.deps, &key).await.unwrap();
-    let user = wearlab_domain::users::get(&stack.deps, team, wearlab_domain::ids::UserId::from_uuid(id))
-        .await
-        .unwrap();
+    let user =
+        wearlab_domain::users::get(&stack.deps, team, wearlab_domain::common::ids::UserId::from_uuid(id))
+            .await
+            .unwrap();
     assert_eq!(user.client_user_id, "kept");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -4,7 +4,7 @@
 use chrono::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
-use wearlab_domain::lifecycle_events::{CONNECTION_ERROR, USER_DELETED, USER_ERASED, USER_UNDO_DELETED};
+use wearlab_domain::events::lifecycle::{CONNECTION_ERROR, USER_DELETED, USER_ERASED, USER_UNDO_DELETED};
 
 use crate::helpers::{TestApp, json_receiver};
 use crate::linking::{connect_demo, connect_password};

@@ -9,6 +9,7 @@ mod body_limits;
 mod bulk;
 mod contract;
 mod crash;
+mod docs_names;
 mod fair_use;
 mod hardening;
 mod helpers;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use http::StatusCode;
 use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt;
-use wearlab_domain::metrics::{self, Delivery};
+use wearlab_domain::common::metrics::{self, Delivery};
 use wearlab_telemetry::{EmfLayer, METRICS_TARGET, NAMESPACE};
 
 use crate::helpers::TestApp;

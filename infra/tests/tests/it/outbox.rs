@@ -6,9 +6,9 @@ use std::sync::Arc;
 use chrono::Duration;
 use http::StatusCode;
 use serde_json::json;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::ports::{Clock, Condition, Item, Query, query_all};
-use wearlab_domain::{Deps, keys, outbox};
+use wearlab_domain::{Deps, common::outbox, keys};
 use wearlab_embedded::MemoryBus;
 use wearlab_local::LocalStack;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::pipeline::{Job, PollJob, PullMessage};
 use wearlab_domain::ports::providers::{DateRange, FetchedResource, ProviderError, Providers};
@@ -555,7 +555,9 @@ async fn pipeline_waits_for_throttle_capacity() {
     // The team used oura's whole window (150 per 5 minutes) a minute ago.
     t.clock.advance(Duration::minutes(-1));
     for i in 0..150 {
-        wearlab_domain::throttle::acquire(&t.deps, t.team, "oura", &format!("other-{i}")).await.unwrap();
+        wearlab_domain::common::throttle::acquire(&t.deps, t.team, "oura", &format!("other-{i}"))
+            .await
+            .unwrap();
     }
     t.clock.advance(Duration::minutes(1));
     let user = user_with(&t, "pl-7").await;

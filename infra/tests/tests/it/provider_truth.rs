@@ -11,7 +11,7 @@ use std::time::Duration;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use wearlab_domain::Deps;
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, Providers};
 use wearlab_domain::ports::{ManualClock, QueueName, Table};
 use wearlab_domain::teams;
@@ -64,7 +64,7 @@ async fn on_table(table: Arc<dyn Table>, clock: Arc<ManualClock>, vars: Vec<(&'s
         clock.clone(),
         Arc::new(wearlab_embedded::MemoryBus::new()),
         deployment(vars)(sim),
-        Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
+        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
     );
     let deps = Deps { queue: Arc::new(queue.clone()), ..deps };
     Env { t: TestApp::on(deps, clock).await, queue }
@@ -396,7 +396,7 @@ async fn bulk_import_checks_a_real_providers_tokens_with_the_provider() {
         e.t.deps
             .table
             .get(&wearlab_domain::keys::linking::connection(
-                wearlab_domain::ids::UserId::parse(&good).unwrap(),
+                wearlab_domain::common::ids::UserId::parse(&good).unwrap(),
                 "oura",
             ))
             .await

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::crypto::Secret;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::linking::connections::ConnectionRecord;
 use wearlab_domain::linking::tokens::LINK_TOKEN_HEADER;
@@ -527,7 +527,8 @@ async fn a_rate_limited_pull_waits_for_the_providers_reset_while_others_go_on() 
 #[tokio::test]
 async fn oura_push_subscriptions_are_kept_by_the_sweep_at_most_hourly() {
     let r = real_oura().await;
-    let maintain = || wearlab_domain::linking::push::maintain_subscriptions(&r.t.deps, "https://api.example");
+    let maintain =
+        || wearlab_domain::linking::subscriptions::maintain_subscriptions(&r.t.deps, "https://api.example");
     assert!(maintain().await.unwrap());
     let subs = r.fake.subscriptions();
     assert_eq!(subs.len(), 10);

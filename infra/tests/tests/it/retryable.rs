@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use http::{Method, StatusCode};
 use serde_json::json;
-use wearlab_domain::idempotency::{self, Claim, IdempotencyKey};
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::idempotency::{self, Claim, IdempotencyKey};
+use wearlab_domain::common::ids::UserId;
 
 use crate::helpers::{Answer, Faults, RefusingQueue, TestApp};
 use crate::linking::connect_demo;

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 use wearlab_domain::Deps;
-use wearlab_domain::crypto::{DataKey, Secret};
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::crypto::{DataKey, Secret};
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::linking::connections::{self, NewConnection};
 use wearlab_domain::ports::providers::{ProviderAccount, ProviderCredentials};
 use wearlab_domain::ports::{ManualClock, Table};
-use wearlab_domain::{catalog, teams};
+use wearlab_domain::{common::provider_catalog, teams};
 
 use crate::helpers::{Answer, TestApp, json_receiver, moto_endpoint, start_time};
 
@@ -149,7 +149,7 @@ async fn no_secret_rests_in_kept_answers(moto: bool) {
     assert_eq!(app.status, StatusCode::OK, "{}", app.body);
     let (access, refresh) = ("fitbit-access-0123456789abcdef", "fitbit-refresh-0123456789abcdef");
     let new = NewConnection {
-        provider: catalog::catalog().get("fitbit").unwrap(),
+        provider: provider_catalog::catalog().get("fitbit").unwrap(),
         account: ProviderAccount {
             external_user_id: "fb-secret".into(),
             credentials: ProviderCredentials {

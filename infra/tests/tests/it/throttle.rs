@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use wearlab_domain::Deps;
-use wearlab_domain::ids::TeamId;
+use wearlab_domain::common::ids::TeamId;
+use wearlab_domain::common::throttle::{self, Decision, Policy, ThrottleState};
 use wearlab_domain::ports::ManualClock;
-use wearlab_domain::throttle::{self, Decision, Policy, ThrottleState};
 
 use crate::helpers::start_time;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
-use wearlab_domain::ids::{ClientUserId, UserId};
+use wearlab_domain::common::ids::{ClientUserId, UserId};
 use wearlab_domain::lifecycle::{self, Erasure};
 use wearlab_domain::ports::{Condition, Table};
 use wearlab_domain::users::{self, NewUser};

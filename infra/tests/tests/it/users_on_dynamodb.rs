@@ -30,7 +30,7 @@ pub async fn on_moto() -> (TestApp, Arc<wearlab_aws::DynamoDbTable>, aws_sdk_sch
         clock.clone(),
         Arc::new(wearlab_embedded::MemoryBus::new()),
         Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
-        Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
+        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
     );
     let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
     (TestApp::on(deps, clock).await, table, sched)
@@ -69,7 +69,7 @@ async fn users_smoke_run() {
     // moto never fires schedules: deliver what the schedule carries, as EventBridge would.
     let out = erasure_worker::handle(&t.deps, json!({"erase_user": id})).await.unwrap();
     assert!(matches!(out, erasure_worker::Outcome::Erased { .. }), "{out:?}");
-    let uid = wearlab_domain::ids::UserId::parse(&id).unwrap();
+    let uid = wearlab_domain::common::ids::UserId::parse(&id).unwrap();
     let left = query_all(table.as_ref(), Query::partition(wearlab_domain::keys::user_partition(uid)), 100)
         .await
         .unwrap();

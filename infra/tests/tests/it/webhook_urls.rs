@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use http::StatusCode;
 use serde_json::json;
 use wearlab_domain::ports::WebhookSender;
-use wearlab_domain::webhook_url::UrlPolicy;
+use wearlab_domain::webhooks::url::UrlPolicy;
 use wearlab_http::HttpSender;
 use wearlab_http::guard::{GuardedResolver, NOT_ALLOWED};
 use wearlab_web::AppState;

@@ -6,12 +6,12 @@ use wearlab_models::bulk::{BulkExportBody, ConnectionRecipe};
 
 use super::{bulk_provider, check_user_ids};
 use crate::Deps;
-use crate::catalog::ProviderInfo;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::ProviderInfo;
 use crate::keys;
 use crate::linking::connections::ConnectionRecord;
-use crate::linking::team;
+use crate::linking::team_apps;
 use crate::ports::{Cursor, Query, StoreError};
 use crate::users;
 
@@ -55,7 +55,7 @@ pub async fn export(
     req: ExportRequest,
 ) -> Result<(Vec<ConnectionRecipe>, Option<String>), DomainError> {
     let slug = req.provider.slug.as_str();
-    let Some(client) = team::team_client(deps, team, slug).await? else {
+    let Some(client) = team_apps::team_client(deps, team, slug).await? else {
         return Err(DomainError::Rejected(format!(
             "The team has no OAuth app for {slug}: only connections made with it can be exported."
         )));

@@ -10,18 +10,18 @@ use wearlab_models::bulk::{BulkImportBody, BulkOpType, ConnectionRecipe};
 
 use super::{BulkMessage, bulk_provider};
 use crate::Deps;
-use crate::bulk_ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
-use crate::catalog::ProviderInfo;
-use crate::crypto::Sealed;
-use crate::crypto::Secret;
-use crate::error::{DomainError, issue};
-use crate::ids::{TeamId, UserId};
+use crate::bulk::ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
+use crate::common::crypto::Sealed;
+use crate::common::crypto::Secret;
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::ProviderInfo;
+use crate::common::throttle::{self, Decision};
 use crate::keys::bulk as keys;
 use crate::linking::connections::{self, Committed, ConnectionRecord, NewConnection};
-use crate::linking::team;
+use crate::linking::team_apps;
 use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, QueueName};
-use crate::throttle::{self, Decision};
 
 /// Longest token and provider user id accepted.
 const MAX_TOKEN: usize = 8 * 1024;
@@ -144,7 +144,7 @@ fn pack(recipes: Vec<Packed>) -> Vec<Vec<Packed>> {
 /// does not wait for any import.
 pub async fn submit(deps: &Deps, team: TeamId, req: ImportRequest) -> Result<OpRef, DomainError> {
     let slug = req.provider.slug.as_str();
-    if team::team_client(deps, team, slug).await?.is_none() {
+    if team_apps::team_client(deps, team, slug).await?.is_none() {
         return Err(no_app(slug));
     }
     let total = req.recipes.len() as u64;
@@ -203,7 +203,7 @@ pub(crate) async fn import_chunk(
     };
     let Some(header) = deps.table.get(&op.key()).await? else { return Ok(Outcome::Ack) };
     let provider: String = header.decode::<OpRecord>()?.provider;
-    let Some(client) = team::team_client(deps, op.team_id, &provider).await? else {
+    let Some(client) = team_apps::team_client(deps, op.team_id, &provider).await? else {
         // The team removed its app meanwhile: nothing more can be imported.
         let failed = recipes.iter().map(|r| r.0).collect();
         tracing::warn!(op_id = %op.op_id, chunk, provider, "bulk import aborted: the team's OAuth app is gone");

@@ -2,7 +2,7 @@
 //! the operations, export and pause connections. Off for a team until the operator enables
 //! them (`teams::require_bulk_operations`).
 //!
-//! An operation is recorded in the ledger (`crate::bulk_ledger`); its items travel on the bulk
+//! An operation is recorded in the ledger (`crate::bulk::ledger`); its items travel on the bulk
 //! queue in messages of many items each, and whoever finishes items records them there.
 //!
 //! - import: one result item per message (`CHUNK#n`): the users imported and failed.
@@ -12,6 +12,7 @@
 
 pub mod export;
 pub mod import;
+pub mod ledger;
 pub mod pause;
 pub mod trigger;
 
@@ -21,11 +22,11 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::bulk::{BulkOp, BulkProvider};
 
 use crate::Deps;
-use crate::bulk_ledger::{OpRecord, OpRef, Results, results};
-use crate::catalog::ProviderInfo;
-use crate::crypto::Sealed;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::bulk::ledger::{OpRecord, OpRef, Results, results};
+use crate::common::crypto::Sealed;
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::ProviderInfo;
 use crate::keys::bulk as keys;
 use crate::linking::known_provider;
 use crate::ports::to_body;

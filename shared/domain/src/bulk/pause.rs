@@ -7,9 +7,9 @@ use wearlab_models::bulk::BulkPauseBody;
 
 use super::{bulk_provider, check_user_ids};
 use crate::Deps;
-use crate::catalog::ProviderInfo;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::ProviderInfo;
 use crate::keys;
 use crate::linking::connections::ConnectionRecord;
 use crate::ports::{Condition, StoreError};

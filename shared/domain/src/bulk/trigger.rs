@@ -1,16 +1,16 @@
 //! POST /v2/link/bulk_trigger_historical_pull: starts the historical pull of many users'
 //! connections to one provider. Each pull waits for the team's throttle of the provider (see
-//! `crate::throttle`); a user counts as triggered when its pull starts.
+//! `crate::common::throttle`); a user counts as triggered when its pull starts.
 
 use wearlab_models::ConnectionStatus;
 use wearlab_models::bulk::{BulkOpType, BulkTriggerBody};
 
 use super::{BulkMessage, bulk_provider, check_user_ids};
 use crate::Deps;
-use crate::bulk_ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
-use crate::catalog::ProviderInfo;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::bulk::ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::ProviderInfo;
 use crate::keys::bulk as keys;
 use crate::linking::connections::ConnectionRecord;
 use crate::pipeline::{Job, PullJob, PullMessage};

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::ids::{TeamId, UserId};
+use crate::common::ids::{TeamId, UserId};
 use crate::ports::Key;
 
 pub const OP_PREFIX: &str = "BULKOP#";

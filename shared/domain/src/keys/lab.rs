@@ -6,7 +6,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;
 
-use crate::ids::{TeamId, UserId};
+use crate::common::ids::{TeamId, UserId};
 use crate::ports::Key;
 
 const ROOT: &str = "#";

@@ -1,7 +1,7 @@
 //! Keys of linking: link tokens, OAuth states, connections, provider-account markers, the
 //! team's OAuth apps and link settings.
 
-use crate::ids::{TeamId, UserId};
+use crate::common::ids::{TeamId, UserId};
 use crate::ports::Key;
 
 const ROOT: &str = "#";

@@ -11,7 +11,7 @@ pub mod webhooks;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
-use crate::ids::{ClientUserId, TeamId, UserId};
+use crate::common::ids::{ClientUserId, TeamId, UserId};
 use crate::ports::Key;
 
 /// Sort key of a partition's single "header" record.
@@ -106,7 +106,7 @@ pub fn erasure_schedule_name(user: UserId) -> String {
     format!("erase-user-{user}")
 }
 
-/// Events staged with the change they announce until they are published (`crate::outbox`).
+/// Events staged with the change they announce until they are published (`crate::common::outbox`).
 /// In the user's partition, so erasure takes what is still staged.
 pub fn outbox(user: UserId, at: DateTime<Utc>, id: uuid::Uuid) -> Key {
     Key::new(user_partition(user), format!("OUTBOX#{}", outbox_index_sort(at, id)))

@@ -4,7 +4,7 @@
 
 use chrono::NaiveDate;
 
-use crate::ids::{TeamId, UserId};
+use crate::common::ids::{TeamId, UserId};
 use crate::ports::Key;
 
 /// A stored summary: one item per (resource, day, provider, record within the day).

@@ -1,6 +1,6 @@
 //! Key shapes of webhook endpoints and their delivery records.
 
-use crate::ids::TeamId;
+use crate::common::ids::TeamId;
 use crate::ports::Key;
 
 pub fn endpoint(team: TeamId, endpoint_id: &str) -> Key {

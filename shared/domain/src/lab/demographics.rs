@@ -8,8 +8,8 @@ use wearlab_models::{Ethnicity, GenderIdentity, Race, SexualOrientation};
 
 use super::validate::{self as v, Issues};
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item};
@@ -25,7 +25,7 @@ struct DemographicsRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Demographics(UserInfo);
 
-impl crate::error::FromBody for Demographics {
+impl crate::common::error::FromBody for Demographics {
     type Body = UserInfo;
     fn from_body(body: UserInfo, today: NaiveDate) -> Result<Self, DomainError> {
         Self::parse(body, today)

@@ -13,8 +13,8 @@ use wearlab_models::lab::{
 
 use super::validate::{self as v, Issues};
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query};
@@ -136,7 +136,7 @@ struct InsuranceRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewInsurance(Insurance);
 
-impl crate::error::FromBody for NewInsurance {
+impl crate::common::error::FromBody for NewInsurance {
     type Body = InsuranceBody;
     fn from_body(body: InsuranceBody, today: NaiveDate) -> Result<Self, DomainError> {
         Self::parse(body, today)
@@ -148,7 +148,9 @@ impl NewInsurance {
         let mut issues = Issues::new();
         let payor = payor(&body.payor_code);
         let at: Vec<wearlab_models::LocPart> = vec!["body".into(), "payor_code".into()];
-        if let Some(long) = crate::limits::too_long(&at, &body.payor_code, crate::limits::MAX_CODE_CHARS) {
+        if let Some(long) =
+            crate::common::limits::too_long(&at, &body.payor_code, crate::common::limits::MAX_CODE_CHARS)
+        {
             // Not echoed: a refused value is named in the answer only when it is short.
             issues.list.push(long);
         } else if payor.is_none() {

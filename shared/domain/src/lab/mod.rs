@@ -5,13 +5,12 @@
 //! Everything of a user is stored in the user's partition, so erasure removes it; the two
 //! pointer items outside it are listed by `keys::lab::outside_keys`.
 
-pub mod catalog;
 pub mod demographics;
 pub mod insurance;
 pub mod orders;
 pub mod portal;
 pub mod psc;
-pub mod signing;
+pub mod test_catalog;
 pub mod validate;
 pub mod verification;
 

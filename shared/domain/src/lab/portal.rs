@@ -15,10 +15,11 @@ use wearlab_models::lab::{
 };
 
 use super::orders::{self, Links};
-use super::{psc, signing};
+use super::psc;
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::signing;
 use crate::keys::lab as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, WriteOp};

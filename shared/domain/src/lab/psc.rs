@@ -11,12 +11,12 @@ use wearlab_models::lab::{
     BillingType, GeoLocation, PatientServiceCenter, PscCapability, PscInfo, PscMetadata,
 };
 
-use super::catalog::catalog;
 use super::orders::{self, Links};
+use super::test_catalog::catalog;
 use super::validate::zip5;
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
 
 /// The radii a search may use, in miles.
 pub const RADII: [u32; 5] = [10, 20, 25, 50, 100];

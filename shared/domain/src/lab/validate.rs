@@ -5,7 +5,7 @@ use chrono::NaiveDate;
 use wearlab_models::ValidationIssue;
 use wearlab_models::lab::{GuarantorDetails, PersonGender, UserAddress};
 
-use crate::error::issue;
+use crate::common::error::issue;
 
 /// Longest free-text field we keep (addresses, notes, ids).
 pub const MAX_TEXT: usize = 200;

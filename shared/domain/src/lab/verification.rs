@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::portal::Access;
-use super::signing;
 use crate::Deps;
-use crate::error::DomainError;
+use crate::common::error::DomainError;
+use crate::common::signing;
 use crate::keys::lab as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
@@ -240,14 +240,14 @@ pub async fn check(deps: &Deps, access: &Access, code: &str) -> Result<Checked, 
     let code: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     // Checks of one link in this process take turns; across processes the version-checked
     // writes below see that two guesses at once never both count as the first.
-    static TURNS: std::sync::LazyLock<crate::per_key::PerKey<tokio::sync::Mutex<()>>> =
-        std::sync::LazyLock::new(|| crate::per_key::PerKey::new(Default::default));
+    static TURNS: std::sync::LazyLock<crate::common::per_key::PerKey<tokio::sync::Mutex<()>>> =
+        std::sync::LazyLock::new(|| crate::common::per_key::PerKey::new(Default::default));
     let turn = TURNS.get(&format!("{}|{}", key.pk, key.sk));
     let _turn = turn.lock().await;
     for attempt in 0..5u32 {
         if attempt > 0 {
             let wait = std::time::Duration::from_millis(10 << attempt);
-            tokio::time::sleep(wait + crate::backoff::jitter(wait)).await;
+            tokio::time::sleep(wait + crate::common::backoff::jitter(wait)).await;
         }
         let Some((mut p, version)) = load(deps, &key).await? else { return Ok(Checked::NoCode) };
         let now = deps.now();

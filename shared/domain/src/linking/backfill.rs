@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::connections::AccountMarker;
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
 use crate::keys;
 use crate::ports::{Condition, Cursor, Query, StoreError};
 

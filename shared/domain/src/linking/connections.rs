@@ -12,14 +12,14 @@ use wearlab_models::{
 
 use super::revokes::Pending;
 use super::tokens::{TokenState, ValidToken};
-use super::{corrupt, known_provider, team};
+use super::{corrupt, known_provider, team_apps};
 use crate::Deps;
-use crate::catalog::{ProviderInfo, catalog};
-use crate::crypto::Sealed;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::crypto::Sealed;
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::outbox::Staged;
+use crate::common::provider_catalog::{ProviderInfo, catalog};
 use crate::keys;
-use crate::outbox::Staged;
 use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
@@ -95,7 +95,7 @@ impl ConnectionRecord {
         if self.team_app_client_id.is_none() {
             return Ok(None);
         }
-        team::team_client(deps, self.team_id, &self.provider).await
+        team_apps::team_client(deps, self.team_id, &self.provider).await
     }
 
     pub fn set_credentials(&mut self, deps: &Deps, credentials: &ProviderCredentials) {
@@ -244,7 +244,7 @@ pub async fn commit(
         // An import replaces the user's own connection (new tokens); a link to a provider the
         // user is connected to already is a duplicate.
         let own_is_duplicate = existing.is_some() && new.import_op.is_none();
-        if team::link_config(deps, team).await?.reject_duplicate_connection
+        if team_apps::link_config(deps, team).await?.reject_duplicate_connection
             && (own_is_duplicate || account_connected_elsewhere(deps, team, slug, external, user_id).await?)
         {
             return Ok(Committed::Duplicate);

@@ -5,9 +5,9 @@ use wearlab_models::{DemoConnectionAnswer, DemoConnectionBody};
 
 use super::connections::{self, Committed, NewConnection};
 use crate::Deps;
-use crate::catalog::{DEMO_PROVIDERS, ProviderInfo, catalog};
-use crate::error::{DomainError, issue};
-use crate::ids::{TeamId, UserId};
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::{DEMO_PROVIDERS, ProviderInfo, catalog};
 use crate::users;
 
 pub struct DemoRequest {

@@ -1,5 +1,6 @@
-//! Linking users to providers: the provider catalog, link tokens, password linking with MFA,
-//! OAuth linking, demo connections, connections and their refresh, the team's OAuth apps.
+//! Linking users to providers: link tokens, password linking with MFA, OAuth linking, demo
+//! connections, connections and what a refresh records on them, the team's OAuth apps, and the
+//! providers' push subscriptions (receiving pushes is the pipeline's).
 //!
 //! The rules live here; what a provider does is behind the `Providers` port.
 
@@ -8,18 +9,18 @@ pub mod connections;
 pub mod demo;
 pub mod oauth;
 pub mod password;
-pub mod push;
 pub mod refresh;
 pub mod revokes;
-pub mod team;
+pub mod subscriptions;
+pub mod team_apps;
 pub mod tokens;
 pub mod widget;
 
 use sha2::{Digest, Sha256};
 use wearlab_models::{LinkErrorType, LinkResult, LinkState, ProviderAvailability, ProviderMfaRequest};
 
-use crate::catalog::{DEMO_PROVIDERS, ProviderInfo, catalog};
-use crate::error::DomainError;
+use crate::common::error::DomainError;
+use crate::common::provider_catalog::{DEMO_PROVIDERS, ProviderInfo, catalog};
 use crate::ports::StoreError;
 use crate::ports::providers::Providers;
 

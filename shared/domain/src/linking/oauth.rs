@@ -9,15 +9,16 @@ use wearlab_models::{AuthType, LinkErrorType, LinkResult, OauthProviderEntry};
 
 use super::connections::{self, NewConnection};
 use super::password::said;
-use super::push;
+use super::subscriptions;
 use super::tokens::{self, ValidToken};
 use super::{
-    LinkOutcome, ProviderInfo, encode, known_provider, random_hex, redirect_with_result, sha256_hex, team,
+    LinkOutcome, ProviderInfo, encode, known_provider, random_hex, redirect_with_result, sha256_hex,
+    team_apps,
 };
 use crate::Deps;
-use crate::crypto::Secret;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::crypto::Secret;
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys;
 use crate::ports::providers::{AuthorizeRequest, CodeExchange};
 use crate::ports::to_body;
@@ -71,7 +72,7 @@ pub async fn start(
         Err(r) => return Err(DomainError::Rejected(format!("{}: {}", r.error_type, r.error))),
     };
     let team_id = token.record.team_id;
-    let (client_id, team_app) = match team::team_client(deps, team_id, slug).await? {
+    let (client_id, team_app) = match team_apps::team_client(deps, team_id, slug).await? {
         Some(c) => (c.client_id, true),
         None if p.is(&AuthType::TeamOauth) => {
             return Err(DomainError::Rejected(format!(
@@ -213,7 +214,7 @@ pub async fn callback(
         ));
     };
     let client = if record.team_app {
-        team::team_client(deps, record.team_id, slug).await?
+        team_apps::team_client(deps, record.team_id, slug).await?
     } else {
         deps.providers.platform_oauth_client(slug)
     };
@@ -252,7 +253,7 @@ pub async fn callback(
             };
             let o = said(connections::commit(deps, record.team_id, record.user_id, new).await?);
             if let (LinkOutcome::Connected { .. }, Some(base)) = (&o, public_url) {
-                push::after_link(deps, slug, &linked, base, (record.team_id, record.user_id)).await;
+                subscriptions::after_link(deps, slug, &linked, base, (record.team_id, record.user_id)).await;
             }
             o
         }

@@ -8,10 +8,10 @@ use super::connections::{self, Committed, NewConnection};
 use super::tokens::{self, TokenState, ValidToken};
 use super::{LinkOutcome, corrupt, known_provider};
 use crate::Deps;
-use crate::catalog::ProviderInfo;
-use crate::crypto::Secret;
-use crate::error::{DomainError, issue};
-use crate::ids::TeamId;
+use crate::common::crypto::Secret;
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::TeamId;
+use crate::common::provider_catalog::ProviderInfo;
 use crate::ports::providers::{LoginOutcome, PasswordLogin, ProviderAccount, ProviderError};
 use crate::ports::{Condition, StoreError, WriteOp};
 

@@ -51,7 +51,7 @@ async fn mark_error(deps: &Deps, conn: &ConnectionRecord, error_type: String, er
 /// `provider.connection.error`, best effort: the connection's status says it too.
 async fn announce_error(deps: &Deps, conn: &ConnectionRecord, details: &ConnectionErrorDetails) {
     let Ok(Some((user, _))) = crate::users::load(deps, conn.team_id, conn.user_id).await else { return };
-    let event = crate::lifecycle_events::connection_error(
+    let event = crate::events::lifecycle::connection_error(
         &user,
         &conn.provider,
         &details.error_type,
@@ -109,7 +109,7 @@ const MAX_WAITS: usize = 600;
 pub async fn usable_account(
     deps: &Deps,
     conn: &ConnectionRecord,
-    refused: Option<&crate::crypto::Secret>,
+    refused: Option<&crate::common::crypto::Secret>,
 ) -> Result<ProviderAccount, ProviderError> {
     let stale = |a: &ProviderAccount| {
         a.credentials

@@ -22,11 +22,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::connections::ConnectionRecord;
-use super::team;
+use super::team_apps;
 use crate::Deps;
-use crate::crypto::Sealed;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::crypto::Sealed;
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys;
 use crate::ports::providers::{ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::to_body;
@@ -218,7 +218,9 @@ async fn revoke(deps: &Deps, team: TeamId, k: &Key, entry: &Entry) -> Result<(),
         .open_json(&entry.credentials, &seal_context(k, &entry.provider))
         .map_err(|_| RevokeFailure::Sealed)?;
     let client = match entry.team_app_client_id {
-        Some(_) => team::team_client(deps, team, &entry.provider).await.map_err(RevokeFailure::Client)?,
+        Some(_) => {
+            team_apps::team_client(deps, team, &entry.provider).await.map_err(RevokeFailure::Client)?
+        }
         None => None,
     };
     let account = ProviderAccount { external_user_id: entry.external_user_id.clone(), credentials };

@@ -8,12 +8,12 @@ use wearlab_models::{LinkErrorType, LinkTokenAnswer, LinkTokenBody, ProviderMfaR
 
 use super::{random_hex, sha256_hex, valid_redirect_url, with_query};
 use crate::Deps;
-use crate::catalog::catalog;
-use crate::crypto::Sealed;
-use crate::error::{DomainError, issue};
-use crate::ids::{TeamId, UserId};
+use crate::common::crypto::Sealed;
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::{TeamId, UserId};
+use crate::common::limits::{self, MAX_FILTER_ON_PROVIDERS as MAX_FILTER};
+use crate::common::provider_catalog::catalog;
 use crate::keys;
-use crate::limits::{self, MAX_FILTER_ON_PROVIDERS as MAX_FILTER};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key};
 use crate::users;

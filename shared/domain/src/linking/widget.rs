@@ -15,8 +15,8 @@ use super::password::{self, PasswordAttempt};
 use super::tokens::{self, TokenRefusal, TokenState, ValidToken};
 use super::{known_provider, redirect_with_result};
 use crate::Deps;
-use crate::catalog::{ProviderInfo, catalog};
-use crate::error::DomainError;
+use crate::common::error::DomainError;
+use crate::common::provider_catalog::{ProviderInfo, catalog};
 
 /// How the page links a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

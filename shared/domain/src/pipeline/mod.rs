@@ -9,6 +9,7 @@
 mod columns;
 pub mod normalize;
 pub mod pull;
+pub mod push;
 pub mod read;
 mod store;
 
@@ -17,9 +18,9 @@ use wearlab_models::EventEnvelope;
 use wearlab_models::data::DataPullPreferences;
 
 use crate::Deps;
-use crate::catalog::catalog;
-use crate::error::{DomainError, issue};
-use crate::ids::{TeamId, UserId};
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::{TeamId, UserId};
+use crate::common::provider_catalog::catalog;
 use crate::keys::pipeline as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item};
@@ -76,10 +77,10 @@ pub async fn set_preferences(
     if !(1..=MAX_HISTORY_DAYS).contains(&prefs.default_history_days) {
         issues.push(issue(&["body", "default_history_days"], range.clone(), "value_error"));
     }
-    let many = crate::limits::too_many(
+    let many = crate::common::limits::too_many(
         &["body", "history_days"],
         prefs.history_days.len(),
-        crate::limits::MAX_HISTORY_DAYS_PROVIDERS,
+        crate::common::limits::MAX_HISTORY_DAYS_PROVIDERS,
     );
     let listed = if many.is_some() { None } else { Some(&prefs.history_days) };
     issues.extend(many);

@@ -10,8 +10,8 @@ use wearlab_models::data::{
     SleepSummary, SleepType, SourceContext, WorkoutSummary,
 };
 
-use crate::catalog::catalog;
-use crate::ids::{TimeZoneId, UserId};
+use crate::common::ids::{TimeZoneId, UserId};
+use crate::common::provider_catalog::catalog;
 use crate::ports::to_body;
 
 /// Summary resources (one record per day or per session); every other resource is a timeseries.

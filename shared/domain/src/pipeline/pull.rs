@@ -21,20 +21,20 @@ use super::normalize::{Context, Entry, is_modelled, is_summary, produced};
 use super::store::{self, Change};
 use super::{Job, PullMessage, data_events, event, event_types, history_days, preferences};
 use crate::Deps;
-use crate::backoff;
-use crate::catalog::catalog;
-use crate::error::DomainError;
-use crate::ids::{TeamId, TimeZoneId, UserId};
+use crate::common::backoff;
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, TimeZoneId, UserId};
+use crate::common::metrics;
+use crate::common::provider_catalog::catalog;
+use crate::common::throttle::{self, Decision};
 use crate::keys::pipeline as keys;
 use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
 use crate::linking::refresh;
-use crate::metrics;
 use crate::ports::providers::{
     DateRange, FetchedResource, ProviderAccount, ProviderError, Providers, RateWindow, RequestGate,
 };
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Outcome, Outgoing, Query, QueueName, StoreError};
-use crate::throttle::{self, Decision};
 use crate::users::{self, UserRecord};
 
 /// Most days fetched per chunk.
@@ -72,7 +72,7 @@ pub struct PullJob {
     pub pull_id: String,
     /// The bulk trigger that asked for this pull: told when it starts (or cannot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bulk_op: Option<crate::bulk_ledger::OpRef>,
+    pub bulk_op: Option<crate::bulk::ledger::OpRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -366,7 +366,7 @@ async fn save(
 /// Tells the bulk trigger behind the job (if any) whether the user's pull started.
 async fn report(deps: &Deps, job: &PullJob, started: bool) -> Result<(), DomainError> {
     match &job.bulk_op {
-        Some(op) => crate::bulk_ledger::record_pull(deps, op, job.user_id, started).await,
+        Some(op) => crate::bulk::ledger::record_pull(deps, op, job.user_id, started).await,
         None => Ok(()),
     }
 }

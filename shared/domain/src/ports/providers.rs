@@ -7,7 +7,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::{LinkErrorType, MfaMethod, ProviderAvailability};
 
-use crate::crypto::Secret;
+use crate::common::crypto::Secret;
 
 /// What Wearlab holds to act for the user at the provider. Stored only sealed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

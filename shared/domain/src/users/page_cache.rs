@@ -30,8 +30,8 @@ use chrono::{DateTime, Utc};
 
 use super::{PageRequest, listed_users, read_listed, read_page};
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
 use crate::ports::StoreError;
 
 /// How long a kept page is answered without being read again, at most.

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
 
 use crate::config::{AppConfig, Endpoints};

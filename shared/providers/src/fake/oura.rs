@@ -110,7 +110,7 @@ impl OuraFake {
         AppConfig {
             endpoints: self.endpoints(),
             platform_client: Some(client.clone()),
-            push_token: push_token.map(wearlab_domain::crypto::Secret::new),
+            push_token: push_token.map(wearlab_domain::common::crypto::Secret::new),
         }
     }
 

@@ -19,7 +19,7 @@ use axum::routing::{delete, get, post};
 use base64::Engine;
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
 
 use super::whoop::Issuer;

@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use base64::Engine;
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
-use wearlab_domain::lab::signing::hmac_sha256;
+use wearlab_domain::common::crypto::Secret;
+use wearlab_domain::common::signing::hmac_sha256;
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
 
 use crate::config::Endpoints;

@@ -2,7 +2,7 @@
 
 use chrono::{NaiveDate, Utc};
 use serde_json::Value;
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushOutcome, PushRequest,

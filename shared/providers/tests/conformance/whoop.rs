@@ -2,7 +2,7 @@
 
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, PushRequest,
     RateWindow,

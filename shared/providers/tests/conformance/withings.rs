@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use crate::{COUNTING_WAIT_SECS, Counting};
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderError,
     PushNotice, PushOutcome, PushRequest, RateWindow,

@@ -3,7 +3,7 @@
 
 use http::StatusCode;
 use serde_json::{Value, json};
-use wearlab_domain::lab::catalog::catalog;
+use wearlab_domain::lab::test_catalog::catalog;
 
 use super::lab_test_id;
 use crate::helpers::{TestApp, error_locs};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::Value;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::lab::{Links, advance_due};
 use wearlab_domain::ports::{EventBus, StoreError};
-use wearlab_domain::{Deps, DomainError, outbox};
+use wearlab_domain::{Deps, DomainError, common::outbox};
 use wearlab_embedded::MemoryBus;
 
 use super::order_body;

@@ -79,7 +79,7 @@ async fn a_communications_link_asks_a_new_device_for_a_code_first() {
     assert!(!sent.html.contains(&code), "the code reaches the user only through the team");
     // Only a MAC of the code is stored.
     let q = wearlab_domain::ports::Query::partition(wearlab_domain::keys::user_partition(
-        wearlab_domain::ids::UserId::parse(&user).unwrap(),
+        wearlab_domain::common::ids::UserId::parse(&user).unwrap(),
     ));
     let items = wearlab_domain::ports::query_all(t.deps.table.as_ref(), q, 1_000).await.unwrap();
     assert!(items.iter().any(|i| i.key.sk.starts_with("LAB#PORTAL_VERIFY#")));
@@ -281,7 +281,7 @@ async fn a_user_without_an_email_or_phone_gets_a_409_page() {
     let (user, _, short) = portal_link(&t, "pv-409", "communications").await;
     // The demographics were there when the link was made and are gone since: the identity
     // check has nowhere to send a code.
-    let uid = wearlab_domain::ids::UserId::parse(&user).unwrap();
+    let uid = wearlab_domain::common::ids::UserId::parse(&user).unwrap();
     let gone = wearlab_domain::keys::lab::demographics(uid);
     t.deps.table.delete(&gone, wearlab_domain::ports::Condition::Exists).await.unwrap();
     let page = get_page(&t, &short, None).await;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use wearlab_domain::Deps;
-use wearlab_domain::ids::{TeamId, UserId};
+use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::keys::linking::{provider_account, provider_user_index, provider_user_index_sort};
 use wearlab_domain::linking::backfill::{BackfillReport, backfill_push_index};
 use wearlab_domain::ports::{Condition, Item, ManualClock, Query, Table, query_all};
@@ -19,7 +19,7 @@ fn deps(table: Arc<dyn Table>) -> Deps {
         clock.clone(),
         Arc::new(wearlab_embedded::MemoryBus::new()),
         Arc::new(wearlab_sim::SimProviders::new(clock)),
-        Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
+        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
     )
 }
 

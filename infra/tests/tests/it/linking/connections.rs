@@ -1,6 +1,6 @@
 use http::{Method, StatusCode};
 use serde_json::json;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::ports::{Query, query_all};
 

@@ -130,7 +130,7 @@ async fn connection_created_reaches_an_sqs_queue_through_an_eventbridge_rule() {
         clock.clone(),
         Arc::new(wearlab_aws::EventBridgeBus::new(eb.clone(), &bus_name)),
         Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
-        Arc::new(wearlab_domain::crypto::DataKey::ephemeral()),
+        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
     );
     let t = TestApp::on(deps, clock).await;
     let user = t.create_user("ev-moto").await;
@@ -160,7 +160,7 @@ async fn connection_created_reaches_an_sqs_queue_through_an_eventbridge_rule() {
 
     // Deleting the user removes its connection items on DynamoDB too.
     assert_eq!(t.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
-    let uid = wearlab_domain::ids::UserId::parse(&user).unwrap();
+    let uid = wearlab_domain::common::ids::UserId::parse(&user).unwrap();
     let q = wearlab_domain::ports::Query::partition(wearlab_domain::keys::user_partition(uid))
         .prefix(wearlab_domain::keys::linking::CONNECTION_PREFIX);
     assert!(wearlab_domain::ports::query_all(t.deps.table.as_ref(), q, 10).await.unwrap().is_empty());

@@ -1,6 +1,6 @@
 use http::StatusCode;
 use serde_json::Value;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 
 use super::{connect_demo, connect_password};

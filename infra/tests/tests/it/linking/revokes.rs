@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::Duration;
 use http::StatusCode;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::linking::connections;
 use wearlab_domain::linking::revokes::{BACKOFF, Pending};
 use wearlab_domain::ports::{Item, Query, query_all};

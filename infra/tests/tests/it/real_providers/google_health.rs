@@ -12,7 +12,7 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
 use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
@@ -186,7 +186,7 @@ async fn removing_a_google_health_connection_revokes_the_grant_at_google() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.revoked(), vec![refresh], "the connection's grant revoked at Google");
     let key = wearlab_domain::keys::linking::connection(
-        wearlab_domain::ids::UserId::parse(&user).unwrap(),
+        wearlab_domain::common::ids::UserId::parse(&user).unwrap(),
         "google_health",
     );
     assert!(r.t.deps.table.get(&key).await.unwrap().is_none(), "the connection and its tokens are gone");
@@ -248,7 +248,7 @@ async fn the_published_limit_per_user_holds_across_the_users_connections() {
 /// polled, not only the first whose app checked it.
 #[tokio::test]
 async fn a_notification_polls_every_connection_of_the_google_user() {
-    use wearlab_domain::ids::UserId;
+    use wearlab_domain::common::ids::UserId;
     use wearlab_domain::linking::connections::{self, NewConnection};
 
     let r = real_google_health().await;
@@ -266,7 +266,7 @@ async fn a_notification_polls_every_connection_of_the_google_user() {
     let a = r.t.send(Method::POST, "/v2/user", Some(&key2), Some(&new_user.to_string())).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let user2 = UserId::parse(a.body["user_id"].as_str().unwrap()).unwrap();
-    let provider = wearlab_domain::catalog::catalog().get("google_health").unwrap();
+    let provider = wearlab_domain::common::provider_catalog::catalog().get("google_health").unwrap();
     let new = NewConnection {
         provider,
         account: r.fake.account(),
@@ -281,7 +281,7 @@ async fn a_notification_polls_every_connection_of_the_google_user() {
 
     r.t.clock.advance(chrono::Duration::hours(1));
     let request = r.fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
-    let reply = wearlab_domain::linking::push::receive(deps, "google_health", &request).await.unwrap();
-    let polls = wearlab_domain::linking::push::PushReply::Accepted { polls: 2 };
+    let reply = wearlab_domain::pipeline::push::receive(deps, "google_health", &request).await.unwrap();
+    let polls = wearlab_domain::pipeline::push::PushReply::Accepted { polls: 2 };
     assert_eq!(reply, polls, "the connection of {user} and of {user2}");
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
-use wearlab_domain::crypto::Secret;
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::crypto::Secret;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::keys;
 use wearlab_domain::pipeline::pull::{PollJob, poll};
 use wearlab_domain::ports::ManualClock;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use wearlab_domain::ids::UserId;
+use wearlab_domain::common::ids::UserId;
 use wearlab_domain::pipeline::pull::{PollJob, poll};
 use wearlab_domain::ports::ManualClock;
 use wearlab_models::ConnectionStatus;
@@ -33,7 +33,7 @@ const PUSH_PATH: &str = "/v2/provider_webhooks/strava";
 async fn real_strava() -> Real<FakeStrava> {
     let client = wearlab_domain::ports::providers::OauthClient {
         client_id: "team-strava-app".into(),
-        client_secret: wearlab_domain::crypto::Secret::new(TEAM_STRAVA_SECRET),
+        client_secret: wearlab_domain::common::crypto::Secret::new(TEAM_STRAVA_SECRET),
     };
     let fake = FakeStrava::new(client);
     let endpoints = fake.start().await;

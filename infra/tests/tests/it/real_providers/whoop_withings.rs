@@ -13,7 +13,7 @@ use std::sync::Arc;
 use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
 use serde_json::json;
-use wearlab_domain::crypto::Secret;
+use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::linking::oauth::{self, CallbackParams};
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
@@ -262,10 +262,10 @@ async fn a_failed_withings_subscription_leaves_the_link_standing() {
 /// team's genuine push is still accepted.
 #[tokio::test]
 async fn a_whoop_push_polls_only_the_team_whose_secret_signed_it() {
-    use wearlab_domain::ids::UserId;
+    use wearlab_domain::common::ids::UserId;
     use wearlab_domain::keys;
     use wearlab_domain::linking::connections::{self, NewConnection};
-    use wearlab_domain::linking::push::{self, PushReply};
+    use wearlab_domain::pipeline::push::{self, PushReply};
     use wearlab_domain::ports::Condition;
 
     let r = real_whoop().await;
@@ -286,7 +286,7 @@ async fn a_whoop_push_polls_only_the_team_whose_secret_signed_it() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     let other_user = UserId::parse(a.body["user_id"].as_str().unwrap()).unwrap();
     let new = NewConnection {
-        provider: wearlab_domain::catalog::catalog().get("whoop_v2").unwrap(),
+        provider: wearlab_domain::common::provider_catalog::catalog().get("whoop_v2").unwrap(),
         account: r.fake.account(),
         demo: false,
         token: None,

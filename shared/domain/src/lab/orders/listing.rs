@@ -7,11 +7,11 @@ use super::record::OrderRecord;
 use super::sync::advance;
 use super::wire::Links;
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::signing;
 use crate::keys::lab as keys;
-use crate::lab::catalog::PageSpec;
-use crate::lab::signing;
+use crate::lab::test_catalog::PageSpec;
 use crate::ports::lab_network::status_group;
 use crate::ports::{Query, query_all};
 

@@ -20,12 +20,12 @@ mod wire;
 use uuid::Uuid;
 use wearlab_models::lab::{BillingType, Order, OrderResults};
 
-use super::signing;
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::outbox::Staged;
+use crate::common::signing;
 use crate::keys::lab as keys;
-use crate::outbox::Staged;
 use crate::ports::lab_network::{LabRequest, status_group};
 use crate::ports::{Condition, StoreError, WriteOp};
 use crate::users::load_active;

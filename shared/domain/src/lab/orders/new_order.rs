@@ -5,9 +5,9 @@ use wearlab_models::lab::{
     BillingType, CollectionMethod, CreateOrderBody, OrderSet, PatientDetails, Physician, UserAddress,
 };
 
-use crate::error::DomainError;
-use crate::ids::UserId;
-use crate::lab::catalog::{LabAccount, ResolvedOrderSet, resolve_order_set};
+use crate::common::error::DomainError;
+use crate::common::ids::UserId;
+use crate::lab::test_catalog::{LabAccount, ResolvedOrderSet, resolve_order_set};
 use crate::lab::validate::{self as v, Issues};
 
 /// The physician who signs orders that name none (the network's own).
@@ -29,7 +29,7 @@ pub struct NewOrder {
     pub billing_type: BillingType,
 }
 
-impl crate::error::FromBody for NewOrder {
+impl crate::common::error::FromBody for NewOrder {
     type Body = CreateOrderBody;
     fn from_body(body: CreateOrderBody, today: NaiveDate) -> Result<Self, DomainError> {
         Self::parse(body, today)

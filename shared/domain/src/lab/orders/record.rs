@@ -6,8 +6,8 @@ use uuid::Uuid;
 use wearlab_models::lab::{BillingType, OrderEvent, OrderSet, PatientDetails, Physician, UserAddress};
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys::lab as keys;
 use crate::ports::lab_network::{LabOrderRef, LabReport};
 use crate::ports::{Item, to_body};

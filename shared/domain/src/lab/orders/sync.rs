@@ -6,11 +6,11 @@ use super::record::{OrderPointer, OrderRecord, ResultsRecord, load, load_of_user
 use super::wire::{Links, envelope};
 use super::{EVENT_UPDATED, SWEEP_MAX};
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
+use crate::common::outbox::Staged;
+use crate::common::signing;
 use crate::keys::lab as keys;
-use crate::lab::signing;
-use crate::outbox::Staged;
 use crate::ports::lab_network::LabError;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all, to_body};
 use crate::users::load_active;

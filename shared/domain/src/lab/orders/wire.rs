@@ -10,9 +10,9 @@ use wearlab_models::lab::{
 
 use super::REQUISITION_URL_DAYS;
 use super::record::{OrderRecord, ResultsRecord};
+use crate::common::signing;
 use crate::events::user_event;
-use crate::lab::catalog::catalog;
-use crate::lab::signing;
+use crate::lab::test_catalog::catalog;
 use crate::ports::to_body;
 
 /// Where links in answers point: the API's public base URL, e.g. `https://api.example.com`.

@@ -7,10 +7,10 @@ use wearlab_models::{LinkConfig, LinkConfigPatch, OauthApp, OauthAppBody, Valida
 
 use super::{corrupt, known_provider};
 use crate::Deps;
-use crate::catalog::ProviderInfo;
-use crate::crypto::{Sealed, Secret};
-use crate::error::{DomainError, issue};
-use crate::ids::TeamId;
+use crate::common::crypto::{Sealed, Secret};
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::TeamId;
+use crate::common::provider_catalog::ProviderInfo;
 use crate::keys;
 use crate::ports::providers::OauthClient;
 use crate::ports::to_body;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Deps;
-use crate::error::DomainError;
+use crate::common::error::DomainError;
 use crate::keys::lab as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, StoreError};

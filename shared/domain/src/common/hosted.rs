@@ -11,8 +11,8 @@ use chrono::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::lab::signing;
+use crate::common::error::DomainError;
+use crate::common::signing;
 
 /// Name of the hidden form field that carries the CSRF token.
 pub const CSRF_FIELD: &str = "csrf";

@@ -9,7 +9,7 @@ use wearlab_models::{AuthType, ConnectedSource, ProviderAvailability, ProviderEn
 
 use crate::ports::providers::Providers;
 
-const PROVIDERS_JSON: &str = include_str!("../../../infra/data/providers.json");
+const PROVIDERS_JSON: &str = include_str!("../../../../infra/data/providers.json");
 
 /// Appended to the description of a provider that has a real adapter in this build but no OAuth
 /// application on this deployment, which does not link simulated providers.

@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use wearlab_models::bulk::{BulkOp, BulkOpStatus, BulkOpType};
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::common::throttle::{self, Policy};
 use crate::keys::bulk as keys;
 use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all, to_body};
-use crate::throttle::{self, Policy};
 
 /// Operations and their results are kept this long after they start (then expire).
 pub const RETENTION_DAYS: i64 = 30;
@@ -220,7 +220,7 @@ pub(crate) async fn record(
         match deps.table.transact(ops).await {
             Ok(()) => {
                 let ended_now = was_open && header.ended_at.is_some();
-                crate::metrics::bulk_progress(&header.op_type, processed, failed, ended_now);
+                crate::common::metrics::bulk_progress(&header.op_type, processed, failed, ended_now);
                 if let Some(ended) = header.ended_at.filter(|_| header.processed >= header.total) {
                     tracing::info!(op_id = %op.op_id, processed = header.processed, failed = header.failed,
                         status = %header.status(), %ended, "bulk operation progressed to its end");
@@ -238,7 +238,7 @@ pub(crate) async fn record(
                 results = fresh;
                 // Spread competing workers apart.
                 let base = Duration::from_millis(2 + u64::from(attempt));
-                tokio::time::sleep(base + crate::backoff::jitter(Duration::from_millis(19))).await;
+                tokio::time::sleep(base + crate::common::backoff::jitter(Duration::from_millis(19))).await;
             }
             Err(e) => return Err(e.into()),
         }

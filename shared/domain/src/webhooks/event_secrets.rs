@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use wearlab_models::EventEnvelope;
 
-use crate::crypto::{DataKey, Sealed};
+use crate::common::crypto::{DataKey, Sealed};
 use crate::lab::verification::EVENT_VERIFICATION_REQUESTED;
 use crate::ports::StoreError;
 

@@ -9,17 +9,15 @@
 
 use serde_json::Value;
 
-use super::connections::{AccountMarker, ConnectionRecord};
-use super::{known_provider, refresh};
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::{TeamId, UserId};
+use crate::common::error::DomainError;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys;
+use crate::linking::connections::{AccountMarker, ConnectionRecord};
+use crate::linking::{known_provider, refresh};
 use crate::pipeline::pull::PollJob;
 use crate::pipeline::{Job, PullMessage};
-use crate::ports::providers::{
-    OauthClient, ProviderAccount, ProviderError, PushNotice, PushOutcome, PushRequest,
-};
+use crate::ports::providers::{OauthClient, ProviderError, PushNotice, PushOutcome, PushRequest};
 use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, StoreError, query_all};
 use sha2::{Digest, Sha256};
 
@@ -269,50 +267,4 @@ async fn named_connections(deps: &Deps, slug: &str, claimed: &str) -> Result<Vec
 fn poll(team: TeamId, user: UserId, provider: &str, since: Option<chrono::NaiveDate>) -> Outgoing {
     let job = PollJob { team_id: team, user_id: user, provider: provider.to_owned(), since };
     Outgoing::now(PullMessage::Job(Job::Poll(job)).body())
-}
-
-/// Where `provider` pushes to on the deployment at `public_url`.
-pub fn callback_url(public_url: &str, provider: &str) -> String {
-    format!("{}/v2/provider_webhooks/{provider}", public_url.trim_end_matches('/'))
-}
-
-/// The provider's per-user set-up after a link (Withings subscribes the user's notifications
-/// to [`callback_url`]). Best effort: a failure is logged (ids only) and the link stands; the
-/// poll every 15 minutes still brings the user's data, and relinking tries again.
-pub async fn after_link(
-    deps: &Deps,
-    provider: &str,
-    account: &ProviderAccount,
-    public_url: &str,
-    (team, user): (TeamId, UserId),
-) {
-    let callback = callback_url(public_url, provider);
-    match deps.providers.after_link(provider, account, &callback).await {
-        Ok(()) => {
-            tracing::info!(team_id = %team, user_id = %user, provider, "provider set-up after link done")
-        }
-        Err(e) => tracing::warn!(team_id = %team, user_id = %user, provider, error = %e,
-            "provider set-up after link failed (notifications not subscribed)"),
-    }
-}
-
-/// How often the providers' push subscriptions are looked at (and created or renewed).
-const SUBSCRIPTIONS_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// Creates or renews the real providers' app-wide push subscriptions to this deployment's
-/// `public_url`, at most once an hour whichever instance runs it (the sweep worker, every
-/// minute). Failures are logged and tried again at the next hour. Returns whether it ran.
-pub async fn maintain_subscriptions(deps: &Deps, public_url: &str) -> Result<bool, DomainError> {
-    let key = crate::ports::Key::new("PUSHSUBS", "#");
-    let policy = crate::throttle::Policy::Rate { limit: 1, window: SUBSCRIPTIONS_EVERY };
-    if crate::throttle::take(deps, key, policy, "sweep").await? != crate::throttle::Decision::Granted {
-        return Ok(false);
-    }
-    for (provider, result) in deps.providers.maintain_push_subscriptions(public_url).await {
-        match result {
-            Ok(changed) => tracing::info!(provider, changed, "push subscriptions current"),
-            Err(e) => tracing::warn!(provider, error = %e, "push subscriptions not maintained"),
-        }
-    }
-    Ok(true)
 }

@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
 use crate::keys;
 use crate::ports::{Add, Condition, Item, to_body};
 

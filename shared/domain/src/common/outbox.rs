@@ -13,8 +13,8 @@ use uuid::Uuid;
 use wearlab_models::EventEnvelope;
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::UserId;
+use crate::common::error::DomainError;
+use crate::common::ids::UserId;
 use crate::keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Query, WriteOp, query_all};

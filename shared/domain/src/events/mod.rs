@@ -2,9 +2,11 @@
 //! `client_user_id`, and the data. One constructor, used by every use case that announces
 //! something (lifecycle, connections, lab orders and portal codes, data events).
 
+pub mod lifecycle;
+
 use wearlab_models::EventEnvelope;
 
-use crate::ids::{TeamId, UserId};
+use crate::common::ids::{TeamId, UserId};
 use crate::users::UserRecord;
 
 /// An event of the user `user` of team `team`, whose `client_user_id` it carries.

@@ -14,8 +14,8 @@ use wearlab_models::lab::{
     OrderSetMarkersBody,
 };
 
-use crate::error::{DomainError, issue};
-use crate::limits;
+use crate::common::error::{DomainError, issue};
+use crate::common::limits;
 
 /// Marker pages: `page` from 1, `size` 1 to 100, default 50.
 pub const DEFAULT_PAGE_SIZE: u64 = 50;

@@ -195,6 +195,37 @@ impl PartialEq for TimeZoneId {
 
 impl Eq for TimeZoneId {}
 
+/// Who a request's API key is: its team and which of the team's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    pub team_id: TeamId,
+    pub key_id: KeyId,
+}
+
+/// An API key's id (12 lowercase hex digits, as issued): names a key in listings and audit
+/// entries without revealing it. `Copy`, so the per-process key cache hands it out for free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyId([u8; KEY_ID_LEN]);
+
+const KEY_ID_LEN: usize = 12;
+
+impl KeyId {
+    pub fn parse(s: &str) -> Option<Self> {
+        let ok = s.len() == KEY_ID_LEN && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        ok.then(|| Self(s.as_bytes().try_into().expect("length checked")))
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("ASCII by construction")
+    }
+}
+
+impl std::fmt::Display for KeyId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

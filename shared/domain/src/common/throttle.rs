@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Deps;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
 use crate::ports::providers::RateWindow;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
@@ -249,8 +249,8 @@ async fn update_at(
 
 /// This process's lock of the throttle item `k`.
 fn local_turn(k: &Key) -> std::sync::Arc<tokio::sync::Mutex<()>> {
-    static TURNS: std::sync::LazyLock<crate::per_key::PerKey<tokio::sync::Mutex<()>>> =
-        std::sync::LazyLock::new(|| crate::per_key::PerKey::new(Default::default));
+    static TURNS: std::sync::LazyLock<crate::common::per_key::PerKey<tokio::sync::Mutex<()>>> =
+        std::sync::LazyLock::new(|| crate::common::per_key::PerKey::new(Default::default));
     TURNS.get(&format!("{}\u{0}{}", k.pk, k.sk))
 }
 

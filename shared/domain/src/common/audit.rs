@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use crate::Deps;
 use wearlab_models::ValidationIssue;
 
-use crate::error::{DomainError, issue};
-use crate::ids::{TeamId, UserId};
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::Caller;
+use crate::common::ids::{TeamId, UserId};
 use crate::keys::audit as keys;
 use crate::ports::{Condition, Cursor, Item, Query, StoreError, to_body};
-use crate::teams::Caller;
 
 /// How long entries are kept when the deployment does not say: six years, the retention
 /// HIPAA asks of security documentation (45 CFR 164.316(b)(2)).

@@ -2,6 +2,9 @@
 //! events to them signed by the Standard Webhooks scheme, with retries on a growing schedule,
 //! a record of every attempt, and a dead-letter record when the schedule is used up.
 
+pub mod event_secrets;
+pub mod url;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -11,16 +14,15 @@ use wearlab_models::EventEnvelope;
 use wearlab_models::webhooks::{WebhookAttempt as Attempt, WebhookEndpoint};
 
 use crate::Deps;
-use crate::crypto::{Sealed, Secret};
-use crate::error::{DomainError, issue};
-use crate::event_secrets;
-use crate::ids::{TeamId, UserId};
+use crate::common::crypto::{Sealed, Secret};
+use crate::common::error::{DomainError, issue};
+use crate::common::ids::{TeamId, UserId};
+use crate::common::limits;
+use crate::common::metrics::Delivery;
 use crate::keys::webhooks as keys;
-use crate::limits;
-use crate::metrics::Delivery;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, WriteOp, query_all};
-use crate::webhook_url::{self, UrlPolicy};
+use url::UrlPolicy;
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
 pub const RETRY_SCHEDULE: [Duration; 7] = [
@@ -68,9 +70,9 @@ impl From<&Endpoint> for WebhookEndpoint {
     }
 }
 
-/// Validates an endpoint URL against the deployment's policy (see [`crate::webhook_url`]).
+/// Validates an endpoint URL against the deployment's policy (see [`crate::webhooks::url`]).
 fn check_url(url: &str, policy: UrlPolicy) -> Result<(), DomainError> {
-    webhook_url::check(url, policy)
+    url::check(url, policy)
         .map(|_| ())
         .map_err(|e| DomainError::invalid(&["body", "url"], e.to_string(), "value_error"))
 }
@@ -266,7 +268,7 @@ async fn deliver(
         return Ok(()); // deleted since: nothing to record it under
     };
     // An erased user's events are not delivered any more, except the proof of the erasure.
-    if event.event_type != crate::lifecycle_events::USER_ERASED
+    if event.event_type != crate::events::lifecycle::USER_ERASED
         && deps.table.get(&crate::keys::user(UserId::from_uuid(event.user_id))).await?.is_none()
     {
         return save_attempt(deps, team, endpoint_id, record("dropped", None, Some("user erased".into())))
@@ -295,7 +297,7 @@ async fn deliver(
                     WriteOp::Put { item: attempt_record, condition: Condition::None },
                 ])
                 .await?;
-            crate::metrics::webhook_attempt(Delivery::Delivered, attempt);
+            crate::common::metrics::webhook_attempt(Delivery::Delivered, attempt);
             Ok(())
         }
         failed => {
@@ -305,10 +307,10 @@ async fn deliver(
             };
             if attempt >= MAX_ATTEMPTS {
                 tracing::warn!(team_id = %team, endpoint_id, message_id, "webhook dead-lettered");
-                crate::metrics::webhook_attempt(Delivery::DeadLettered, attempt);
+                crate::common::metrics::webhook_attempt(Delivery::DeadLettered, attempt);
                 return save_attempt(deps, team, endpoint_id, record("dead_lettered", status, error)).await;
             }
-            crate::metrics::webhook_attempt(Delivery::Failed, attempt);
+            crate::common::metrics::webhook_attempt(Delivery::Failed, attempt);
             save_attempt(deps, team, endpoint_id, record("failed", status, error)).await?;
             let wait = RETRY_SCHEDULE[(attempt - 1) as usize];
             let next = WebhookJob::Deliver {

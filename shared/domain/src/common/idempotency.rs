@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Deps;
-use crate::crypto::Sealed;
-use crate::error::DomainError;
-use crate::ids::TeamId;
+use crate::common::crypto::Sealed;
+use crate::common::error::DomainError;
+use crate::common::ids::TeamId;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError, WriteOp};
 

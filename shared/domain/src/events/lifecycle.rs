@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use wearlab_models::EventEnvelope;
 
-use crate::catalog::catalog;
+use crate::common::provider_catalog::catalog;
 use crate::events::of_user as envelope;
 use crate::keys;
 use crate::ports::Key;
