@@ -21,7 +21,7 @@ use wearlab_models::bulk::{
     BulkExportBody, BulkExportPage, BulkFailure, BulkImportBody, BulkImportResult, BulkOpPage, BulkPauseBody,
     BulkPauseResult, BulkTriggerBody, BulkTriggerResult,
 };
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, QueryParams};
+use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, JsonBody, QueryParams};
 
 type Answer<T> = Result<T, ApiError>;
 
@@ -136,7 +136,9 @@ pub async fn list_ops(
     QueryParams(p): QueryParams<ListParams>,
 ) -> Answer<Json<BulkOpPage>> {
     let cursor = p.next_cursor.as_deref().map(Cursor::decode).transpose().map_err(DomainError::from)?;
-    let (data, next) = bulk::list(&s.deps, team, p.page_size, cursor).await?;
+    let (data, next) = bulk::list(&s.deps, team, p.page_size, cursor)
+        .await
+        .map_err(|e| Inputs { query: &["page_size"], path: &[] }.locate(e))?;
     Ok(Json(BulkOpPage { data, next_cursor: next.map(|c| c.encode()) }))
 }
 

@@ -12,7 +12,7 @@ use wearlab_models::data::{
     ActivityResponse, BodyResponse, GroupedTimeseries, MealResponse, ProfileQuery, ProfileSummary,
     SleepCycleResponse, SleepResponse, SummaryQuery, TimeseriesQuery, WorkoutsResponse,
 };
-use wearlab_web::{ApiError, AppState, AuthTeam, QueryParams, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
 
@@ -34,7 +34,8 @@ impl FromRequestParts<AppState> for SummaryCall {
         let raw = Path::<String>::from_request_parts(parts, s).await.map(|p| p.0).unwrap_or_default();
         let QueryParams(q) = QueryParams::<SummaryQuery>::from_request_parts(parts, s).await?;
         let user = path_user_id(&raw)?;
-        let days = read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref())?;
+        let days =
+            read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref()).map_err(|e| READ.locate(e))?;
         Ok(Self { team, user, days, provider: q.provider })
     }
 }
@@ -43,7 +44,8 @@ impl SummaryCall {
     /// The user's `resource` summaries of those days.
     async fn read<T: DeserializeOwned>(self, s: &AppState, resource: &str) -> Answer<Vec<T>> {
         Ok(read::summaries(&s.deps, self.team, self.user, resource, self.days, self.provider.as_deref())
-            .await?)
+            .await
+            .map_err(|e| READ.locate(e))?)
     }
 }
 
@@ -148,6 +150,14 @@ pub async fn timeseries(
     QueryParams(q): QueryParams<TimeseriesQuery>,
 ) -> Answer<Json<GroupedTimeseries>> {
     let user = path_user_id(&user_id)?;
-    let days = read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref())?;
-    Ok(Json(read::timeseries(&s.deps, team, user, &resource, days, q.next_cursor.as_deref()).await?))
+    let days = read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref()).map_err(|e| READ.locate(e))?;
+    Ok(Json(
+        read::timeseries(&s.deps, team, user, &resource, days, q.next_cursor.as_deref())
+            .await
+            .map_err(|e| READ.locate(e))?,
+    ))
 }
+
+/// Where a data read's inputs are (the use case names fields; the answer says where).
+const READ: Inputs =
+    Inputs { query: &["start_date", "end_date", "provider", "next_cursor"], path: &["user_id", "resource"] };

@@ -3,9 +3,9 @@
 
 use std::str::FromStr;
 
-use wearlab_domain::DomainError;
 use wearlab_domain::common::error::issue;
 use wearlab_models::ValidationIssue;
+use wearlab_web::ApiError;
 
 /// The decoded pairs of a query string.
 pub struct RawParams {
@@ -83,7 +83,7 @@ impl RawParams {
     }
 
     /// Every problem found while reading, as one 422.
-    pub fn finish(self) -> Result<(), DomainError> {
-        if self.issues.is_empty() { Ok(()) } else { Err(DomainError::Validation(self.issues)) }
+    pub fn finish(self) -> Result<(), ApiError> {
+        if self.issues.is_empty() { Ok(()) } else { Err(ApiError::Validation(self.issues)) }
     }
 }

@@ -231,7 +231,7 @@ pub fn refresh_timeout(raw: Option<f64>) -> Result<std::time::Duration, DomainEr
     let (lo, hi) = REFRESH_TIMEOUT_RANGE;
     if !t.is_finite() || t < lo || t > hi {
         return Err(DomainError::invalid(
-            &["query", "timeout"],
+            &["timeout"],
             format!("timeout must be between {lo} and {hi} seconds"),
             "value_error",
         ));

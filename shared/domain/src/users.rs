@@ -193,7 +193,7 @@ impl UserChanges {
 
 fn parse_client_user_id(s: &str, issues: &mut Vec<ValidationIssue>) -> Option<ClientUserId> {
     ClientUserId::parse(s)
-        .map_err(|e| issues.push(issue(&["body", "client_user_id"], e.to_string(), "value_error")))
+        .map_err(|e| issues.push(issue(&["client_user_id"], e.to_string(), "value_error")))
         .ok()
 }
 
@@ -201,7 +201,7 @@ fn parse_tz(s: &str, issues: &mut Vec<ValidationIssue>) -> Option<TimeZoneId> {
     let tz = TimeZoneId::parse(s);
     if tz.is_none() {
         issues.push(issue(
-            &["body", "fallback_time_zone"],
+            &["fallback_time_zone"],
             "fallback_time_zone must be an IANA time zone identifier, e.g. Europe/London",
             "value_error",
         ));
@@ -219,7 +219,7 @@ fn check_birth_date(d: Option<NaiveDate>, today: NaiveDate, issues: &mut Vec<Val
         Some(d) if d < EARLIEST_BIRTH_DATE => "fallback_birth_date must be 1900-01-01 or later",
         _ => return,
     };
-    issues.push(issue(&["body", "fallback_birth_date"], msg, "value_error"));
+    issues.push(issue(&["fallback_birth_date"], msg, "value_error"));
 }
 
 fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mut Vec<ValidationIssue>) {
@@ -227,7 +227,7 @@ fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mu
         && s > e
     {
         issues.push(issue(
-            &["body", "ingestion_end"],
+            &["ingestion_end"],
             "ingestion_end must not be before ingestion_start",
             "value_error",
         ));
@@ -514,18 +514,10 @@ impl PageRequest {
         let (offset, limit) = (offset.unwrap_or(0), limit.unwrap_or(DEFAULT_LIMIT));
         let mut issues = Vec::new();
         if offset > MAX_OFFSET {
-            issues.push(issue(
-                &["query", "offset"],
-                format!("offset must be at most {MAX_OFFSET}"),
-                "value_error",
-            ));
+            issues.push(issue(&["offset"], format!("offset must be at most {MAX_OFFSET}"), "value_error"));
         }
         if !(1..=MAX_LIMIT).contains(&limit) {
-            issues.push(issue(
-                &["query", "limit"],
-                format!("limit must be between 1 and {MAX_LIMIT}"),
-                "value_error",
-            ));
+            issues.push(issue(&["limit"], format!("limit must be between 1 and {MAX_LIMIT}"), "value_error"));
         }
         if issues.is_empty() { Ok(Self { offset, limit }) } else { Err(DomainError::Validation(issues)) }
     }

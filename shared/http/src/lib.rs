@@ -1,5 +1,7 @@
-//! Adapters that speak HTTP to the outside world: the webhook sender (the `WebhookSender` port,
-//! on reqwest), guarded by the webhook URL policy. Real provider adapters will live here too.
+//! The webhook sender: the `WebhookSender` port on reqwest, each request guarded by the webhook
+//! URL policy (`guard`: no private, loopback or link-local address, checked again on the
+//! resolved address), with a bounded number of deliveries in flight per endpoint. (The real
+//! provider adapters speak HTTP too; they are in `wearlab-providers`.)
 
 pub mod guard;
 

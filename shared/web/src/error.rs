@@ -1,11 +1,17 @@
-//! The one mapping from refusals to HTTP answers.
+//! The mapping from refusals to the API's JSON answers (status, body, `Retry-After`), and where a
+//! validation issue's field was in the request ([`Inputs`]). The hosted pages answer the same
+//! refusals as HTML pages instead (`pages::PageError`: a busy store is a "try again" page, not a
+//! 409), and the hosted OAuth start turns a refusal of the team's settings into a page of its own
+//! (`link-api`'s `handlers/web.rs`).
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode};
 use wearlab_domain::DomainError;
 use wearlab_domain::ports::StoreError;
-use wearlab_models::{ConflictBody, ConflictDetail, DetailBody, ValidationErrorBody, ValidationIssue};
+use wearlab_models::{
+    ConflictBody, ConflictDetail, DetailBody, LocPart, ValidationErrorBody, ValidationIssue,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -38,10 +44,64 @@ pub enum ApiError {
     Unavailable(String),
 }
 
+/// Where a route takes its inputs: the names of its query and path parameters. A use case's
+/// validation issue names a field (`["end_date"]`, `["patient_address", "zip_code"]`); the web
+/// layer says where the field was: in the query or the path when the route names it so, else in
+/// the body. `?` on a [`DomainError`] locates its issues in the body ([`Inputs::BODY`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs {
+    pub query: &'static [&'static str],
+    pub path: &'static [&'static str],
+}
+
+impl Inputs {
+    /// A route whose use case validates its body only.
+    pub const BODY: Inputs = Inputs { query: &[], path: &[] };
+
+    /// The refusal as an answer, each validation issue under the input it came from.
+    pub fn locate(&self, e: DomainError) -> ApiError {
+        match e {
+            DomainError::Validation(issues) => {
+                ApiError::Validation(issues.into_iter().map(|i| self.locate_issue(i)).collect())
+            }
+            other => ApiError::from_refusal(other),
+        }
+    }
+
+    fn locate_issue(&self, mut issue: ValidationIssue) -> ValidationIssue {
+        let first = match issue.loc.first() {
+            Some(LocPart::Key(k)) => Some(k.as_str()),
+            _ => None,
+        };
+        let place = match first {
+            Some(f) if self.query.contains(&f) => "query",
+            Some(f) if self.path.contains(&f) => "path",
+            _ => "body",
+        };
+        issue.loc.insert(0, place.into());
+        issue
+    }
+}
+
+impl ApiError {
+    /// One offending input, already located (`["path", "order_id"]`): for checks the web layer
+    /// makes itself before any use case runs.
+    pub fn invalid(loc: &[&str], msg: impl Into<String>, kind: &str) -> ApiError {
+        ApiError::Validation(vec![wearlab_domain::common::error::issue(loc, msg, kind)])
+    }
+}
+
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
+        Inputs::BODY.locate(e)
+    }
+}
+
+impl ApiError {
+    /// Every refusal but a validation one (which [`Inputs::locate`] places).
+    fn from_refusal(e: DomainError) -> Self {
         match e {
-            DomainError::Validation(issues) => ApiError::Validation(issues),
+            DomainError::Validation(issues) => Inputs::BODY.locate(DomainError::Validation(issues)),
             DomainError::NotFound(m) => ApiError::NotFound(m),
             DomainError::ClientUserIdTaken { user_id, created_on } => {
                 ApiError::ClientUserIdTaken(ConflictDetail {

@@ -6,7 +6,6 @@ use chrono::NaiveDate;
 use http::request::Parts;
 use serde::de::DeserializeOwned;
 use utoipa::ToSchema;
-use wearlab_domain::DomainError;
 use wearlab_domain::common::error::FromBody;
 use wearlab_domain::common::ids::UserId;
 use wearlab_models::{LocPart, ValidationIssue};
@@ -78,7 +77,8 @@ where
     }
     let repaired = crate::schema_check::repaired::<P::Body>(&value);
     let Ok(body) = serde_json::from_value::<P::Body>(repaired) else { return found };
-    let Err(DomainError::Validation(rules)) = P::from_body(body, today) else { return found };
+    let Err(rules) = P::from_body(body, today) else { return found };
+    let ApiError::Validation(rules) = ApiError::from(rules) else { return found };
     for issue in rules {
         let known = found.iter().any(|f| issue.loc.starts_with(&f.loc));
         if !known {

@@ -17,7 +17,7 @@ mod state;
 mod well_formed;
 
 pub use auth::AuthTeam;
-pub use error::ApiError;
+pub use error::{ApiError, Inputs};
 pub use extract::{JsonBody, Parsed, QueryParams, path_user_id};
 pub use json::{Json, JsonText};
 pub use routes::{AddDocs, DocRouter, Documented, Routes};

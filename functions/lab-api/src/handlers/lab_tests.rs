@@ -6,6 +6,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::lab::test_catalog::{self, LabTestFilter};
 use wearlab_models::lab::{LabTest, LabTestPage};
+use wearlab_web::Inputs;
 use wearlab_web::{ApiError, AuthTeam, QueryParams};
 
 /// `Deprecation` (RFC 9745) of GET /v3/lab_tests: deprecated since 2025-01-01.
@@ -40,7 +41,9 @@ pub async fn list(
     QueryParams(p): QueryParams<LabTestParams>,
 ) -> Result<Json<LabTestPage>, ApiError> {
     let filter = LabTestFilter { lab_slug: p.lab_slug, collection_method: p.collection_method, name: p.name };
-    Ok(Json(test_catalog::list_lab_tests(&filter, p.lab_test_limit, p.next_cursor.as_deref())?))
+    Ok(Json(test_catalog::list_lab_tests(&filter, p.lab_test_limit, p.next_cursor.as_deref()).map_err(
+        |e| Inputs { query: &["lab_test_limit", "lab_account_id", "next_cursor"], path: &[] }.locate(e),
+    )?))
 }
 
 /// Deprecated: lists every lab test. Use GET /v3/lab_test.

@@ -6,11 +6,10 @@ use axum::extract::Path;
 use axum::http::Uri;
 use serde::Deserialize;
 use utoipa::IntoParams;
-use wearlab_domain::DomainError;
 use wearlab_domain::lab::test_catalog::{self, MarkerFilter, PageSpec};
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{MarkerPage, OrderSetMarkersBody};
-use wearlab_web::{ApiError, AuthTeam, JsonBody, QueryParams};
+use wearlab_web::{ApiError, AuthTeam, Inputs, JsonBody, QueryParams};
 
 use crate::query::RawParams;
 
@@ -54,8 +53,8 @@ pub async fn list(AuthTeam(_team): AuthTeam, uri: Uri) -> Result<Json<MarkerPage
         lab_account_id,
     };
     q.finish()?;
-    let spec = PageSpec::parse(page, size)?;
-    Ok(Json(test_catalog::list_markers(&filter, spec)?))
+    let spec = PageSpec::parse(page, size).map_err(|e| PAGES.locate(e))?;
+    Ok(Json(test_catalog::list_markers(&filter, spec).map_err(|e| PAGES.locate(e))?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -76,7 +75,7 @@ pub struct LabTestMarkerParams {
 
 fn lab_test_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw).map_err(|_| {
-        DomainError::invalid(&["path", "lab_test_id"], "Input should be a valid UUID", "uuid_parsing").into()
+        ApiError::invalid(&["path", "lab_test_id"], "Input should be a valid UUID", "uuid_parsing").into()
     })
 }
 
@@ -93,8 +92,8 @@ pub async fn of_lab_test(
     QueryParams(p): QueryParams<LabTestMarkerParams>,
 ) -> Result<Json<MarkerPage>, ApiError> {
     let id = lab_test_id(&id)?;
-    let spec = PageSpec::parse(p.page, p.size)?;
-    Ok(Json(test_catalog::lab_test_markers(id, p.lab_account_id, spec)?))
+    let spec = PageSpec::parse(p.page, p.size).map_err(|e| PAGES.locate(e))?;
+    Ok(Json(test_catalog::lab_test_markers(id, p.lab_account_id, spec).map_err(|e| PAGES.locate(e))?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -119,6 +118,12 @@ pub async fn of_order_set(
     QueryParams(p): QueryParams<PageParams>,
     JsonBody(body): JsonBody<OrderSetMarkersBody>,
 ) -> Result<Json<MarkerPage>, ApiError> {
-    let spec = PageSpec::parse(p.page, p.size)?;
+    let spec = PageSpec::parse(p.page, p.size).map_err(|e| PAGES.locate(e))?;
     Ok(Json(test_catalog::order_set_markers(&body, spec)?))
 }
+
+/// A marker listing's inputs: the page and the filters are in the query.
+const PAGES: Inputs = Inputs {
+    query: &["page", "size", "lab_id", "lab_account_id", "name", "a_la_carte_enabled", "lab_slug"],
+    path: &["lab_test_id"],
+};

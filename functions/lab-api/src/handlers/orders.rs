@@ -8,20 +8,19 @@ use axum::response::{IntoResponse, Response};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
-use wearlab_domain::DomainError;
 use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::lab::orders::{self, Links, NewOrder, OrderFilter};
 use wearlab_domain::lab::test_catalog::PageSpec;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
-use wearlab_web::{ApiError, AppState, AuthTeam, Parsed, QueryParams};
+use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, Parsed, QueryParams};
 
 use crate::requisition;
 use wearlab_web::public_links as links;
 
 pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw).map_err(|_| {
-        DomainError::invalid(&["path", "order_id"], "Input should be a valid UUID", "uuid_parsing").into()
+        ApiError::invalid(&["path", "order_id"], "Input should be a valid UUID", "uuid_parsing").into()
     })
 }
 
@@ -126,11 +125,12 @@ pub async fn list(
     headers: HeaderMap,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<OrderPage>, ApiError> {
-    let spec = PageSpec::parse(p.page, p.size)?;
+    let spec = PageSpec::parse(p.page, p.size)
+        .map_err(|e| Inputs { query: &["page", "size"], path: &[] }.locate(e))?;
     if let (Some(a), Some(b)) = (p.start_date, p.end_date)
         && a > b
     {
-        return Err(DomainError::invalid(
+        return Err(ApiError::invalid(
             &["query", "end_date"],
             "end_date must not be before start_date",
             "value_error",

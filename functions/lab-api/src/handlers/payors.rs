@@ -5,6 +5,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::lab::insurance::{self, PayorSearch};
 use wearlab_models::lab::PayorSearchEntry;
+use wearlab_web::Inputs;
 use wearlab_web::{ApiError, AuthTeam, QueryParams};
 
 #[derive(Deserialize, IntoParams)]
@@ -31,6 +32,9 @@ pub async fn search(
         p.insurance_name.as_deref(),
         p.provider.as_deref(),
         p.provider_payor_id.as_deref(),
-    )?;
+    )
+    .map_err(|e| {
+        Inputs { query: &["insurance_name", "provider", "provider_payor_id"], path: &[] }.locate(e)
+    })?;
     Ok(Json(insurance::search_payors(&search)))
 }

@@ -7,7 +7,7 @@ use utoipa::IntoParams;
 use wearlab_domain::lab::psc;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{PscCapability, PscInfo};
-use wearlab_web::{ApiError, AppState};
+use wearlab_web::{ApiError, AppState, Inputs};
 
 use super::orders::OrderCall;
 use crate::query::RawParams;
@@ -50,8 +50,12 @@ impl utoipa::ToSchema for PscRadius {}
     ))]
 pub async fn info(State(s): State<AppState>, o: OrderCall, uri: Uri) -> Result<Json<PscInfo>, ApiError> {
     let q = RawParams::parse(uri.query());
-    let radius = psc::parse_radius(q.string("radius").as_deref())?;
-    let caps = psc::parse_capabilities(&q.all_strings("capabilities"))?;
+    let radius = psc::parse_radius(q.string("radius").as_deref()).map_err(|e| QUERY.locate(e))?;
+    let caps = psc::parse_capabilities(&q.all_strings("capabilities")).map_err(|e| QUERY.locate(e))?;
     q.finish()?;
     Ok(Json(psc::for_order(&s.deps, o.team, o.id, radius, &caps, &o.links).await?))
 }
+
+/// The search's inputs: all in the query.
+const QUERY: Inputs =
+    Inputs { query: &["zip_code", "radius", "lab_id", "lab_account_id", "capabilities"], path: &[] };

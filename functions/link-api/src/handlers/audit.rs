@@ -6,6 +6,7 @@ use utoipa::IntoParams;
 use wearlab_domain::common::audit::{self, AuditEntry, AuditFilter, RawFilter};
 use wearlab_models::DetailBody;
 use wearlab_models::audit::{AuditLogEntry, AuditLogPage};
+use wearlab_web::Inputs;
 use wearlab_web::{ApiError, AppState, AuthTeam, Json, QueryParams};
 
 #[derive(Deserialize, IntoParams)]
@@ -52,6 +53,9 @@ pub async fn list(
         until: p.until.as_deref(),
         limit: p.limit,
         next_cursor: p.next_cursor.as_deref(),
+    })
+    .map_err(|e| {
+        Inputs { query: &["user_id", "since", "until", "limit", "next_cursor"], path: &[] }.locate(e)
     })?;
     let (entries, next) = audit::list(&s.deps, team, filter).await?;
     Ok(Json(AuditLogPage {

@@ -6,7 +6,7 @@ use wearlab_models::{
     CompleteMfaBody, DemoConnectionAnswer, DemoConnectionBody, DetailBody, LinkResult, LinkTokenAnswer,
     LinkTokenBody, OauthProviderEntry, PasswordLinkBody,
 };
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody};
+use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, JsonBody};
 
 use super::{base_url, link_token};
 
@@ -50,8 +50,10 @@ pub async fn password(
     headers: HeaderMap,
     JsonBody(body): JsonBody<PasswordLinkBody>,
 ) -> Answer<LinkResult> {
-    let attempt = password::PasswordAttempt::parse(&provider, body)?;
-    Ok(Json(password::link(&s.deps, team, link_token(&headers), attempt).await?))
+    let attempt = password::PasswordAttempt::parse(&provider, body).map_err(|e| PROVIDER.locate(e))?;
+    Ok(Json(
+        password::link(&s.deps, team, link_token(&headers), attempt).await.map_err(|e| PROVIDER.locate(e))?,
+    ))
 }
 
 /// Completes a password link that asked for a one-time code, with the same link token.
@@ -72,7 +74,11 @@ pub async fn complete_mfa(
     headers: HeaderMap,
     JsonBody(body): JsonBody<CompleteMfaBody>,
 ) -> Answer<LinkResult> {
-    Ok(Json(password::complete_mfa(&s.deps, team, link_token(&headers), &provider, &body.mfa_code).await?))
+    Ok(Json(
+        password::complete_mfa(&s.deps, team, link_token(&headers), &provider, &body.mfa_code)
+            .await
+            .map_err(|e| PROVIDER.locate(e))?,
+    ))
 }
 
 /// Starts an OAuth link: the provider entry with `oauth_url`, where the end user's browser
@@ -95,7 +101,11 @@ pub async fn oauth(
     Path(provider): Path<String>,
     headers: HeaderMap,
 ) -> Answer<OauthProviderEntry> {
-    Ok(Json(oauth::start(&s.deps, Some(team), link_token(&headers), &provider, &base_url(&headers)).await?))
+    Ok(Json(
+        oauth::start(&s.deps, Some(team), link_token(&headers), &provider, &base_url(&headers))
+            .await
+            .map_err(|e| PROVIDER.locate(e))?,
+    ))
 }
 
 /// Connects a user to a demo account of apple_health_kit, fitbit, freestyle_libre or oura,
@@ -114,3 +124,6 @@ pub async fn demo(
     let req = demo::DemoRequest::parse(body)?;
     Ok(Json(demo::connect(&s.deps, team, req).await?))
 }
+
+/// The provider of a link route is in its path; the rest of what the use case names is the body's.
+pub(crate) const PROVIDER: Inputs = Inputs { query: &[], path: &["provider"] };

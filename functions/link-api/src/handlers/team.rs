@@ -18,7 +18,9 @@ pub async fn get_oauth_app(
     AuthTeam(t): AuthTeam,
     Path(provider): Path<String>,
 ) -> Answer<OauthApp> {
-    Ok(Json(team_apps::get_oauth_app(&s.deps, t, &provider).await?))
+    Ok(Json(
+        team_apps::get_oauth_app(&s.deps, t, &provider).await.map_err(|e| super::link::PROVIDER.locate(e))?,
+    ))
 }
 
 /// Registers (or replaces) the team's own OAuth app for a provider. team_oauth providers link
@@ -37,7 +39,11 @@ pub async fn put_oauth_app(
     JsonBody(body): JsonBody<OauthAppBody>,
 ) -> Answer<OauthApp> {
     let app = team_apps::NewOauthApp::parse(body)?;
-    Ok(Json(team_apps::put_oauth_app(&s.deps, t, &provider, app).await?))
+    Ok(Json(
+        team_apps::put_oauth_app(&s.deps, t, &provider, app)
+            .await
+            .map_err(|e| super::link::PROVIDER.locate(e))?,
+    ))
 }
 
 /// Removes the team's OAuth app for a provider.
@@ -52,7 +58,7 @@ pub async fn delete_oauth_app(
     AuthTeam(t): AuthTeam,
     Path(provider): Path<String>,
 ) -> Answer<SuccessBody> {
-    team_apps::delete_oauth_app(&s.deps, t, &provider).await?;
+    team_apps::delete_oauth_app(&s.deps, t, &provider).await.map_err(|e| super::link::PROVIDER.locate(e))?;
     Ok(Json(SuccessBody { success: true }))
 }
 

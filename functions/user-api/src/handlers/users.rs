@@ -6,7 +6,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::IntoParams;
-use wearlab_domain::DomainError;
 use wearlab_domain::common::idempotency::Completion;
 use wearlab_domain::common::ids::ClientUserId;
 use wearlab_domain::lifecycle::{self, UndoTarget};
@@ -14,6 +13,7 @@ use wearlab_domain::users::{self, NewUser, UserChanges};
 use wearlab_models::{
     ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
 };
+use wearlab_web::Inputs;
 use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonText, Parsed, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
@@ -55,7 +55,8 @@ pub async fn list(
     AuthTeam(team): AuthTeam,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Answer<JsonText> {
-    let page = users::PageRequest::parse(p.offset, p.limit)?;
+    let page = users::PageRequest::parse(p.offset, p.limit)
+        .map_err(|e| Inputs { query: &["offset", "limit"], path: &[] }.locate(e))?;
     Ok(JsonText(users::page_cache::list_json(&s.deps, &s.user_pages, team, page).await?))
 }
 
@@ -150,23 +151,23 @@ pub async fn undo_delete(
     AuthTeam(team): AuthTeam,
     QueryParams(p): QueryParams<UndoParams>,
 ) -> Answer<Json<SuccessBody>> {
-    let target =
-        match (p.user_id, p.client_user_id) {
-            (Some(id), None) => UndoTarget::UserId(path_user_id(&id).map_err(|_| {
-                DomainError::invalid(&["query", "user_id"], "Input should be a valid UUID", "uuid_parsing")
-            })?),
-            (None, Some(cid)) => UndoTarget::ClientUserId(ClientUserId::parse(&cid).map_err(|e| {
-                DomainError::invalid(&["query", "client_user_id"], e.to_string(), "value_error")
-            })?),
-            _ => {
-                return Err(DomainError::invalid(
-                    &["query"],
-                    "give exactly one of user_id and client_user_id",
-                    "value_error",
-                )
-                .into());
-            }
-        };
+    let target = match (p.user_id, p.client_user_id) {
+        (Some(id), None) => UndoTarget::UserId(path_user_id(&id).map_err(|_| {
+            ApiError::invalid(&["query", "user_id"], "Input should be a valid UUID", "uuid_parsing")
+        })?),
+        (None, Some(cid)) => UndoTarget::ClientUserId(
+            ClientUserId::parse(&cid)
+                .map_err(|e| ApiError::invalid(&["query", "client_user_id"], e.to_string(), "value_error"))?,
+        ),
+        _ => {
+            return Err(ApiError::invalid(
+                &["query"],
+                "give exactly one of user_id and client_user_id",
+                "value_error",
+            )
+            .into());
+        }
+    };
     lifecycle::undo_delete(&s.deps, team, target).await?;
     Ok(Json(SuccessBody { success: true }))
 }
@@ -197,6 +198,7 @@ pub async fn refresh(
     QueryParams(p): QueryParams<RefreshParams>,
 ) -> Answer<Json<RefreshResult>> {
     let user_id = path_user_id(&user_id)?;
-    let timeout = lifecycle::refresh_timeout(p.timeout)?;
+    let timeout = lifecycle::refresh_timeout(p.timeout)
+        .map_err(|e| Inputs { query: &["timeout"], path: &[] }.locate(e))?;
     Ok(Json(lifecycle::refresh(&s.deps, team, user_id, timeout).await?))
 }

@@ -216,3 +216,22 @@ fn the_domain_reads_no_environment() {
         .collect();
     assert_eq!(readers, Vec::<String>::new(), "configuration is read at the edge (main.rs, wearlab-web)");
 }
+
+/// The domain names the fields a validation issue is about; where a field was in the request
+/// (body, query, path) is the web layer's to say (`wearlab_web::Inputs`).
+#[test]
+fn the_domain_names_fields_not_request_locations() {
+    let mut files = Vec::new();
+    rust_files(&root().join("shared/domain/src"), &mut files);
+    let located: Vec<_> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("readable source");
+            ["[\"body\"", "[\"query\"", "[\"path\"", "vec![\"body\".into()", "vec![\"query\".into()"]
+                .iter()
+                .any(|loc| text.contains(loc))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(located, Vec::<String>::new());
+}

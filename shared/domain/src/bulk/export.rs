@@ -31,19 +31,20 @@ impl ExportRequest {
         let provider = bulk_provider(&body.provider)?;
         let user_ids =
             body.user_ids.as_deref().map(|ids| check_user_ids(ids, Some(MAX_USER_IDS))).transpose()?;
-        let cursor = match body.next_token.as_deref() {
-            Some(t) if user_ids.is_some() => {
-                return Err(DomainError::invalid(
-                    &["body", "next_token"],
-                    format!("an export by user_ids is one page; next_token {t:.16} does not apply"),
-                    "value_error",
-                ));
-            }
-            Some(t) => Some(Cursor::decode(t).map_err(|_| {
-                DomainError::invalid(&["body", "next_token"], "invalid next_token", "value_error")
-            })?),
-            None => None,
-        };
+        let cursor =
+            match body.next_token.as_deref() {
+                Some(t) if user_ids.is_some() => {
+                    return Err(DomainError::invalid(
+                        &["next_token"],
+                        format!("an export by user_ids is one page; next_token {t:.16} does not apply"),
+                        "value_error",
+                    ));
+                }
+                Some(t) => Some(Cursor::decode(t).map_err(|_| {
+                    DomainError::invalid(&["next_token"], "invalid next_token", "value_error")
+                })?),
+                None => None,
+            };
         Ok(Self { provider, user_ids, cursor })
     }
 }

@@ -51,7 +51,7 @@ impl ImportRequest {
         let provider = bulk_provider(&body.provider)?;
         let mut issues: Vec<ValidationIssue> = Vec::new();
         if body.connections.is_empty() {
-            issues.push(issue(&["body", "connections"], "give at least one connection", "value_error"));
+            issues.push(issue(&["connections"], "give at least one connection", "value_error"));
         }
         let mut seen = HashSet::with_capacity(body.connections.len());
         for (i, r) in body.connections.iter().enumerate() {
@@ -83,9 +83,8 @@ impl ImportRequest {
 
 fn check(i: usize, r: &ConnectionRecipe, seen: &mut HashSet<uuid::Uuid>, issues: &mut Vec<ValidationIssue>) {
     let at = i.to_string();
-    let mut bad = |field: &str, msg: String| {
-        issues.push(issue(&["body", "connections", &at, field], msg, "value_error"))
-    };
+    let mut bad =
+        |field: &str, msg: String| issues.push(issue(&["connections", &at, field], msg, "value_error"));
     let printable = |s: &str| !s.chars().any(char::is_control);
     if !seen.insert(r.user_id) {
         bad("user_id", format!("user_id {} appears more than once", r.user_id));

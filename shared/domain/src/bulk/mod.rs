@@ -60,7 +60,7 @@ impl BulkMessage {
 pub(crate) fn bulk_provider(p: &BulkProvider) -> Result<&'static ProviderInfo, DomainError> {
     if BulkProvider::known(p.as_str()).is_none() {
         return Err(DomainError::invalid(
-            &["body", "provider"],
+            &["provider"],
             format!("provider must be one of: {}", BulkProvider::KNOWN.join(", ")),
             "enum",
         ));
@@ -78,7 +78,7 @@ pub async fn list(
     let size = page_size.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&size) {
         return Err(DomainError::invalid(
-            &["query", "page_size"],
+            &["page_size"],
             format!("page_size must be between 1 and {MAX_PAGE}"),
             "value_error",
         ));
@@ -148,13 +148,13 @@ pub async fn dead_lettered(deps: &Deps, message: BulkMessage) -> Result<(), Doma
 /// Checks a list of user ids: at least one, none twice, at most `max` (when bounded).
 pub(crate) fn check_user_ids(ids: &[uuid::Uuid], max: Option<usize>) -> Result<Vec<UserId>, DomainError> {
     if ids.is_empty() {
-        return Err(DomainError::invalid(&["body", "user_ids"], "give at least one user_id", "value_error"));
+        return Err(DomainError::invalid(&["user_ids"], "give at least one user_id", "value_error"));
     }
     if let Some(max) = max
         && ids.len() > max
     {
         return Err(DomainError::invalid(
-            &["body", "user_ids"],
+            &["user_ids"],
             format!("at most {max} user_ids per request; split the list"),
             "value_error",
         ));
@@ -164,7 +164,7 @@ pub(crate) fn check_user_ids(ids: &[uuid::Uuid], max: Option<usize>) -> Result<V
         if !seen.insert(*id) {
             let at = i.to_string();
             return Err(DomainError::invalid(
-                &["body", "user_ids", at.as_str()],
+                &["user_ids", at.as_str()],
                 format!("user_id {id} appears more than once"),
                 "value_error",
             ));

@@ -154,7 +154,7 @@ impl AuditFilter {
     /// Checks every parameter and reports every offending one (422).
     pub fn parse(raw: RawFilter<'_>) -> Result<Self, DomainError> {
         let mut issues: Vec<ValidationIssue> = Vec::new();
-        let mut bad = |name: &str, msg: &str, kind: &str| issues.push(issue(&["query", name], msg, kind));
+        let mut bad = |name: &str, msg: &str, kind: &str| issues.push(issue(&[name], msg, kind));
         let user_id = raw.user_id.and_then(|s| {
             let parsed = UserId::parse(s);
             if parsed.is_none() {

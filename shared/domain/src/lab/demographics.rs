@@ -36,24 +36,24 @@ impl Demographics {
     /// Checks every rule and reports every offending field.
     pub fn parse(info: UserInfo, today: NaiveDate) -> Result<Self, DomainError> {
         let mut issues = Issues::new();
-        let body = ["body"];
+        let body: [&str; 0] = [];
         v::check_name(&mut issues, &body, "first_name", &info.first_name);
         v::check_name(&mut issues, &body, "last_name", &info.last_name);
         v::check_email(&mut issues, &body, "email", &info.email);
         v::check_phone(&mut issues, &body, "phone_number", &info.phone_number);
         v::check_text(&mut issues, &body, "gender", &info.gender);
         v::check_dob(&mut issues, &body, "dob", info.dob, today);
-        v::check_address(&mut issues, &["body", "address"], &info.address);
+        v::check_address(&mut issues, &["address"], &info.address);
         if let Some(proxy) = &info.medical_proxy {
-            v::check_guarantor(&mut issues, &["body", "medical_proxy"], proxy);
+            v::check_guarantor(&mut issues, &["medical_proxy"], proxy);
         }
         if let Some(r) = &info.race {
-            v::check_known(&mut issues, &["body", "race"], Race::known(r.as_str()), r.as_str(), Race::KNOWN);
+            v::check_known(&mut issues, &["race"], Race::known(r.as_str()), r.as_str(), Race::KNOWN);
         }
         if let Some(e) = &info.ethnicity {
             v::check_known(
                 &mut issues,
-                &["body", "ethnicity"],
+                &["ethnicity"],
                 Ethnicity::known(e.as_str()),
                 e.as_str(),
                 Ethnicity::KNOWN,
@@ -62,7 +62,7 @@ impl Demographics {
         if let Some(s) = &info.sexual_orientation {
             v::check_known(
                 &mut issues,
-                &["body", "sexual_orientation"],
+                &["sexual_orientation"],
                 SexualOrientation::known(s.as_str()),
                 s.as_str(),
                 SexualOrientation::KNOWN,
@@ -71,7 +71,7 @@ impl Demographics {
         if let Some(g) = &info.gender_identity {
             v::check_known(
                 &mut issues,
-                &["body", "gender_identity"],
+                &["gender_identity"],
                 GenderIdentity::known(g.as_str()),
                 g.as_str(),
                 GenderIdentity::KNOWN,

@@ -72,14 +72,14 @@ impl PayorSearch {
             && !PAYOR_ID_PROVIDERS.contains(&p)
         {
             issues.push(
-                &["query", "provider"],
+                &["provider"],
                 format!("Input should be one of: {}", PAYOR_ID_PROVIDERS.join(", ")),
                 "enum",
             );
         }
         let provider_payor_id = given(provider_payor_id);
         if provider_payor_id.is_some() && provider.is_none() {
-            issues.push(&["query", "provider"], "provider is required with provider_payor_id", "missing");
+            issues.push(&["provider"], "provider is required with provider_payor_id", "missing");
         }
         issues.into_result()?;
         Ok(Self {
@@ -147,7 +147,7 @@ impl NewInsurance {
     pub fn parse(body: InsuranceBody, today: NaiveDate) -> Result<Self, DomainError> {
         let mut issues = Issues::new();
         let payor = payor(&body.payor_code);
-        let at: Vec<wearlab_models::LocPart> = vec!["body".into(), "payor_code".into()];
+        let at: Vec<wearlab_models::LocPart> = vec!["payor_code".into()];
         if let Some(long) =
             crate::common::limits::too_long(&at, &body.payor_code, crate::common::limits::MAX_CODE_CHARS)
         {
@@ -155,31 +155,31 @@ impl NewInsurance {
             issues.list.push(long);
         } else if payor.is_none() {
             issues.push(
-                &["body", "payor_code"],
+                &["payor_code"],
                 format!("unknown payor_code '{}': not in the payor directory", body.payor_code),
                 "value_error",
             );
         }
-        v::check_text(&mut issues, &["body"], "member_id", &body.member_id);
+        v::check_text(&mut issues, &[], "member_id", &body.member_id);
         v::check_known(
             &mut issues,
-            &["body", "relationship"],
+            &["relationship"],
             Relationship::known(body.relationship.as_str()),
             body.relationship.as_str(),
             Relationship::KNOWN,
         );
-        let insured = ["body", "insured"];
+        let insured = ["insured"];
         let p = &body.insured;
         v::check_name(&mut issues, &insured, "first_name", &p.first_name);
         v::check_name(&mut issues, &insured, "last_name", &p.last_name);
         v::check_person_gender(&mut issues, &insured, &p.gender);
-        v::check_address(&mut issues, &["body", "insured", "address"], &p.address);
+        v::check_address(&mut issues, &["insured", "address"], &p.address);
         v::check_dob(&mut issues, &insured, "dob", p.dob, today);
         v::check_email(&mut issues, &insured, "email", &p.email);
         v::check_phone(&mut issues, &insured, "phone_number", &p.phone_number);
-        v::check_optional_text(&mut issues, &["body"], "group_id", body.group_id.as_deref());
+        v::check_optional_text(&mut issues, &[], "group_id", body.group_id.as_deref());
         if let Some(g) = &body.guarantor {
-            v::check_guarantor(&mut issues, &["body", "guarantor"], g);
+            v::check_guarantor(&mut issues, &["guarantor"], g);
         }
         issues.into_result()?;
         let payor = payor.expect("checked above");

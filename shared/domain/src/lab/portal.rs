@@ -95,14 +95,14 @@ pub async fn create(
     load_active(deps, team, user_id).await?;
     if PortalContext::known(body.context.as_str()).is_none() {
         return Err(DomainError::invalid(
-            &["body", "context"],
+            &["context"],
             format!("'{}' is not one of: {}", body.context, PortalContext::KNOWN.join(", ")),
             "enum",
         ));
     }
     if super::demographics::find(deps, user_id).await?.is_none() {
         return Err(DomainError::invalid(
-            &["path", "user_id"],
+            &["user_id"],
             "the user has no demographics: set them with PATCH /v2/user/{user_id}/info first",
             "missing_demographics",
         ));
@@ -110,7 +110,7 @@ pub async fn create(
     if let Some(order_id) = body.order_id
         && !orders::belongs_to(deps, user_id, order_id).await?
     {
-        return Err(DomainError::invalid(&["body", "order_id"], "not an order of this user", "value_error"));
+        return Err(DomainError::invalid(&["order_id"], "not an order of this user", "value_error"));
     }
     let now = deps.now();
     let lifetime = match body.context {

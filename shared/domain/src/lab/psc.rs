@@ -72,7 +72,7 @@ pub fn parse_radius(raw: Option<&str>) -> Result<u32, DomainError> {
     match raw {
         None => Ok(DEFAULT_RADIUS),
         Some(s) => s.trim().parse::<u32>().ok().filter(|r| RADII.contains(r)).ok_or_else(|| {
-            DomainError::invalid(&["query", "radius"], "radius must be one of 10, 20, 25, 50, 100", "enum")
+            DomainError::invalid(&["radius"], "radius must be one of 10, 20, 25, 50, 100", "enum")
         }),
     }
 }
@@ -85,7 +85,7 @@ pub fn parse_capabilities(raw: &[String]) -> Result<Vec<PscCapability>, DomainEr
             Some(c) => out.push(c),
             None => {
                 return Err(DomainError::Validation(vec![wearlab_models::ValidationIssue {
-                    loc: vec!["query".into(), "capabilities".into(), i.into()],
+                    loc: vec!["capabilities".into(), i.into()],
                     msg: format!("'{s}' is not one of: {}", PscCapability::KNOWN.join(", ")),
                     kind: "enum".into(),
                 }]));

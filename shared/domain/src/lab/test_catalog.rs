@@ -255,15 +255,11 @@ impl PageSpec {
         let page = page.unwrap_or(1);
         let size = size.unwrap_or(DEFAULT_PAGE_SIZE as i64);
         if page < 1 || page as u64 > MAX_PAGE {
-            issues.push(issue(
-                &["query", "page"],
-                format!("page must be between 1 and {MAX_PAGE}"),
-                "value_error",
-            ));
+            issues.push(issue(&["page"], format!("page must be between 1 and {MAX_PAGE}"), "value_error"));
         }
         if !(1..=MAX_PAGE_SIZE as i64).contains(&size) {
             issues.push(issue(
-                &["query", "size"],
+                &["size"],
                 format!("size must be between 1 and {MAX_PAGE_SIZE}"),
                 "value_error",
             ));
@@ -313,7 +309,7 @@ fn account_or_invalid(id: Option<Uuid>, loc: &[&str]) -> Result<Option<&'static 
 /// Markers matching every filter, a page of them.
 pub fn list_markers(filter: &MarkerFilter, spec: PageSpec) -> Result<MarkerPage, DomainError> {
     let c = catalog();
-    let account = account_or_invalid(filter.lab_account_id, &["query", "lab_account_id"])?;
+    let account = account_or_invalid(filter.lab_account_id, &["lab_account_id"])?;
     // `lab_slug` wins over `lab_id`; an unknown slug matches no lab.
     let labs: Option<Vec<i64>> = match &filter.lab_slug {
         Some(slug) if !slug.is_empty() => Some(c.lab_by_slug(slug).map(|l| vec![l.id]).unwrap_or_default()),
@@ -340,7 +336,7 @@ pub fn lab_test_markers(
     spec: PageSpec,
 ) -> Result<MarkerPage, DomainError> {
     let c = catalog();
-    let account = account_or_invalid(lab_account_id, &["query", "lab_account_id"])?;
+    let account = account_or_invalid(lab_account_id, &["lab_account_id"])?;
     let t = c.lab_test(id).ok_or_else(|| DomainError::NotFound(format!("Lab test {id} not found.")))?;
     let markers = t
         .marker_ids
@@ -386,7 +382,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 }
 
 /// Resolves lab test ids and add-ons (by test code or marker id) to one lab. `base` is the
-/// location of the order set in the body (e.g. `["body", "order_set"]`); every problem is
+/// location of the order set in the body (e.g. `["order_set"]`); every problem is
 /// reported at its own location.
 pub fn resolve_order_set(
     set: &OrderSet,
@@ -545,7 +541,7 @@ pub fn resolve_order_set(
     let lab = match lab_id.and_then(|l| c.lab(l)) {
         Some(l) => l,
         None => {
-            return Err(vec![issue(&["body"], "nothing to order", "value_error")]);
+            return Err(vec![issue(&[], "nothing to order", "value_error")]);
         }
     };
     Ok(ResolvedOrderSet { lab, lab_tests: tests, add_ons })
@@ -553,7 +549,7 @@ pub fn resolve_order_set(
 
 /// POST /v3/lab_tests/list_order_set_markers.
 pub fn order_set_markers(body: &OrderSetMarkersBody, spec: PageSpec) -> Result<MarkerPage, DomainError> {
-    let account = account_or_invalid(body.lab_account_id, &["body", "lab_account_id"])?;
+    let account = account_or_invalid(body.lab_account_id, &["lab_account_id"])?;
     let set = OrderSet { lab_test_ids: body.lab_test_ids.clone(), add_on: body.add_on.clone() };
     let empty = set.lab_test_ids.as_ref().is_none_or(Vec::is_empty)
         && set.add_on.as_ref().is_none_or(|a| {
@@ -563,7 +559,7 @@ pub fn order_set_markers(body: &OrderSetMarkersBody, spec: PageSpec) -> Result<M
     if empty {
         return Ok(marker_page(vec![], spec));
     }
-    let resolved = resolve_order_set(&set, account, &["body"], false).map_err(DomainError::Validation)?;
+    let resolved = resolve_order_set(&set, account, &[], false).map_err(DomainError::Validation)?;
     Ok(marker_page(resolved.markers().into_iter().cloned().collect(), spec))
 }
 
@@ -606,7 +602,7 @@ pub fn list_lab_tests(
     let limit = limit.unwrap_or(DEFAULT_LAB_TEST_LIMIT as i64);
     if !(1..=MAX_LAB_TEST_LIMIT as i64).contains(&limit) {
         issues.push(issue(
-            &["query", "lab_test_limit"],
+            &["lab_test_limit"],
             format!("lab_test_limit must be between 1 and {MAX_LAB_TEST_LIMIT}"),
             "value_error",
         ));
@@ -614,7 +610,7 @@ pub fn list_lab_tests(
     let offset = match cursor.filter(|c| !c.is_empty()) {
         None => 0,
         Some(c) => decode_cursor(c).unwrap_or_else(|| {
-            issues.push(issue(&["query", "next_cursor"], "invalid cursor", "value_error"));
+            issues.push(issue(&["next_cursor"], "invalid cursor", "value_error"));
             0
         }),
     };

@@ -10,7 +10,7 @@ use crate::common::error::issue;
 /// Longest free-text field we keep (addresses, notes, ids).
 pub const MAX_TEXT: usize = 200;
 
-/// Collects issues under a location prefix such as `["body", "insured"]`.
+/// Collects issues under a location prefix such as `["insured"]`.
 pub struct Issues {
     pub list: Vec<ValidationIssue>,
 }

@@ -20,13 +20,13 @@ impl DemoRequest {
         let mut issues = Vec::new();
         let user_id = UserId::parse(&body.user_id);
         if user_id.is_none() {
-            issues.push(issue(&["body", "user_id"], "Input should be a valid UUID", "uuid_parsing"));
+            issues.push(issue(&["user_id"], "Input should be a valid UUID", "uuid_parsing"));
         }
         let provider =
             DEMO_PROVIDERS.contains(&body.provider.as_str()).then(|| catalog().get(&body.provider)).flatten();
         if provider.is_none() {
             issues.push(issue(
-                &["body", "provider"],
+                &["provider"],
                 format!("Input should be one of: {}", DEMO_PROVIDERS.join(", ")),
                 "enum",
             ));

@@ -46,11 +46,7 @@ pub fn callback_url(base_url: &str, provider: &str) -> String {
 fn oauth_provider(slug: &str) -> Result<&'static ProviderInfo, DomainError> {
     let p = known_provider(slug)?;
     if !p.is_oauth() {
-        return Err(DomainError::invalid(
-            &["path", "provider"],
-            format!("{slug} does not link by OAuth"),
-            "enum",
-        ));
+        return Err(DomainError::invalid(&["provider"], format!("{slug} does not link by OAuth"), "enum"));
     }
     Ok(p)
 }

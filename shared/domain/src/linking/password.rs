@@ -25,11 +25,7 @@ pub const MAX_MFA_ATTEMPTS: u32 = 5;
 pub fn password_provider(slug: &str) -> Result<&'static ProviderInfo, DomainError> {
     let p = known_provider(slug)?;
     if !p.is(&AuthType::Password) {
-        return Err(DomainError::invalid(
-            &["path", "provider"],
-            format!("{slug} does not link by password"),
-            "enum",
-        ));
+        return Err(DomainError::invalid(&["provider"], format!("{slug} does not link by password"), "enum"));
     }
     Ok(p)
 }
@@ -48,21 +44,21 @@ impl PasswordAttempt {
         let mut issues = Vec::new();
         if body.username.trim().is_empty() || body.username.chars().count() > MAX_USERNAME {
             issues.push(issue(
-                &["body", "username"],
+                &["username"],
                 format!("username must be 1-{MAX_USERNAME} characters"),
                 "value_error",
             ));
         }
         if body.password.is_empty() || body.password.chars().count() > MAX_PASSWORD {
             issues.push(issue(
-                &["body", "password"],
+                &["password"],
                 format!("password must be 1-{MAX_PASSWORD} characters"),
                 "value_error",
             ));
         }
         if let Some(Region::Other(_)) = &body.region {
             issues.push(issue(
-                &["body", "region"],
+                &["region"],
                 format!("Input should be one of: {}", Region::KNOWN.join(", ")),
                 "enum",
             ));
@@ -148,7 +144,7 @@ pub async fn complete_mfa(
     let code = mfa_code.trim();
     if code.is_empty() || code.chars().count() > MAX_MFA_CODE {
         return Err(DomainError::invalid(
-            &["body", "mfa_code"],
+            &["mfa_code"],
             format!("mfa_code must be 1-{MAX_MFA_CODE} characters"),
             "value_error",
         ));

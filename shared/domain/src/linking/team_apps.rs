@@ -81,11 +81,7 @@ fn context(key: &Key) -> String {
 fn oauth_provider(slug: &str) -> Result<&'static ProviderInfo, DomainError> {
     let p = known_provider(slug)?;
     if !p.is_oauth() {
-        return Err(DomainError::invalid(
-            &["path", "provider"],
-            format!("{slug} is not an OAuth provider"),
-            "enum",
-        ));
+        return Err(DomainError::invalid(&["provider"], format!("{slug} is not an OAuth provider"), "enum"));
     }
     Ok(p)
 }
@@ -105,7 +101,7 @@ impl NewOauthApp {
             || !printable(&body.client_id)
         {
             issues.push(issue(
-                &["body", "client_id"],
+                &["client_id"],
                 format!("client_id must be 1-{MAX_CLIENT_ID} printable characters"),
                 "value_error",
             ));
@@ -115,7 +111,7 @@ impl NewOauthApp {
             || !printable(&body.client_secret)
         {
             issues.push(issue(
-                &["body", "client_secret"],
+                &["client_secret"],
                 format!("client_secret must be 1-{MAX_CLIENT_SECRET} printable characters"),
                 "value_error",
             ));

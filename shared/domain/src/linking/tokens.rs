@@ -145,24 +145,24 @@ impl NewLinkToken {
         let mut issues: Vec<ValidationIssue> = Vec::new();
         let user_id = UserId::parse(&body.user_id);
         if user_id.is_none() {
-            issues.push(issue(&["body", "user_id"], "Input should be a valid UUID", "uuid_parsing"));
+            issues.push(issue(&["user_id"], "Input should be a valid UUID", "uuid_parsing"));
         }
         if let Some(p) = &body.provider
             && catalog().get(p).is_none()
         {
-            issues.push(issue(&["body", "provider"], "unknown provider slug", "enum"));
+            issues.push(issue(&["provider"], "unknown provider slug", "enum"));
         }
         if let Some(u) = &body.redirect_url
             && !valid_redirect_url(u)
         {
             issues.push(issue(
-                &["body", "redirect_url"],
+                &["redirect_url"],
                 "redirect_url must be an absolute URL (https://... or an app scheme), at most 2048 characters",
                 "url_parsing",
             ));
         }
         if let Some(f) = &body.filter_on_providers {
-            let set = limits::check_set(&["body", "filter_on_providers"], f, MAX_FILTER);
+            let set = limits::check_set(&["filter_on_providers"], f, MAX_FILTER);
             let checked: &[String] = if set.is_ok() { f } else { &[] };
             if let Err(found) = set {
                 issues.extend(found);
@@ -170,7 +170,7 @@ impl NewLinkToken {
             for (i, p) in checked.iter().enumerate() {
                 if catalog().get(p).is_none() {
                     issues.push(ValidationIssue {
-                        loc: vec!["body".into(), "filter_on_providers".into(), i.into()],
+                        loc: vec!["filter_on_providers".into(), i.into()],
                         msg: "unknown provider slug".into(),
                         kind: "enum".into(),
                     });

@@ -75,10 +75,10 @@ pub async fn set_preferences(
     let mut issues = Vec::new();
     let range = format!("must be between 1 and {MAX_HISTORY_DAYS}");
     if !(1..=MAX_HISTORY_DAYS).contains(&prefs.default_history_days) {
-        issues.push(issue(&["body", "default_history_days"], range.clone(), "value_error"));
+        issues.push(issue(&["default_history_days"], range.clone(), "value_error"));
     }
     let many = crate::common::limits::too_many(
-        &["body", "history_days"],
+        &["history_days"],
         prefs.history_days.len(),
         crate::common::limits::MAX_HISTORY_DAYS_PROVIDERS,
     );
@@ -86,13 +86,9 @@ pub async fn set_preferences(
     issues.extend(many);
     for (provider, days) in listed.into_iter().flatten() {
         if catalog().get(provider).is_none() {
-            issues.push(issue(
-                &["body", "history_days", provider.as_str()],
-                "unknown provider",
-                "value_error",
-            ));
+            issues.push(issue(&["history_days", provider.as_str()], "unknown provider", "value_error"));
         } else if !(1..=MAX_HISTORY_DAYS).contains(days) {
-            issues.push(issue(&["body", "history_days", provider.as_str()], range.clone(), "value_error"));
+            issues.push(issue(&["history_days", provider.as_str()], range.clone(), "value_error"));
         }
     }
     if !issues.is_empty() {

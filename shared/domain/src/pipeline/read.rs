@@ -38,7 +38,7 @@ pub fn parse_days(deps: &Deps, start: &str, end: Option<&str>) -> Result<Days, D
         Ok(d) if s.len() == 10 => Some(d),
         _ => {
             issues.push(issue(
-                &["query", field],
+                &[field],
                 "Input should be a valid date (YYYY-mm-dd)",
                 "date_from_datetime_parsing",
             ));
@@ -52,14 +52,10 @@ pub fn parse_days(deps: &Deps, start: &str, end: Option<&str>) -> Result<Days, D
     };
     if let (Some(s), Some(e)) = (s, e) {
         if e < s {
-            issues.push(issue(
-                &["query", "end_date"],
-                "end_date must not be before start_date",
-                "value_error",
-            ));
+            issues.push(issue(&["end_date"], "end_date must not be before start_date", "value_error"));
         } else if (e - s).num_days() >= MAX_RANGE_DAYS {
             issues.push(issue(
-                &["query", "end_date"],
+                &["end_date"],
                 format!("at most {MAX_RANGE_DAYS} days per request"),
                 "value_error",
             ));
@@ -98,7 +94,7 @@ pub async fn summaries<T: DeserializeOwned>(
         if items.len() > MAX_ITEMS {
             // Never a silent cut: the client narrows the range instead.
             return Err(DomainError::Validation(vec![issue(
-                &["query", "end_date"],
+                &["end_date"],
                 format!(
                     "more than {MAX_ITEMS} {resource} summaries in this range, the most one request answers: \
                      ask for fewer days (or one provider)"
@@ -156,7 +152,7 @@ pub async fn timeseries(
     cursor: Option<&str>,
 ) -> Result<GroupedTimeseries, DomainError> {
     if !is_timeseries(resource) {
-        return Err(DomainError::invalid(&["path", "resource"], "not a timeseries resource", "enum"));
+        return Err(DomainError::invalid(&["resource"], "not a timeseries resource", "enum"));
     }
     check_user(deps, team, user).await?;
     let partition = keys::user_partition(user);

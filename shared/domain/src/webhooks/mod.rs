@@ -74,7 +74,7 @@ impl From<&Endpoint> for WebhookEndpoint {
 fn check_url(url: &str, policy: UrlPolicy) -> Result<(), DomainError> {
     url::check(url, policy)
         .map(|_| ())
-        .map_err(|e| DomainError::invalid(&["body", "url"], e.to_string(), "value_error"))
+        .map_err(|e| DomainError::invalid(&["url"], e.to_string(), "value_error"))
 }
 
 /// Creates an endpoint; returns it and its signing secret (`whsec_...`), shown this once.
@@ -89,7 +89,7 @@ pub async fn create_endpoint(
     if let Err(DomainError::Validation(mut v)) = check_url(url, policy) {
         issues.append(&mut v);
     }
-    let at = ["body", "event_types"];
+    let at = ["event_types"];
     let set = limits::check_set(&at, &event_types, limits::MAX_EVENT_TYPES);
     if let Err(mut found) = set {
         issues.append(&mut found);
@@ -100,11 +100,8 @@ pub async fn create_endpoint(
             || t.len() > limits::MAX_EVENT_TYPE_CHARS
             || !t.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
         {
-            let mut x = issue(
-                &["body", "event_types"],
-                "event types are like provider.connection.created",
-                "value_error",
-            );
+            let mut x =
+                issue(&["event_types"], "event types are like provider.connection.created", "value_error");
             x.loc.push(i.into());
             issues.push(x);
         }

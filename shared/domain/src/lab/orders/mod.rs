@@ -56,7 +56,7 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> 
         && super::insurance::find_latest(deps, new.user_id, true).await?.is_none()
     {
         return Err(DomainError::invalid(
-            &["body", "billing_type"],
+            &["billing_type"],
             "commercial_insurance needs a primary insurance of the user: POST /v2/user/{user_id}/insurance first",
             "value_error",
         ));

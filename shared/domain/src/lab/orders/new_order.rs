@@ -41,28 +41,28 @@ impl NewOrder {
     pub fn parse(body: CreateOrderBody, today: NaiveDate) -> Result<Self, DomainError> {
         let mut issues = Issues::new();
         let p = &body.patient_details;
-        let pd = ["body", "patient_details"];
+        let pd = ["patient_details"];
         v::check_name(&mut issues, &pd, "first_name", &p.first_name);
         v::check_name(&mut issues, &pd, "last_name", &p.last_name);
         v::check_dob(&mut issues, &pd, "dob", p.dob, today);
         v::check_person_gender(&mut issues, &pd, &p.gender);
         v::check_email(&mut issues, &pd, "email", &p.email);
         v::check_phone(&mut issues, &pd, "phone_number", &p.phone_number);
-        v::check_address(&mut issues, &["body", "patient_address"], &body.patient_address);
+        v::check_address(&mut issues, &["patient_address"], &body.patient_address);
         if !v::is_us(&body.patient_address.country) {
             issues.push(
-                &["body", "patient_address", "country"],
+                &["patient_address", "country"],
                 "the lab network serves US addresses only",
                 "value_error",
             );
         }
         if let Some(ph) = &body.physician {
-            let at = ["body", "physician"];
+            let at = ["physician"];
             v::check_name(&mut issues, &at, "first_name", &ph.first_name);
             v::check_name(&mut issues, &at, "last_name", &ph.last_name);
             if !v::is_npi(&ph.npi) {
                 issues.push(
-                    &["body", "physician", "npi"],
+                    &["physician", "npi"],
                     "npi must be 10 digits with a valid check digit",
                     "value_error",
                 );
@@ -74,31 +74,31 @@ impl NewOrder {
         let billing_type = body.billing_type.clone().unwrap_or(BillingType::ClientBill);
         v::check_known(
             &mut issues,
-            &["body", "billing_type"],
+            &["billing_type"],
             BillingType::known(billing_type.as_str()),
             billing_type.as_str(),
             BillingType::KNOWN,
         );
-        let (order_set, base): (Option<OrderSet>, [&str; 2]) = match (&body.order_set, body.lab_test_id) {
+        let (order_set, base): (Option<OrderSet>, [&str; 1]) = match (&body.order_set, body.lab_test_id) {
             (Some(_), Some(_)) => {
                 issues.push(
-                    &["body", "lab_test_id"],
+                    &["lab_test_id"],
                     "give either order_set or the deprecated lab_test_id, not both",
                     "value_error",
                 );
-                (None, ["body", "order_set"])
+                (None, ["order_set"])
             }
-            (Some(set), None) => (Some(set.clone()), ["body", "order_set"]),
+            (Some(set), None) => (Some(set.clone()), ["order_set"]),
             (None, Some(id)) => {
-                (Some(OrderSet { lab_test_ids: Some(vec![id]), add_on: None }), ["body", "lab_test_id"])
+                (Some(OrderSet { lab_test_ids: Some(vec![id]), add_on: None }), ["lab_test_id"])
             }
             (None, None) => {
-                issues.push(&["body", "order_set"], "Field required", "missing");
-                (None, ["body", "order_set"])
+                issues.push(&["order_set"], "Field required", "missing");
+                (None, ["order_set"])
             }
         };
         let resolved = order_set.as_ref().and_then(|set| {
-            let base: &[&str] = if base[1] == "lab_test_id" { &["body"] } else { &base };
+            let base: &[&str] = if base[0] == "lab_test_id" { &[] } else { &base };
             match resolve_order_set(set, None::<&LabAccount>, base, true) {
                 Ok(r) => Some(r),
                 Err(found) => {
@@ -107,7 +107,7 @@ impl NewOrder {
                         .map(|mut i| {
                             // A deprecated lab_test_id is reported where the client sent it.
                             if body.lab_test_id.is_some() && body.order_set.is_none() {
-                                i.loc = vec!["body".into(), "lab_test_id".into()];
+                                i.loc = vec!["lab_test_id".into()];
                             }
                             i
                         })
@@ -130,13 +130,13 @@ impl NewOrder {
             };
             if CollectionMethod::known(&method).is_none() || !supported.contains(&method.as_str()) {
                 issues.push(
-                    &["body", "collection_method"],
+                    &["collection_method"],
                     format!("the lab offers: {}", supported.join(", ")),
                     "value_error",
                 );
             } else if r.lab_tests.iter().any(|t| t.method != method) {
                 issues.push(
-                    &["body", "collection_method"],
+                    &["collection_method"],
                     "every lab test of the order must be for this collection method",
                     "value_error",
                 );
