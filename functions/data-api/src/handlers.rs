@@ -43,9 +43,9 @@ impl FromRequestParts<AppState> for SummaryCall {
 impl SummaryCall {
     /// The user's `resource` summaries of those days.
     async fn read<T: DeserializeOwned>(self, s: &AppState, resource: &str) -> Answer<Vec<T>> {
-        Ok(read::summaries(&s.deps, self.team, self.user, resource, self.days, self.provider.as_deref())
+        read::summaries(&s.deps, self.team, self.user, resource, self.days, self.provider.as_deref())
             .await
-            .map_err(|e| READ.locate(e))?)
+            .map_err(|e| READ.locate(e))
     }
 }
 

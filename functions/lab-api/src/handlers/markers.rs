@@ -75,7 +75,7 @@ pub struct LabTestMarkerParams {
 
 fn lab_test_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw).map_err(|_| {
-        ApiError::invalid(&["path", "lab_test_id"], "Input should be a valid UUID", "uuid_parsing").into()
+        ApiError::invalid(&["path", "lab_test_id"], "Input should be a valid UUID", "uuid_parsing")
     })
 }
 

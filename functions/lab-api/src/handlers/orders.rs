@@ -19,9 +19,8 @@ use crate::requisition;
 use wearlab_web::public_links as links;
 
 pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
-    uuid::Uuid::parse_str(raw).map_err(|_| {
-        ApiError::invalid(&["path", "order_id"], "Input should be a valid UUID", "uuid_parsing").into()
-    })
+    uuid::Uuid::parse_str(raw)
+        .map_err(|_| ApiError::invalid(&["path", "order_id"], "Input should be a valid UUID", "uuid_parsing"))
 }
 
 /// What every API-key route of one order (`/v3/order/{order_id}/...`) starts from: the team of
@@ -134,8 +133,7 @@ pub async fn list(
             &["query", "end_date"],
             "end_date must not be before start_date",
             "value_error",
-        )
-        .into());
+        ));
     }
     let filter = OrderFilter {
         user_id: p.user_id.map(UserId::from_uuid),

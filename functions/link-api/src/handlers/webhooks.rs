@@ -82,9 +82,7 @@ pub async fn attempts(
 ) -> Answer<Json<WebhookAttemptPage>> {
     let limit = p.limit.unwrap_or(50);
     if !(1..=100).contains(&limit) {
-        return Err(
-            ApiError::invalid(&["query", "limit"], "limit must be between 1 and 100", "value_error").into()
-        );
+        return Err(ApiError::invalid(&["query", "limit"], "limit must be between 1 and 100", "value_error"));
     }
     let cursor = p.next_cursor.as_deref().map(Cursor::decode).transpose().map_err(DomainError::from)?;
     let (data, next) = webhooks::list_attempts(&s.deps, team, &endpoint_id, limit, cursor).await?;

@@ -164,8 +164,7 @@ pub async fn undo_delete(
                 &["query"],
                 "give exactly one of user_id and client_user_id",
                 "value_error",
-            )
-            .into());
+            ));
         }
     };
     lifecycle::undo_delete(&s.deps, team, target).await?;
