@@ -33,14 +33,15 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
+    ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
+use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
-use crate::oauth;
+use crate::oauth::{self, ClientAuth};
 
 mod categories;
 mod mappings;
@@ -98,23 +99,35 @@ fn spans(range: DateRange, days: u64) -> Vec<DateRange> {
     out
 }
 
+/// Withings as its published documents describe it. Its token endpoint is not RFC 6749's (a
+/// form with `action=requesttoken`, the client in it, answered in Withings's envelope), so the
+/// code exchange and the refresh are this adapter's own; the rest is shared.
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: &[],
+    authorize_url: "https://account.withings.com/oauth2_user/authorize2",
+    token_url: "https://wbsapi.withings.net/v2/oauth2",
+    api_url: "https://wbsapi.withings.net",
+    scopes: SCOPES,
+    authorize_extra: &[],
+    client_auth: ClientAuth::Body,
+    refresh: Refresh::Token { extra: &[] },
+};
+
 pub struct Withings {
-    config: AppConfig,
-    http: http::SharedClient,
+    api: Api,
 }
 
 impl Withings {
     pub fn new(config: AppConfig) -> Self {
-        Self { config, http: http::client() }
+        Self { api: Api::new(&DESCRIPTION, config) }
     }
 
     /// Withings's real hosts.
     pub fn endpoints() -> Endpoints {
-        Endpoints {
-            authorize: "https://account.withings.com/oauth2_user/authorize2".into(),
-            token: "https://wbsapi.withings.net/v2/oauth2".into(),
-            api: "https://wbsapi.withings.net".into(),
-        }
+        DESCRIPTION.endpoints()
     }
 
     /// POSTs `form` to `url` and reads the envelope; a non-zero status is `on_status`'s error.
@@ -128,7 +141,7 @@ impl Withings {
     ) -> Result<T, ProviderError> {
         let body = serde_urlencoded::to_string(form).map_err(|e| ProviderError::Api(e.to_string()))?;
         let mut request =
-            self.http.post(url).header("content-type", "application/x-www-form-urlencoded").body(body);
+            self.api.http.post(url).header("content-type", "application/x-www-form-urlencoded").body(body);
         if let Some(token) = bearer {
             request = request.bearer_auth(token.expose());
         }
@@ -149,7 +162,7 @@ impl Withings {
         service: &str,
         form: &[(&str, String)],
     ) -> Result<T, ProviderError> {
-        let url = format!("{}/{service}", self.config.endpoints.api);
+        let url = format!("{}/{service}", self.api.config.endpoints.api);
         self.post(gate, &url, Some(&credentials.access_token), form, Status::data_error).await
     }
 
@@ -243,7 +256,7 @@ impl Withings {
         form.insert(0, ("action", "requesttoken".to_owned()));
         form.push(("client_id", client.client_id.clone()));
         form.push(("client_secret", client.client_secret.expose().to_owned()));
-        self.post(&NoLimit, &self.config.endpoints.token, None, &form, |s| s.token_error(refusal)).await
+        self.post(&NoLimit, &self.api.config.endpoints.token, None, &form, |s| s.token_error(refusal)).await
     }
 
     /// A nonce for one signed call (`/v2/signature action=getnonce`), signed at `timestamp`.
@@ -255,7 +268,7 @@ impl Withings {
             ("timestamp", ts.clone()),
             ("signature", signature(&client.client_secret, &["getnonce", &client.client_id, &ts])),
         ];
-        let url = format!("{}/v2/signature", self.config.endpoints.api);
+        let url = format!("{}/v2/signature", self.api.config.endpoints.api);
         let nonce: Nonce =
             self.post(&NoLimit, &url, None, &form, |s| s.token_error(ProviderError::CredentialError)).await?;
         Ok(nonce.nonce)
@@ -285,20 +298,8 @@ impl Withings {
 
 #[async_trait]
 impl Adapter for Withings {
-    fn slug(&self) -> &'static str {
-        SLUG
-    }
-
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    fn api(&self) -> &Api {
+        &self.api
     }
 
     /// `action=requesttoken` with the client in the body; the user id comes with the tokens.
@@ -415,7 +416,7 @@ impl Adapter for Withings {
             ("userid", account.external_user_id.clone()),
         ];
         let _: Value = self
-            .post(&NoLimit, &self.config.endpoints.token, None, &form, |s| {
+            .post(&NoLimit, &self.api.config.endpoints.token, None, &form, |s| {
                 s.token_error(ProviderError::CredentialError)
             })
             .await?;
