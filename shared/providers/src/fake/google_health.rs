@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use wearlab_domain::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, PushRequest};
 
-use super::oauth::{Issuer, oauth_error};
+use super::oauth::{Calls, Issuer, oauth_error};
 use crate::config::{AppConfig, Endpoints};
 use crate::google_health::{self, GoogleUrls, Kind, PAGE_SIZE, SESSION_PAGE_SIZE};
 
@@ -51,7 +51,7 @@ const COLLECTIONS: [(&str, &str); 9] = [
 struct Inner {
     /// Codes, tokens (refresh tokens stay valid when used) and the client check.
     issuer: Issuer,
-    calls: HashMap<String, usize>,
+    calls: Calls,
     queries: HashMap<String, Vec<HashMap<String, String>>>,
     authorize_queries: Vec<HashMap<String, String>>,
     failures: Vec<u16>,
@@ -66,7 +66,7 @@ struct Inner {
 
 impl Inner {
     fn count(&mut self, what: &str) {
-        *self.calls.entry(what.to_owned()).or_default() += 1;
+        self.calls.hit(what);
     }
 }
 
@@ -106,7 +106,7 @@ impl GoogleHealthFake {
         let issuer = Issuer::new(&crate::google_health::DESCRIPTION, "gh", client.clone()).reusable_refresh();
         let inner = Arc::new(Mutex::new(Inner {
             issuer,
-            calls: HashMap::new(),
+            calls: Calls::default(),
             queries: HashMap::new(),
             authorize_queries: Vec::new(),
             failures: Vec::new(),
@@ -190,7 +190,7 @@ impl GoogleHealthFake {
     /// How many calls reached `what`: `authorize`, `token:authorization_code`,
     /// `token:refresh_token`, `identity`, or a data type (`steps`, `heart-rate`, ...).
     pub fn calls(&self, what: &str) -> usize {
-        self.lock().calls.get(what).copied().unwrap_or(0)
+        self.lock().calls.of(what) as usize
     }
 
     /// The query of every call to a data type's `dataPoints`, in order.

@@ -15,7 +15,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::OauthClient;
 
-use super::oauth::{Issuer, oauth_error};
+use super::oauth::{Calls, Issuer, oauth_error};
 use crate::config::{AppConfig, Endpoints};
 
 /// The user every code is for (the fixture's `personal_info.id`).
@@ -36,7 +36,7 @@ struct Inner {
     issuer: Issuer,
     /// Numbers the webhook subscriptions.
     serial: u64,
-    calls: HashMap<String, usize>,
+    calls: Calls,
     /// Data calls still to fail, and with which status.
     failures: Vec<u16>,
     page_size: usize,
@@ -48,7 +48,7 @@ struct Inner {
 
 impl Inner {
     fn count(&mut self, what: &str) {
-        *self.calls.entry(what.to_owned()).or_default() += 1;
+        self.calls.hit(what);
     }
 
     fn tokens(&mut self) -> Value {
@@ -72,7 +72,7 @@ impl OuraFake {
         let inner = Arc::new(Mutex::new(Inner {
             issuer: Issuer::new(&crate::oura::DESCRIPTION, "oura", client.clone()),
             serial: 0,
-            calls: HashMap::new(),
+            calls: Calls::default(),
             failures: Vec::new(),
             page_size: 2,
             added: HashMap::new(),
@@ -114,7 +114,7 @@ impl OuraFake {
     /// How many calls reached `what`: `authorize`, `token:authorization_code`,
     /// `token:refresh_token`, `revoke`, `personal_info`, or a collection (`sleep`, ...).
     pub fn calls(&self, what: &str) -> usize {
-        self.lock().calls.get(what).copied().unwrap_or(0)
+        self.lock().calls.of(what) as usize
     }
 
     /// The next `times` data calls answer `status` (429 with Oura's rate-limit headers).
