@@ -7,38 +7,54 @@ use wearlab_domain::ports::providers::{
     ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
+use crate::description::Api;
+
 #[async_trait]
 pub trait Adapter: Send + Sync + 'static {
+    /// The provider's API: its description ([`crate::description::ProviderDescription`]) and
+    /// configuration. The methods below answer from it unless the adapter says otherwise.
+    fn api(&self) -> &Api;
+
     /// The catalog slug this adapter serves (`oura`, `whoop_v2`, `withings`, ...).
-    fn slug(&self) -> &'static str;
+    fn slug(&self) -> &'static str {
+        self.api().description.slug
+    }
 
     /// The catalog resources `fetch` fills; nothing else is offered for this provider.
-    fn resources(&self) -> &'static [&'static str];
+    fn resources(&self) -> &'static [&'static str] {
+        self.api().description.resources
+    }
 
     /// The provider's published limits for one OAuth application (all its users together).
-    fn app_limits(&self) -> &'static [RateWindow];
+    fn app_limits(&self) -> &'static [RateWindow] {
+        self.api().description.app_limits
+    }
 
-    /// The provider's published limits for one of its users (Google Health: 300 a minute);
-    /// none by default.
+    /// The provider's published limits for one of its users (Google Health: 300 a minute).
     fn user_limits(&self) -> &'static [RateWindow] {
-        &[]
+        self.api().description.user_limits
     }
 
     /// The consent page at the provider, with this provider's scopes.
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError>;
+    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
+        self.api().authorize_url(request)
+    }
 
-    /// Exchanges the callback's code (client authentication in the provider's style) and
-    /// resolves the provider's user id.
+    /// Exchanges the callback's code (client authentication in the provider's style, see
+    /// [`Api::exchange`]) and resolves the provider's user id: each provider names its user
+    /// its own way.
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError>;
 
     /// New credentials from the refresh token, issued to `client`. A refused refresh token is
     /// `Revoked`. Providers that rotate refresh tokens return the new one; when a provider
-    /// returns none, the old one is kept.
+    /// returns none, the old one is kept. By default as the description says ([`Api::refresh`]).
     async fn refresh(
         &self,
         client: &OauthClient,
         credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError>;
+    ) -> Result<ProviderCredentials, ProviderError> {
+        self.api().refresh(client, credentials).await
+    }
 
     /// One resource's records for a range of days, every page followed to the end, mapped to
     /// normalised records (units converted). Each HTTP request it sends (every page, every

@@ -11,14 +11,14 @@ use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
+    ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
-use crate::http;
-use crate::oauth::{self, ClientAuth};
+use crate::description::{Api, ProviderDescription, Refresh};
+use crate::oauth::ClientAuth;
 
 pub const SLUG: &str = "dexcom_v3";
 
@@ -52,9 +52,24 @@ const DATE_FORMAT: &str = "%Y-%m-%dT%H:%M:%S";
 /// value of 135), so nothing in the record says which it is.
 const GLUCOSE_UNITS: [&str; 3] = ["mg/dL", "mmol/L", "unknown"];
 
+/// Dexcom as its published documents describe it (US production; the other hosts are
+/// configuration, [`Dexcom::endpoints_from`]): the client in the token form's body.
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: &[],
+    authorize_url: "https://api.dexcom.com/v2/oauth2/login",
+    token_url: "https://api.dexcom.com/v2/oauth2/token",
+    api_url: US_HOST,
+    scopes: SCOPES,
+    authorize_extra: &[],
+    client_auth: ClientAuth::Body,
+    refresh: Refresh::Token { extra: &[] },
+};
+
 pub struct Dexcom {
-    http: http::SharedClient,
-    config: AppConfig,
+    api: Api,
     /// The deployment's public URL (`WEARLAB_PUBLIC_URL`), from which the callback given at the
     /// link is rebuilt for refreshes: Dexcom's token form carries `redirect_uri` (§9 Token).
     public_url: Option<String>,
@@ -74,7 +89,7 @@ impl Dexcom {
 
     /// The real hosts (US production).
     pub fn endpoints() -> Endpoints {
-        Self::endpoints_on(US_HOST)
+        DESCRIPTION.endpoints()
     }
 
     /// The defaults of the configuration read through `var`: the host
@@ -87,7 +102,7 @@ impl Dexcom {
     }
 
     pub fn new(config: AppConfig) -> Self {
-        Self { http: http::client(), config, public_url: None }
+        Self { api: Api::new(&DESCRIPTION, config), public_url: None }
     }
 
     /// The deployment's public URL, when configured: refreshes send the link's callback.
@@ -97,24 +112,11 @@ impl Dexcom {
     }
 
     pub fn config(&self) -> &AppConfig {
-        &self.config
-    }
-
-    async fn get(
-        &self,
-        gate: &dyn RequestGate,
-        token: &str,
-        path: &str,
-        query: &[(&str, String)],
-    ) -> Result<http::Answer, ProviderError> {
-        let url = format!("{}/v3/users/self/{path}", self.config.endpoints.api);
-        let request = self.http.get(url).bearer_auth(token).query(query);
-        let answer = http::send_admitted(gate, SLUG, request).await?;
-        http::check(SLUG, answer)
+        &self.api.config
     }
 
     async fn data_range(&self, gate: &dyn RequestGate, token: &str) -> Result<DataRange, ProviderError> {
-        self.get(gate, token, "dataRange", &[]).await?.json(SLUG)
+        self.api.get(gate, token, "/v3/users/self/dataRange", &[]).await?.json(SLUG)
     }
 
     /// The EGVs of `range`, one call per [`WINDOW_DAYS`] (Dexcom does not page: the window is the
@@ -149,7 +151,7 @@ impl Dexcom {
                 ("startDate", from.format(DATE_FORMAT).to_string()),
                 ("endDate", to.format(DATE_FORMAT).to_string()),
             ];
-            let page: Egvs = self.get(gate, token, "egvs", &query).await?.json(SLUG)?;
+            let page: Egvs = self.api.get(gate, token, "/v3/users/self/egvs", &query).await?.json(SLUG)?;
             for r in page.records {
                 // Window bounds may be inclusive at both ends: a reading on a bound comes twice.
                 let key = r
@@ -228,28 +230,14 @@ fn egv_sample(r: &Value, range: DateRange) -> Option<Value> {
 
 #[async_trait]
 impl Adapter for Dexcom {
-    fn slug(&self) -> &'static str {
-        SLUG
-    }
-
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    fn api(&self) -> &Api {
+        &self.api
     }
 
     /// The code exchange, then the user's id: Dexcom's token answer names no user, its records
     /// do (`userId`). `dataRange` is the smallest call that carries it.
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        let credentials =
-            oauth::exchange(SLUG, &self.http, &self.config.endpoints.token, exchange, ClientAuth::Body)
-                .await?;
+        let credentials = self.api.exchange(exchange).await?;
         let range = self.data_range(&NoLimit, credentials.access_token.expose()).await?;
         let id = range
             .user_id
@@ -271,16 +259,7 @@ impl Adapter for Dexcom {
             }
             None => vec![],
         };
-        oauth::refresh(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            client,
-            ClientAuth::Body,
-            credentials,
-            extra,
-        )
-        .await
+        self.api.refresh_with(client, credentials, extra).await
     }
 
     async fn fetch(
@@ -362,6 +341,7 @@ mod tests {
         assert_eq!(e.token, "https://sandbox-api.dexcom.com/v2/oauth2/token");
         assert_eq!(e.api, "https://sandbox-api.dexcom.com");
         assert_eq!(Dexcom::endpoints_from(|_| None), Dexcom::endpoints());
+        assert_eq!(DESCRIPTION.endpoints(), Dexcom::endpoints_on(US_HOST), "one US host for all three");
         assert_eq!(Dexcom::endpoints().authorize, "https://api.dexcom.com/v2/oauth2/login");
     }
 }

@@ -15,14 +15,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::common::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderError,
+    PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
+use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
-use crate::oauth::{self, ClientAuth};
+use crate::oauth::ClientAuth;
 use crate::tink;
 use crate::whoop::{etc_zone, with_zone};
 
@@ -171,9 +172,26 @@ struct SigningKeys {
     tried_at: Option<std::time::Instant>,
 }
 
+/// Google Health as its published documents describe it: the client in the token form's body;
+/// the consent page asked for a refresh token on every consent (`access_type=offline`,
+/// `prompt=consent`) and for the scopes granted before (`include_granted_scopes=true`), as
+/// `docs/PROVIDERS.md` says with its sources; Google usually sends no new refresh token on a refresh, and the old one stays.
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: USER_LIMITS,
+    authorize_url: "https://accounts.google.com/o/oauth2/v2/auth",
+    token_url: "https://oauth2.googleapis.com/token",
+    api_url: "https://health.googleapis.com",
+    scopes: SCOPES,
+    authorize_extra: &[("access_type", "offline"), ("prompt", "consent"), ("include_granted_scopes", "true")],
+    client_auth: ClientAuth::Body,
+    refresh: Refresh::Token { extra: &[] },
+};
+
 pub struct GoogleHealth {
-    http: http::SharedClient,
-    config: AppConfig,
+    api: Api,
     urls: GoogleUrls,
     signing_keys: std::sync::RwLock<SigningKeys>,
 }
@@ -181,15 +199,11 @@ pub struct GoogleHealth {
 impl GoogleHealth {
     /// The real hosts (PROVIDERS.md section 7, OW `google/health_api/oauth.py`).
     pub fn endpoints() -> Endpoints {
-        Endpoints {
-            authorize: "https://accounts.google.com/o/oauth2/v2/auth".into(),
-            token: "https://oauth2.googleapis.com/token".into(),
-            api: "https://health.googleapis.com".into(),
-        }
+        DESCRIPTION.endpoints()
     }
 
     pub fn new(config: AppConfig, urls: GoogleUrls) -> Self {
-        Self { http: http::client(), config, urls, signing_keys: Default::default() }
+        Self { api: Api::new(&DESCRIPTION, config), urls, signing_keys: Default::default() }
     }
 
     fn keys(&self) -> std::sync::RwLockReadGuard<'_, SigningKeys> {
@@ -212,7 +226,7 @@ impl GoogleHealth {
         }
         self.signing_keys.write().unwrap_or_else(|e| e.into_inner()).tried_at = Some(now);
         let read = async {
-            let answer = http::send(SLUG, self.http.get(&self.urls.signing_keys)).await?;
+            let answer = http::send(SLUG, self.api.http.get(&self.urls.signing_keys)).await?;
             let answer = http::check(SLUG, answer)?;
             tink::PublicKeyset::parse(&answer.body)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} signing keys: {e}")))
@@ -239,20 +253,7 @@ impl GoogleHealth {
     }
 
     pub fn config(&self) -> &AppConfig {
-        &self.config
-    }
-
-    async fn get(
-        &self,
-        gate: &dyn RequestGate,
-        token: &str,
-        path: &str,
-        query: &[(&str, String)],
-    ) -> Result<Value, ProviderError> {
-        let url = format!("{}{path}", self.config.endpoints.api);
-        let request = self.http.get(url).bearer_auth(token).query(query);
-        let answer = http::send_admitted(gate, SLUG, request).await?;
-        http::check(SLUG, answer)?.json(SLUG)
+        &self.api.config
     }
 
     /// The value of every data point of `data_type` in `range`'s days, every page followed, as
@@ -287,7 +288,7 @@ impl GoogleHealth {
             if let Some(t) = &next {
                 q.push(("pageToken", t.clone()));
             }
-            let page: Page = serde_json::from_value(self.get(gate, token, &path, &q).await?)
+            let page: Page = serde_json::from_value(self.api.get_json(gate, token, &path, &q).await?)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable page: {e}")))?;
             out.extend(page.data_points.into_iter().filter_map(|mut p| p.get_mut(&key).map(Value::take)));
             match page.next_page_token.filter(|t| !t.is_empty()) {
@@ -304,7 +305,7 @@ impl GoogleHealth {
     }
 
     async fn identity(&self, token: &str) -> Result<String, ProviderError> {
-        let identity = self.get(&NoLimit, token, "/v4/users/me/identity", &[]).await?;
+        let identity: Value = self.api.get_json(&NoLimit, token, "/v4/users/me/identity", &[]).await?;
         identity
             .get("healthUserId")
             .and_then(Value::as_str)
@@ -668,59 +669,14 @@ pub fn read_push(push_token: Option<&str>, keys: &tink::PublicKeyset, request: &
 
 #[async_trait]
 impl Adapter for GoogleHealth {
-    fn slug(&self) -> &'static str {
-        SLUG
-    }
-
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn user_limits(&self) -> &'static [RateWindow] {
-        USER_LIMITS
-    }
-
-    /// Google's consent page with `access_type=offline` and `prompt=consent` (a refresh token
-    /// on every consent) and `include_granted_scopes=true` (PROVIDERS.md section 7).
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        let url = oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)?;
-        let mut url = url::Url::parse(&url)
-            .map_err(|_| ProviderError::Api(format!("{SLUG}'s configured authorize URL is not a URL")))?;
-        url.query_pairs_mut()
-            .append_pair("access_type", "offline")
-            .append_pair("prompt", "consent")
-            .append_pair("include_granted_scopes", "true");
-        Ok(url.into())
+    fn api(&self) -> &Api {
+        &self.api
     }
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        let credentials =
-            oauth::exchange(SLUG, &self.http, &self.config.endpoints.token, exchange, ClientAuth::Body)
-                .await?;
+        let credentials = self.api.exchange(exchange).await?;
         let id = self.identity(credentials.access_token.expose()).await?;
         Ok(ProviderAccount { external_user_id: id, credentials })
-    }
-
-    async fn refresh(
-        &self,
-        client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        // Google usually sends no new refresh token: the old one stays.
-        oauth::refresh(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            client,
-            ClientAuth::Body,
-            credentials,
-            vec![],
-        )
-        .await
     }
 
     async fn fetch(
@@ -768,6 +724,7 @@ impl Adapter for GoogleHealth {
         let body = serde_urlencoded::to_string([("token", token.expose())])
             .map_err(|e| ProviderError::Api(e.to_string()))?;
         let request = self
+            .api
             .http
             .post(&self.urls.revoke)
             .header("content-type", "application/x-www-form-urlencoded")

@@ -9,6 +9,7 @@
 
 pub mod adapter;
 pub mod config;
+pub mod description;
 pub mod http;
 pub mod oauth;
 pub mod router;
@@ -27,6 +28,7 @@ pub mod fake;
 
 pub use adapter::Adapter;
 pub use config::{AppConfig, Endpoints};
+pub use description::{Api, ProviderDescription, Refresh};
 pub use router::{RealProviders, Route};
 
 use std::sync::Arc;
@@ -82,20 +84,20 @@ pub fn from_vars(sim: Arc<dyn Providers>, var: impl Fn(&str) -> Option<String>) 
 pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, AppConfig)> {
     let mut all = Vec::new();
     let mut add = |adapter: Arc<dyn Adapter>, config: AppConfig| all.push((adapter, config));
-    let config = AppConfig::from_vars(oura::SLUG, oura::Oura::endpoints(), &var);
+    let config = oura::DESCRIPTION.config(&var);
     add(Arc::new(oura::Oura::new(config.clone())), config);
-    let config = AppConfig::from_vars(whoop::SLUG, whoop::Whoop::endpoints(), &var);
+    let config = whoop::DESCRIPTION.config(&var);
     add(Arc::new(whoop::Whoop::new(config.clone())), config);
-    let config = AppConfig::from_vars(withings::SLUG, withings::Withings::endpoints(), &var);
+    let config = withings::DESCRIPTION.config(&var);
     add(Arc::new(withings::Withings::new(config.clone())), config);
-    let config = AppConfig::from_vars(strava::SLUG, strava::Strava::endpoints(), &var);
+    let config = strava::DESCRIPTION.config(&var);
     add(Arc::new(strava::Strava::new(config.clone())), config);
     let config = AppConfig::from_vars(dexcom::SLUG, dexcom::Dexcom::endpoints_from(&var), &var);
     add(Arc::new(dexcom::Dexcom::new(config.clone()).with_public_url(var("WEARLAB_PUBLIC_URL"))), config);
-    let config = AppConfig::from_vars(google_health::SLUG, google_health::GoogleHealth::endpoints(), &var);
+    let config = google_health::DESCRIPTION.config(&var);
     let urls = google_health::GoogleUrls::from_vars(&var);
     add(Arc::new(google_health::GoogleHealth::new(config.clone(), urls)), config);
-    let config = AppConfig::from_vars(polar::SLUG, polar::Polar::endpoints(), &var);
+    let config = polar::DESCRIPTION.config(&var);
     add(Arc::new(polar::Polar::new(config.clone())), config);
     all
 }

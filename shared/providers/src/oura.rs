@@ -11,12 +11,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
+    ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
+use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
 use crate::oauth::{self, ClientAuth};
 
@@ -52,23 +53,34 @@ pub const PUSH_TOLERANCE_SECS: i64 = 300;
 /// Each character of `sleep_phase_5_min` is five minutes.
 const PHASE_SECS: i64 = 300;
 
+/// Oura as its published documents describe it: the client in the token form's body, single-use
+/// (rotating) refresh tokens.
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: &[],
+    authorize_url: "https://cloud.ouraring.com/oauth/authorize",
+    token_url: "https://api.ouraring.com/oauth/token",
+    api_url: "https://api.ouraring.com",
+    scopes: SCOPES,
+    authorize_extra: &[],
+    client_auth: ClientAuth::Body,
+    refresh: Refresh::Token { extra: &[] },
+};
+
 pub struct Oura {
-    http: http::SharedClient,
-    config: AppConfig,
+    api: Api,
 }
 
 impl Oura {
     /// The real hosts.
     pub fn endpoints() -> Endpoints {
-        Endpoints {
-            authorize: "https://cloud.ouraring.com/oauth/authorize".into(),
-            token: "https://api.ouraring.com/oauth/token".into(),
-            api: "https://api.ouraring.com".into(),
-        }
+        DESCRIPTION.endpoints()
     }
 
     pub fn new(config: AppConfig) -> Self {
-        Self { http: http::client(), config }
+        Self { api: Api::new(&DESCRIPTION, config) }
     }
 
     pub fn from_env() -> Self {
@@ -76,12 +88,12 @@ impl Oura {
     }
 
     pub fn config(&self) -> &AppConfig {
-        &self.config
+        &self.api.config
     }
 
     /// Oura's revoke endpoint sits beside its token endpoint (`/oauth/revoke`).
     fn revoke_url(&self) -> String {
-        let token = &self.config.endpoints.token;
+        let token = &self.api.config.endpoints.token;
         match token.strip_suffix("/token") {
             Some(base) => format!("{base}/revoke"),
             None => format!("{token}/revoke"),
@@ -92,8 +104,11 @@ impl Oura {
     /// revoked already) with 400 or 401: that is `AccessTokenRefused`, so the caller refreshes
     /// and revokes the fresh one.
     async fn revoke_token(&self, credentials: &ProviderCredentials) -> Result<(), ProviderError> {
-        let request =
-            self.http.post(self.revoke_url()).query(&[("access_token", credentials.access_token.expose())]);
+        let request = self
+            .api
+            .http
+            .post(self.revoke_url())
+            .query(&[("access_token", credentials.access_token.expose())]);
         let answer = http::send(SLUG, request).await?;
         match answer.status.as_u16() {
             400 | 401 => Err(ProviderError::AccessTokenRefused),
@@ -111,19 +126,6 @@ impl Oura {
             .header("x-client-id", &client.client_id)
             .header("x-client-secret", client.client_secret.expose());
         http::check(SLUG, http::send(SLUG, request).await?)
-    }
-
-    async fn get(
-        &self,
-        gate: &dyn RequestGate,
-        token: &str,
-        path: &str,
-        query: &[(&str, String)],
-    ) -> Result<Value, ProviderError> {
-        let url = format!("{}{path}", self.config.endpoints.api);
-        let request = self.http.get(url).bearer_auth(token).query(query);
-        let answer = http::send_admitted(gate, SLUG, request).await?;
-        http::check(SLUG, answer)?.json(SLUG)
     }
 
     /// Every document of a collection, `next_token` followed to the end.
@@ -149,7 +151,7 @@ impl Oura {
             if let Some(t) = &next {
                 q.push(("next_token", t.clone()));
             }
-            let page: Page = serde_json::from_value(self.get(gate, token, &path, &q).await?)
+            let page: Page = serde_json::from_value(self.api.get_json(gate, token, &path, &q).await?)
                 .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable page: {e}")))?;
             out.extend(page.data);
             match page.next_token.filter(|t| !t.is_empty()) {
@@ -182,7 +184,7 @@ impl Oura {
     }
 
     async fn personal_info(&self, gate: &dyn RequestGate, token: &str) -> Result<Value, ProviderError> {
-        self.get(gate, token, "/v2/usercollection/personal_info", &[]).await
+        self.api.get_json(gate, token, "/v2/usercollection/personal_info", &[]).await
     }
 
     async fn heartrate(
@@ -438,26 +440,12 @@ pub fn sign(secret: &str, timestamp: &str, body: &[u8]) -> String {
 
 #[async_trait]
 impl Adapter for Oura {
-    fn slug(&self) -> &'static str {
-        SLUG
-    }
-
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    fn api(&self) -> &Api {
+        &self.api
     }
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        let credentials =
-            oauth::exchange(SLUG, &self.http, &self.config.endpoints.token, exchange, ClientAuth::Body)
-                .await?;
+        let credentials = self.api.exchange(exchange).await?;
         let info = self.personal_info(&NoLimit, credentials.access_token.expose()).await?;
         let id = info
             .get("id")
@@ -465,23 +453,6 @@ impl Adapter for Oura {
             .filter(|s| !s.is_empty())
             .ok_or_else(|| ProviderError::Api(format!("{SLUG} personal_info has no id")))?;
         Ok(ProviderAccount { external_user_id: id.to_owned(), credentials })
-    }
-
-    async fn refresh(
-        &self,
-        client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        oauth::refresh(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            client,
-            ClientAuth::Body,
-            credentials,
-            vec![],
-        )
-        .await
     }
 
     async fn fetch(
@@ -573,9 +544,9 @@ impl Adapter for Oura {
                 "{SLUG} needs a push verification token to subscribe"
             )));
         };
-        let base = format!("{}/v2/webhook/subscription", self.config.endpoints.api);
+        let base = format!("{}/v2/webhook/subscription", self.api.config.endpoints.api);
         let existing: Vec<Subscription> =
-            self.subscription_call(client, self.http.get(&base)).await?.json(SLUG)?;
+            self.subscription_call(client, self.api.http.get(&base)).await?.json(SLUG)?;
         let renew_before = Utc::now() + Duration::days(RENEW_BEFORE_DAYS);
         let mut changed = 0;
         for data_type in PUSH_DATA_TYPES {
@@ -587,12 +558,13 @@ impl Adapter for Oura {
                     Some(s) if s.expiration_time.is_some_and(|t| t > renew_before) => continue,
                     Some(s) => {
                         let url = format!("{base}/renew/{}", s.id);
-                        self.subscription_call(client, self.http.put(url)).await?;
+                        self.subscription_call(client, self.api.http.put(url)).await?;
                     }
                     None => {
                         let body = json!({"callback_url": callback_url, "verification_token": token,
                             "event_type": event_type, "data_type": data_type});
                         let request = self
+                            .api
                             .http
                             .post(&base)
                             .header("content-type", "application/json")

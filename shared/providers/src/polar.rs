@@ -31,14 +31,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount, ProviderError, PushNotice,
+    PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
+use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
-use crate::oauth::{self, ClientAuth};
+use crate::oauth::{ClientAuth, TokenAnswer};
 use crate::whoop::{etc_zone, in_range, rfc3339, with_zone};
 
 pub const SLUG: &str = "polar";
@@ -73,27 +74,35 @@ const EXERCISES_LIST_DAYS: i64 = 30;
 pub const WEBHOOK_EVENTS: [&str; 5] =
     ["EXERCISE", "SLEEP", "CONTINUOUS_HEART_RATE", "ACTIVITY_SUMMARY", "PHYSICAL_INFORMATION"];
 
+/// Polar as its published documents describe it: the client by HTTP Basic at the token
+/// endpoint, and no refresh token (an access token lasts about ten years; a refused one cannot be
+/// renewed, and the user links again).
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: &[],
+    authorize_url: "https://flow.polar.com/oauth2/authorization",
+    token_url: "https://polarremote.com/v2/oauth2/token",
+    api_url: "https://www.polaraccesslink.com",
+    scopes: SCOPES,
+    authorize_extra: &[],
+    client_auth: ClientAuth::Basic,
+    refresh: Refresh::NotIssued,
+};
+
 pub struct Polar {
-    http: http::SharedClient,
-    config: AppConfig,
+    api: Api,
 }
 
 impl Polar {
     /// Polar's real hosts (PROVIDERS.md section 6 "OAuth & user registration").
     pub fn endpoints() -> Endpoints {
-        Endpoints {
-            authorize: "https://flow.polar.com/oauth2/authorization".into(),
-            token: "https://polarremote.com/v2/oauth2/token".into(),
-            api: "https://www.polaraccesslink.com".into(),
-        }
+        DESCRIPTION.endpoints()
     }
 
     pub fn new(config: AppConfig) -> Self {
-        Self { http: http::client(), config }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.config.endpoints.api)
+        Self { api: Api::new(&DESCRIPTION, config) }
     }
 
     /// A data call; a 204 ("no content when there is no data") is `null`.
@@ -104,8 +113,7 @@ impl Polar {
         path: &str,
         query: &[(&str, String)],
     ) -> Result<Value, ProviderError> {
-        let request = self.http.get(self.url(path)).bearer_auth(token).query(query);
-        let answer = http::check(SLUG, http::send_admitted(gate, SLUG, request).await?)?;
+        let answer = self.api.get(gate, token, path, query).await?;
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
@@ -118,8 +126,9 @@ impl Polar {
     async fn register(&self, token: &str, user_id: &str) -> Result<(), ProviderError> {
         let body = json!({"member-id": user_id}).to_string();
         let request = self
+            .api
             .http
-            .post(self.url("/v3/users"))
+            .post(self.api.url("/v3/users"))
             .bearer_auth(token)
             .header("content-type", "application/json")
             .body(body);
@@ -577,35 +586,14 @@ struct Webhook {
 
 #[async_trait]
 impl Adapter for Polar {
-    fn slug(&self) -> &'static str {
-        SLUG
-    }
-
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    fn api(&self) -> &Api {
+        &self.api
     }
 
     /// The code exchanged by HTTP Basic; `x_user_id` of the answer is the Polar user, who is then
     /// registered with the client (a link is not done until Polar shows Wearlab the data).
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        let answer = oauth::token_request(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            &exchange.client,
-            ClientAuth::Basic,
-            oauth::authorization_code_form(exchange),
-            ProviderError::CredentialError,
-        )
-        .await?;
+        let answer: TokenAnswer = self.api.exchange_answer(exchange).await?;
         let user_id = match answer.extra.get("x_user_id") {
             Some(Value::Number(n)) => n.to_string(),
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -614,16 +602,6 @@ impl Adapter for Polar {
         let credentials = answer.into_credentials(Utc::now(), None);
         self.register(credentials.access_token.expose(), &user_id).await?;
         Ok(ProviderAccount { external_user_id: user_id, credentials })
-    }
-
-    /// Polar issues no refresh token (its access token lasts about ten years): a refused access
-    /// token cannot be renewed, and the user must link again.
-    async fn refresh(
-        &self,
-        _client: &OauthClient,
-        _credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        Err(ProviderError::Revoked(format!("{SLUG} issues no refresh token and refused the access token")))
     }
 
     async fn fetch(
@@ -666,8 +644,8 @@ impl Adapter for Polar {
     /// `DELETE /v3/users/{user-id}` (POLAR-SPEC `deleteUser`), which also revokes the token. A
     /// refused token or an unknown user means the access is already gone.
     async fn revoke(&self, _client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
-        let url = self.url(&format!("/v3/users/{}", account.external_user_id));
-        let request = self.http.delete(url).bearer_auth(account.credentials.access_token.expose());
+        let url = self.api.url(&format!("/v3/users/{}", account.external_user_id));
+        let request = self.api.http.delete(url).bearer_auth(account.credentials.access_token.expose());
         let answer = http::send(SLUG, request).await?;
         match answer.status.as_u16() {
             401 | 404 => Ok(()),
@@ -694,8 +672,10 @@ impl Adapter for Polar {
             r.basic_auth(&client.client_id, Some(client.client_secret.expose()))
                 .header("accept", "application/json")
         };
-        let answer =
-            http::check(SLUG, http::send(SLUG, basic(self.http.get(self.url("/v3/webhooks")))).await?)?;
+        let answer = http::check(
+            SLUG,
+            http::send(SLUG, basic(self.api.http.get(self.api.url("/v3/webhooks")))).await?,
+        )?;
         let hooks: Vec<Webhook> = if answer.body.iter().all(u8::is_ascii_whitespace) {
             vec![]
         } else {
@@ -710,8 +690,8 @@ impl Adapter for Polar {
             tracing::warn!(provider = SLUG, event = missing, "the webhook does not subscribe to an event");
         }
         if hook.active == Some(false) {
-            let url = self.url("/v3/webhooks/activate");
-            http::check(SLUG, http::send(SLUG, basic(self.http.post(url))).await?)?;
+            let url = self.api.url("/v3/webhooks/activate");
+            http::check(SLUG, http::send(SLUG, basic(self.api.http.post(url))).await?)?;
             return Ok(1);
         }
         Ok(0)

@@ -35,12 +35,13 @@ use tokio::sync::OnceCell;
 use wearlab_domain::common::ids::TimeZoneId;
 use wearlab_domain::common::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
+    ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
+use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
 use crate::oauth::{self, ClientAuth, TokenAnswer};
 
@@ -85,9 +86,24 @@ const MOST_LISTS: usize = 64;
 /// about 10 MB; the pipeline's concurrent stream fetches read each one right after it arrives.
 const MOST_STREAMS: usize = 32;
 
+/// Strava as its published documents describe it: the client in the token form's body;
+/// refresh tokens may rotate.
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: &[],
+    authorize_url: "https://www.strava.com/oauth/authorize",
+    token_url: "https://www.strava.com/oauth/token",
+    api_url: "https://www.strava.com/api/v3",
+    scopes: SCOPES,
+    authorize_extra: &[],
+    client_auth: ClientAuth::Body,
+    refresh: Refresh::Token { extra: &[] },
+};
+
 pub struct Strava {
-    config: AppConfig,
-    http: http::SharedClient,
+    api: Api,
     /// Activity lists by (access token digest, window).
     kept_lists: Kept<(TokenDigest, i64, i64), Vec<Activity>>,
     /// Streams by (access token digest, activity id); `None`: Strava has none.
@@ -142,8 +158,7 @@ impl<K: Eq + Hash + Clone, V> Kept<K, V> {
 impl Strava {
     pub fn new(config: AppConfig) -> Self {
         Self {
-            config,
-            http: http::client(),
+            api: Api::new(&DESCRIPTION, config),
             kept_lists: Kept::new(LIST_LIFE, MOST_LISTS),
             kept_streams: Kept::new(STREAMS_LIFE, MOST_STREAMS),
         }
@@ -151,16 +166,12 @@ impl Strava {
 
     /// Strava's real hosts.
     pub fn endpoints() -> Endpoints {
-        Endpoints {
-            authorize: "https://www.strava.com/oauth/authorize".into(),
-            token: "https://www.strava.com/oauth/token".into(),
-            api: "https://www.strava.com/api/v3".into(),
-        }
+        DESCRIPTION.endpoints()
     }
 
     /// `POST /oauth/deauthorize`, beside the token endpoint.
     fn deauthorize_url(&self) -> String {
-        let token = &self.config.endpoints.token;
+        let token = &self.api.config.endpoints.token;
         match token.strip_suffix("/token") {
             Some(base) => format!("{base}/deauthorize"),
             None => format!("{token}/deauthorize"),
@@ -174,9 +185,7 @@ impl Strava {
         path: &str,
         query: &[(&str, String)],
     ) -> Result<http::Answer, ProviderError> {
-        let url = format!("{}{path}", self.config.endpoints.api);
-        let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(query);
-        check(http::send_admitted(gate, SLUG, request).await?)
+        check(self.api.send_get(gate, credentials.access_token.expose(), path, query).await?)
     }
 
     /// Every activity that started in `[after, before)`, page after page until a short one.
@@ -233,10 +242,9 @@ impl Strava {
         credentials: &ProviderCredentials,
         id: i64,
     ) -> Result<Option<Streams>, ProviderError> {
-        let url = format!("{}/activities/{id}/streams", self.config.endpoints.api);
         let query = [("keys", STREAM_KEYS), ("key_by_type", "true")];
-        let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(&query);
-        let answer = http::send_admitted(gate, SLUG, request).await?;
+        let path = format!("/activities/{id}/streams");
+        let answer = self.api.send_get(gate, credentials.access_token.expose(), &path, &query).await?;
         if answer.status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
@@ -267,42 +275,11 @@ impl Strava {
         Ok(rows)
     }
 
-    async fn refresh_with(
-        &self,
-        client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        let Some(refresh_token) = &credentials.refresh_token else {
-            return Err(ProviderError::Revoked(format!("{SLUG} credentials hold no refresh token")));
-        };
-        let now = Utc::now();
-        let form = vec![
-            ("grant_type", "refresh_token".to_owned()),
-            ("refresh_token", refresh_token.expose().to_owned()),
-        ];
-        let answer = oauth::token_request(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            client,
-            ClientAuth::Body,
-            form,
-            ProviderError::Revoked,
-        )
-        .await?;
-        // Strava may rotate the refresh token (the latest is kept) and names no scopes: the
-        // ones granted at the consent stay.
-        let mut fresh = answer.into_credentials(now, Some(refresh_token));
-        if fresh.scopes.is_empty() {
-            fresh.scopes = credentials.scopes.clone();
-        }
-        Ok(fresh)
-    }
-
     async fn deauthorize(&self, credentials: &ProviderCredentials) -> Result<(), ProviderError> {
         let body = serde_urlencoded::to_string([("access_token", credentials.access_token.expose())])
             .map_err(|e| ProviderError::Api(e.to_string()))?;
         let request = self
+            .api
             .http
             .post(self.deauthorize_url())
             .header("content-type", "application/x-www-form-urlencoded")
@@ -312,7 +289,7 @@ impl Strava {
 
     /// The application's push subscriptions.
     fn subscriptions(&self) -> String {
-        format!("{}/push_subscriptions", self.config.endpoints.api)
+        format!("{}/push_subscriptions", self.api.config.endpoints.api)
     }
 }
 
@@ -686,36 +663,29 @@ pub fn read_push(verification_token: Option<&str>, request: &PushRequest) -> Pus
 
 #[async_trait]
 impl Adapter for Strava {
-    fn slug(&self) -> &'static str {
-        SLUG
+    fn api(&self) -> &Api {
+        &self.api
     }
 
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    async fn refresh(
+        &self,
+        client: &OauthClient,
+        credentials: &ProviderCredentials,
+    ) -> Result<ProviderCredentials, ProviderError> {
+        // Strava may rotate the refresh token (the latest is kept) and names no scopes: the ones
+        // granted at the consent stay.
+        let mut fresh = self.api.refresh(client, credentials).await?;
+        if fresh.scopes.is_empty() {
+            fresh.scopes = credentials.scopes.clone();
+        }
+        Ok(fresh)
     }
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
         let now = Utc::now();
         // Strava's form has no `redirect_uri` (PROVIDERS.md section 5: `client_id,
         // client_secret, code, grant_type`); sending it is harmless, as other providers need it.
-        let answer: TokenWithAthlete = oauth::token_request_as(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            &exchange.client,
-            ClientAuth::Body,
-            oauth::authorization_code_form(exchange),
-            ProviderError::CredentialError,
-        )
-        .await?;
+        let answer: TokenWithAthlete = self.api.exchange_answer(exchange).await?;
         let credentials = answer.token.into_credentials(now, None);
         let athlete = match answer.athlete {
             Some(a) => a,
@@ -724,14 +694,6 @@ impl Adapter for Strava {
         };
         tracing::info!(provider = SLUG, external_user_id = athlete.id, "linked");
         Ok(ProviderAccount { external_user_id: athlete.id.to_string(), credentials })
-    }
-
-    async fn refresh(
-        &self,
-        client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        self.refresh_with(client, credentials).await
     }
 
     async fn fetch(
@@ -764,7 +726,7 @@ impl Adapter for Strava {
         oauth::revoke_refreshing(
             &account.credentials,
             |c| async move { self.deauthorize(&c).await },
-            || self.refresh_with(client, &account.credentials),
+            || self.refresh(client, &account.credentials),
         )
         .await
     }
@@ -800,7 +762,7 @@ impl Adapter for Strava {
         let creds =
             [("client_id", client.client_id.as_str()), ("client_secret", client.client_secret.expose())];
         let existing: Vec<Subscription> =
-            check(http::send(SLUG, self.http.get(&url).query(&creds)).await?)?.json(SLUG)?;
+            check(http::send(SLUG, self.api.http.get(&url).query(&creds)).await?)?.json(SLUG)?;
         if existing.iter().any(|s| s.callback_url == callback_url) {
             return Ok(0);
         }
@@ -813,7 +775,7 @@ impl Adapter for Strava {
         form.extend([("callback_url", callback_url), ("verify_token", token)]);
         let body = serde_urlencoded::to_string(&form).map_err(|e| ProviderError::Api(e.to_string()))?;
         let request =
-            self.http.post(&url).header("content-type", "application/x-www-form-urlencoded").body(body);
+            self.api.http.post(&url).header("content-type", "application/x-www-form-urlencoded").body(body);
         check(http::send(SLUG, request).await?)?;
         Ok(1)
     }

@@ -29,12 +29,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
 use wearlab_domain::ports::providers::{
-    AuthorizeRequest, CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount,
-    ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
+    CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
+    ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
+use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
 use crate::oauth::{self, ClientAuth};
 
@@ -68,35 +69,34 @@ const LIMITS: &[RateWindow] =
 /// Kilocalories in a kilojoule's place: 1 kcal = 4.184 kJ.
 const KJ_PER_KCAL: f64 = 4.184;
 
+/// WHOOP as its published documents describe it: the client in the token form's body, and
+/// `scope=offline` on every refresh (without it WHOOP issues no new refresh token).
+pub static DESCRIPTION: ProviderDescription = ProviderDescription {
+    slug: SLUG,
+    resources: RESOURCES,
+    app_limits: LIMITS,
+    user_limits: &[],
+    authorize_url: "https://api.prod.whoop.com/oauth/oauth2/auth",
+    token_url: "https://api.prod.whoop.com/oauth/oauth2/token",
+    api_url: "https://api.prod.whoop.com/developer",
+    scopes: SCOPES,
+    authorize_extra: &[],
+    client_auth: ClientAuth::Body,
+    refresh: Refresh::Token { extra: &[("scope", "offline")] },
+};
+
 pub struct Whoop {
-    config: AppConfig,
-    http: http::SharedClient,
+    api: Api,
 }
 
 impl Whoop {
     pub fn new(config: AppConfig) -> Self {
-        Self { config, http: http::client() }
+        Self { api: Api::new(&DESCRIPTION, config) }
     }
 
     /// WHOOP's real hosts.
     pub fn endpoints() -> Endpoints {
-        Endpoints {
-            authorize: "https://api.prod.whoop.com/oauth/oauth2/auth".into(),
-            token: "https://api.prod.whoop.com/oauth/oauth2/token".into(),
-            api: "https://api.prod.whoop.com/developer".into(),
-        }
-    }
-
-    async fn get<T: DeserializeOwned>(
-        &self,
-        gate: &dyn RequestGate,
-        credentials: &ProviderCredentials,
-        path: &str,
-        query: &[(&str, String)],
-    ) -> Result<T, ProviderError> {
-        let url = format!("{}{path}", self.config.endpoints.api);
-        let request = self.http.get(url).bearer_auth(credentials.access_token.expose()).query(query);
-        http::check(SLUG, http::send_admitted(gate, SLUG, request).await?)?.json(SLUG)
+        DESCRIPTION.endpoints()
     }
 
     /// Every record of a collection whose time lies in `[from, to)`, page after page.
@@ -116,7 +116,8 @@ impl Whoop {
             if let Some(token) = &previous {
                 query.push(("nextToken", token.clone()));
             }
-            let page: Page<T> = self.get(gate, credentials, path, &query).await?;
+            let page: Page<T> =
+                self.api.get_json(gate, credentials.access_token.expose(), path, &query).await?;
             out.extend(page.records);
             match page.next_token.filter(|t| !t.is_empty()) {
                 // The same token again would page forever.
@@ -132,27 +133,9 @@ impl Whoop {
         Err(ProviderError::Api(format!("{SLUG} kept paging past {MAX_PAGES} pages")))
     }
 
-    async fn refresh_with(
-        &self,
-        client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        let extra = vec![("scope", "offline".to_owned())];
-        oauth::refresh(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            client,
-            ClientAuth::Body,
-            credentials,
-            extra,
-        )
-        .await
-    }
-
     async fn delete_access(&self, credentials: &ProviderCredentials) -> Result<(), ProviderError> {
-        let url = format!("{}/v2/user/access", self.config.endpoints.api);
-        let request = self.http.delete(url).bearer_auth(credentials.access_token.expose());
+        let url = format!("{}/v2/user/access", self.api.config.endpoints.api);
+        let request = self.api.http.delete(url).bearer_auth(credentials.access_token.expose());
         http::check(SLUG, http::send(SLUG, request).await?).map(|_| ())
     }
 }
@@ -520,51 +503,22 @@ pub fn read_push(client: &OauthClient, request: &PushRequest, now: DateTime<Utc>
 
 #[async_trait]
 impl Adapter for Whoop {
-    fn slug(&self) -> &'static str {
-        SLUG
-    }
-
-    fn resources(&self) -> &'static [&'static str] {
-        RESOURCES
-    }
-
-    fn app_limits(&self) -> &'static [RateWindow] {
-        LIMITS
-    }
-
-    fn authorize_url(&self, request: &AuthorizeRequest) -> Result<String, ProviderError> {
-        oauth::authorize_url(SLUG, &self.config.endpoints.authorize, request, SCOPES)
+    fn api(&self) -> &Api {
+        &self.api
     }
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
-        let now = Utc::now();
-        let form = oauth::authorization_code_form(exchange);
-        let answer = oauth::token_request(
-            SLUG,
-            &self.http,
-            &self.config.endpoints.token,
-            &exchange.client,
-            ClientAuth::Body,
-            form,
-            ProviderError::CredentialError,
-        )
-        .await?;
+        let credentials = self.api.exchange(exchange).await?;
         // Without `offline` WHOOP issues no refresh token: the link would die within the hour.
-        if answer.refresh_token.is_none() {
+        if credentials.refresh_token.is_none() {
             return Err(ProviderError::ScopesNotGranted(vec!["offline".into()]));
         }
-        let credentials = answer.into_credentials(now, None);
-        let profile: Profile = self.get(&NoLimit, &credentials, "/v2/user/profile/basic", &[]).await?;
+        let profile: Profile = self
+            .api
+            .get_json(&NoLimit, credentials.access_token.expose(), "/v2/user/profile/basic", &[])
+            .await?;
         tracing::info!(provider = SLUG, external_user_id = profile.user_id, "linked");
         Ok(ProviderAccount { external_user_id: profile.user_id.to_string(), credentials })
-    }
-
-    async fn refresh(
-        &self,
-        client: &OauthClient,
-        credentials: &ProviderCredentials,
-    ) -> Result<ProviderCredentials, ProviderError> {
-        self.refresh_with(client, credentials).await
     }
 
     async fn fetch(
@@ -588,10 +542,15 @@ impl Adapter for Whoop {
                 recovery_rows(r, &recoveries, &sleeps, range)
             }
             "body" => {
-                let body: Body = self.get(gate, c, "/v2/user/measurement/body", &[]).await?;
+                let body: Body = self
+                    .api
+                    .get_json(gate, c.access_token.expose(), "/v2/user/measurement/body", &[])
+                    .await?;
                 body_records(&body, range, Utc::now().date_naive())
             }
-            "profile" => profile_records(&self.get(gate, c, "/v2/user/measurement/body", &[]).await?),
+            "profile" => profile_records(
+                &self.api.get_json(gate, c.access_token.expose(), "/v2/user/measurement/body", &[]).await?,
+            ),
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
         tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
@@ -604,7 +563,7 @@ impl Adapter for Whoop {
         oauth::revoke_refreshing(
             &account.credentials,
             |c| async move { self.delete_access(&c).await },
-            || self.refresh_with(client, &account.credentials),
+            || self.api.refresh(client, &account.credentials),
         )
         .await
     }

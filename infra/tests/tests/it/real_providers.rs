@@ -557,6 +557,9 @@ const TIGHT: &[RateWindow] = &[RateWindow { requests: 3, window_secs: 60 }];
 
 #[async_trait::async_trait]
 impl<A: Adapter> Adapter for Tight<A> {
+    fn api(&self) -> &wearlab_providers::Api {
+        self.inner.api()
+    }
     fn slug(&self) -> &'static str {
         self.inner.slug()
     }

@@ -19,7 +19,7 @@ use chrono::NaiveDateTime;
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount};
 
-use super::whoop::Issuer;
+use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 
 /// The user the fixtures belong to (the `userId` of Dexcom's egvs example).
@@ -43,8 +43,7 @@ pub enum Failure {
 
 struct Inner {
     issuer: Issuer,
-    calls: HashMap<&'static str, u32>,
-    queries: HashMap<&'static str, Vec<HashMap<String, String>>>,
+    calls: Calls,
     token_forms: Vec<HashMap<String, String>>,
     /// `redirect_uri` of each code the consent page issued (RFC 6749 4.1.3: the exchange must
     /// repeat it).
@@ -71,9 +70,8 @@ impl FakeDexcom {
         let all: Value = serde_json::from_str(EGVS).unwrap_or(Value::Null);
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                issuer: Issuer::new("dexcom", client),
-                calls: HashMap::new(),
-                queries: HashMap::new(),
+                issuer: Issuer::new(&crate::dexcom::DESCRIPTION, "dexcom", client),
+                calls: Calls::default(),
                 token_forms: Vec::new(),
                 code_redirects: HashMap::new(),
                 failure: None,
@@ -106,17 +104,17 @@ impl FakeDexcom {
 
     /// Calls that reached `route` (`authorize`, `token`, `egvs`, `dataRange`).
     pub fn calls(&self, route: &str) -> u32 {
-        self.lock().calls.get(route).copied().unwrap_or(0)
+        self.lock().calls.of(route)
     }
 
     /// Every call to Dexcom, whichever route.
     pub fn total_calls(&self) -> u32 {
-        self.lock().calls.values().sum()
+        self.lock().calls.total()
     }
 
     /// The query strings `route` received, in order.
     pub fn queries(&self, route: &str) -> Vec<HashMap<String, String>> {
-        self.lock().queries.get(route).cloned().unwrap_or_default()
+        self.lock().calls.queries(route)
     }
 
     /// The forms the token endpoint received, in order.
@@ -169,8 +167,7 @@ fn refusal(
     query: &HashMap<String, String>,
 ) -> Option<Response> {
     let mut inner = fake.lock();
-    *inner.calls.entry(route).or_default() += 1;
-    inner.queries.entry(route).or_default().push(query.clone());
+    inner.calls.count(route, query.clone());
     let too_many = |retry_after: Option<u64>| match retry_after {
         Some(s) => (StatusCode::TOO_MANY_REQUESTS, [("retry-after", s.to_string())]).into_response(),
         None => StatusCode::TOO_MANY_REQUESTS.into_response(),
@@ -190,8 +187,7 @@ fn refusal(
 
 async fn authorize(State(fake): State<FakeDexcom>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = fake.lock();
-    *inner.calls.entry("authorize").or_default() += 1;
-    inner.queries.entry("authorize").or_default().push(q.clone());
+    inner.calls.count("authorize", q.clone());
     if q.get("response_type").map(String::as_str) != Some("code") {
         return error(StatusCode::BAD_REQUEST, "unsupported_response_type");
     }
@@ -208,12 +204,12 @@ async fn authorize(State(fake): State<FakeDexcom>, Query(q): Query<HashMap<Strin
     answer
 }
 
-async fn token(State(fake): State<FakeDexcom>, body: Bytes) -> Response {
+async fn token(State(fake): State<FakeDexcom>, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = fake.lock();
-    *inner.calls.entry("token").or_default() += 1;
+    inner.calls.hit("token");
     inner.token_forms.push(form.clone());
-    if !inner.issuer.authenticates(&form) {
+    if !inner.issuer.authenticates(&form, &headers) {
         return error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
     if form.get("grant_type").map(String::as_str) == Some("authorization_code") {

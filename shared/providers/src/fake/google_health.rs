@@ -19,8 +19,9 @@ use axum::routing::{get, post};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::common::crypto::Secret;
-use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
+use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, PushRequest};
 
+use super::oauth::{Calls, Issuer, oauth_error};
 use crate::config::{AppConfig, Endpoints};
 use crate::google_health::{self, GoogleUrls, Kind, PAGE_SIZE, SESSION_PAGE_SIZE};
 
@@ -47,16 +48,10 @@ const COLLECTIONS: [(&str, &str); 9] = [
     ("sleep", include_str!("../../fixtures/google_health/sleep.json")),
 ];
 
-#[derive(Default)]
 struct Inner {
-    client_id: String,
-    client_secret: String,
-    serial: u64,
-    /// Code -> whether the consent asked for offline access (a refresh token).
-    codes: HashMap<String, bool>,
-    access: HashMap<String, ()>,
-    refresh: HashMap<String, ()>,
-    calls: HashMap<String, usize>,
+    /// Codes, tokens (refresh tokens stay valid when used) and the client check.
+    issuer: Issuer,
+    calls: Calls,
     queries: HashMap<String, Vec<HashMap<String, String>>>,
     authorize_queries: Vec<HashMap<String, String>>,
     failures: Vec<u16>,
@@ -71,21 +66,7 @@ struct Inner {
 
 impl Inner {
     fn count(&mut self, what: &str) {
-        *self.calls.entry(what.to_owned()).or_default() += 1;
-    }
-
-    fn access_token(&mut self) -> String {
-        self.serial += 1;
-        let access = format!("gh-at-{}", self.serial);
-        self.access.insert(access.clone(), ());
-        access
-    }
-
-    fn refresh_token(&mut self) -> String {
-        self.serial += 1;
-        let refresh = format!("gh-rt-{}", self.serial);
-        self.refresh.insert(refresh.clone(), ());
-        refresh
+        self.calls.hit(what);
     }
 }
 
@@ -122,12 +103,18 @@ fn new_signing_key() -> p256::ecdsa::SigningKey {
 impl GoogleHealthFake {
     /// A fake Google Health API on a loopback port that knows the OAuth app `client`.
     pub async fn start(client: &OauthClient) -> Self {
+        let issuer = Issuer::new(&crate::google_health::DESCRIPTION, "gh", client.clone()).reusable_refresh();
         let inner = Arc::new(Mutex::new(Inner {
-            client_id: client.client_id.clone(),
-            client_secret: client.client_secret.expose().to_owned(),
+            issuer,
+            calls: Calls::default(),
+            queries: HashMap::new(),
+            authorize_queries: Vec::new(),
+            failures: Vec::new(),
             page_size: 2,
+            added: HashMap::new(),
+            revoked: Vec::new(),
+            minute: (0, 0),
             per_user_limit: PER_USER_PER_MINUTE,
-            ..Inner::default()
         }));
         let signing_key = Arc::new(new_signing_key());
         let keyset = crate::tink::keyset_json(SIGNING_KEY_ID, signing_key.verifying_key());
@@ -156,11 +143,7 @@ impl GoogleHealthFake {
     }
 
     pub fn endpoints(&self) -> Endpoints {
-        Endpoints {
-            authorize: format!("{}/o/oauth2/v2/auth", self.base),
-            token: format!("{}/token", self.base),
-            api: self.base.clone(),
-        }
+        super::oauth::endpoints(&self.base, &crate::google_health::DESCRIPTION)
     }
 
     /// Google's other addresses ([`GoogleUrls`]) on this fake.
@@ -207,7 +190,7 @@ impl GoogleHealthFake {
     /// How many calls reached `what`: `authorize`, `token:authorization_code`,
     /// `token:refresh_token`, `identity`, or a data type (`steps`, `heart-rate`, ...).
     pub fn calls(&self, what: &str) -> usize {
-        self.lock().calls.get(what).copied().unwrap_or(0)
+        self.lock().calls.of(what) as usize
     }
 
     /// The query of every call to a data type's `dataPoints`, in order.
@@ -227,12 +210,12 @@ impl GoogleHealthFake {
 
     /// Every access token issued so far is refused (401) from now on.
     pub fn expire_access_tokens(&self) {
-        self.lock().access.clear();
+        self.lock().issuer.expire_access();
     }
 
     /// Every refresh token issued so far is refused (the user removed the app's access).
     pub fn revoke_refresh_tokens(&self) {
-        self.lock().refresh.clear();
+        self.lock().issuer.revoke_refresh_tokens();
     }
 
     /// Data points per page (2 by default, so every fixture spans pages).
@@ -252,17 +235,7 @@ impl GoogleHealthFake {
 
     /// An account as a code exchange would have linked it.
     pub fn account(&self) -> ProviderAccount {
-        let mut inner = self.lock();
-        let (access, refresh) = (inner.access_token(), inner.refresh_token());
-        ProviderAccount {
-            external_user_id: USER_ID.into(),
-            credentials: ProviderCredentials {
-                access_token: Secret::new(access),
-                refresh_token: Some(Secret::new(refresh)),
-                expires_at: None,
-                scopes: vec![],
-            },
-        }
+        self.lock().issuer.account(USER_ID.into())
     }
 }
 
@@ -285,69 +258,41 @@ fn error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-fn oauth_error(status: StatusCode, error: &str) -> Response {
-    (status, axum::Json(json!({"error": error}))).into_response()
-}
-
 async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = lock(&s);
     inner.count("authorize");
     inner.authorize_queries.push(q.clone());
-    let (Some(client_id), Some(redirect), Some(state)) =
-        (q.get("client_id"), q.get("redirect_uri"), q.get("state"))
-    else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-    };
-    if *client_id != inner.client_id || q.get("response_type").map(String::as_str) != Some("code") {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_client");
-    }
-    let offline = q.get("access_type").map(String::as_str) == Some("offline");
-    inner.serial += 1;
-    let code = format!("gh-code-{}", inner.serial);
-    inner.codes.insert(code.clone(), offline);
-    let Ok(mut url) = url::Url::parse(redirect) else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-    };
-    url.query_pairs_mut().append_pair("code", &code).append_pair("state", state);
-    (StatusCode::FOUND, [(header::LOCATION, url.to_string())]).into_response()
+    inner.issuer.consent(&q)
 }
 
-async fn token(State(s): State<Shared>, body: Bytes) -> Response {
+async fn token(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = lock(&s);
     let grant = form.get("grant_type").cloned().unwrap_or_default();
     inner.count(&format!("token:{grant}"));
-    // Google takes the client in the body (PROVIDERS.md section 11: "Token auth: body").
-    if form.get("client_id") != Some(&inner.client_id)
-        || form.get("client_secret") != Some(&inner.client_secret)
-    {
+    // Google takes the client in the body ("Token auth: body").
+    if !inner.issuer.authenticates(&form, &headers) {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
-    match grant.as_str() {
-        "authorization_code" => {
-            let code = form.get("code").cloned().unwrap_or_default();
-            let Some(offline) = inner.codes.remove(&code) else {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            };
-            let mut answer = json!({"access_token": inner.access_token(), "expires_in": 3599,
-                "token_type": "Bearer", "scope": google_health::SCOPES});
-            if offline {
-                answer["refresh_token"] = json!(inner.refresh_token());
-            }
-            axum::Json(answer).into_response()
-        }
-        "refresh_token" => {
-            let rt = form.get("refresh_token").cloned().unwrap_or_default();
-            if !inner.refresh.contains_key(&rt) {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            }
-            // No new refresh token: the one the client holds stays valid.
-            axum::Json(json!({"access_token": inner.access_token(), "expires_in": 3599,
-                "token_type": "Bearer", "scope": google_health::SCOPES}))
-            .into_response()
-        }
-        _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
+    if !matches!(grant.as_str(), "authorization_code" | "refresh_token") {
+        return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type");
     }
+    // A refresh token only when the consent asked for offline access.
+    let offline = form
+        .get("code")
+        .and_then(|c| inner.issuer.consent_of(c))
+        .map(|q| q.get("access_type").map(String::as_str) == Some("offline"));
+    if !inner.issuer.redeem(&form) {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    }
+    let (access, refresh) = inner.issuer.issue();
+    let mut answer = json!({"access_token": access, "expires_in": 3599, "token_type": "Bearer",
+        "scope": google_health::SCOPES});
+    // A refresh answers no new refresh token: the one the client holds stays valid.
+    if offline == Some(true) {
+        answer["refresh_token"] = json!(refresh);
+    }
+    axum::Json(answer).into_response()
 }
 
 /// Google's token revocation (https://developers.google.com/identity/protocols/oauth2/web-server,
@@ -360,10 +305,9 @@ async fn revoke(State(s): State<Shared>, body: Bytes) -> Response {
     let mut inner = lock(&s);
     inner.count("revoke");
     let token = form.get("token").cloned().unwrap_or_default();
-    if inner.refresh.remove(&token).is_some() {
-        inner.refresh.clear();
-        inner.access.clear();
-    } else if inner.access.remove(&token).is_none() {
+    if inner.issuer.revoke_refresh(&token) {
+        inner.issuer.revoke_all();
+    } else if !inner.issuer.revoke_access(&token) {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_token");
     }
     inner.revoked.push(token);
@@ -378,12 +322,7 @@ fn admit(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<R
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         return Err(Box::new(error(code, "fake failure")));
     }
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    if !inner.access.contains_key(token) {
+    if !inner.issuer.admits(headers) {
         return Err(Box::new(error(
             StatusCode::UNAUTHORIZED,
             "Request had invalid authentication credentials.",

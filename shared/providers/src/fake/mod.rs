@@ -2,9 +2,12 @@
 //! API documents (fixtures under `shared/providers/fixtures/<provider>/`, taken from the
 //! providers' published OpenAPI examples and schemas), so the adapters are tested without the
 //! internet. Each fake counts the calls it gets, so tests can assert what reached the provider.
+//! What they all play alike (hosts, consent, tokens, bearer checks, call records) is [`oauth`],
+//! parameterised by the provider's description.
 
 pub mod dexcom;
 pub mod google_health;
+pub mod oauth;
 pub mod oura;
 pub mod polar;
 pub mod strava;

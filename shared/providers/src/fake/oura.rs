@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::OauthClient;
 
+use super::oauth::{Calls, Issuer, oauth_error};
 use crate::config::{AppConfig, Endpoints};
 
 /// The user every code is for (the fixture's `personal_info.id`).
@@ -30,16 +31,12 @@ const COLLECTIONS: [(&str, &str); 6] = [
     ("daily_readiness", include_str!("../../fixtures/oura/daily_readiness.json")),
 ];
 
-#[derive(Default)]
 struct Inner {
-    client_id: String,
-    client_secret: String,
+    /// Codes, tokens (refresh tokens single use, replaced on use) and the client check.
+    issuer: Issuer,
+    /// Numbers the webhook subscriptions.
     serial: u64,
-    codes: HashMap<String, ()>,
-    access: HashMap<String, ()>,
-    /// Refresh token -> already used.
-    refresh: HashMap<String, bool>,
-    calls: HashMap<String, usize>,
+    calls: Calls,
     /// Data calls still to fail, and with which status.
     failures: Vec<u16>,
     page_size: usize,
@@ -51,14 +48,11 @@ struct Inner {
 
 impl Inner {
     fn count(&mut self, what: &str) {
-        *self.calls.entry(what.to_owned()).or_default() += 1;
+        self.calls.hit(what);
     }
 
     fn tokens(&mut self) -> Value {
-        self.serial += 1;
-        let (access, refresh) = (format!("oura-at-{}", self.serial), format!("oura-rt-{}", self.serial));
-        self.access.insert(access.clone(), ());
-        self.refresh.insert(refresh.clone(), false);
+        let (access, refresh) = self.issuer.issue();
         json!({"access_token": access, "refresh_token": refresh, "expires_in": 86400,
             "token_type": "bearer", "scope": crate::oura::SCOPES})
     }
@@ -76,10 +70,13 @@ impl OuraFake {
     /// A fake Oura on a loopback port that knows the OAuth app `client`.
     pub async fn start(client: &OauthClient) -> Self {
         let inner = Arc::new(Mutex::new(Inner {
-            client_id: client.client_id.clone(),
-            client_secret: client.client_secret.expose().to_owned(),
+            issuer: Issuer::new(&crate::oura::DESCRIPTION, "oura", client.clone()),
+            serial: 0,
+            calls: Calls::default(),
+            failures: Vec::new(),
             page_size: 2,
-            ..Inner::default()
+            added: HashMap::new(),
+            subscriptions: Vec::new(),
         }));
         let app = Router::new()
             .route("/oauth/authorize", get(authorize))
@@ -98,11 +95,7 @@ impl OuraFake {
     }
 
     pub fn endpoints(&self) -> Endpoints {
-        Endpoints {
-            authorize: format!("{}/oauth/authorize", self.base),
-            token: format!("{}/oauth/token", self.base),
-            api: self.base.clone(),
-        }
+        super::oauth::endpoints(&self.base, &crate::oura::DESCRIPTION)
     }
 
     /// The adapter configuration pointing at this fake.
@@ -121,7 +114,7 @@ impl OuraFake {
     /// How many calls reached `what`: `authorize`, `token:authorization_code`,
     /// `token:refresh_token`, `revoke`, `personal_info`, or a collection (`sleep`, ...).
     pub fn calls(&self, what: &str) -> usize {
-        self.lock().calls.get(what).copied().unwrap_or(0)
+        self.lock().calls.of(what) as usize
     }
 
     /// The next `times` data calls answer `status` (429 with Oura's rate-limit headers).
@@ -131,7 +124,7 @@ impl OuraFake {
 
     /// Every access token issued so far is refused (401) from now on, as after an early expiry.
     pub fn expire_access_tokens(&self) {
-        self.lock().access.clear();
+        self.lock().issuer.expire_access();
     }
 
     /// Documents per page (2 by default, so every fixture spans pages).
@@ -170,69 +163,37 @@ fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Inner> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn oauth_error(status: StatusCode, error: &str) -> Response {
-    (status, axum::Json(json!({"error": error}))).into_response()
-}
-
 async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = lock(&s);
     inner.count("authorize");
-    let (Some(client_id), Some(redirect), Some(state)) =
-        (q.get("client_id"), q.get("redirect_uri"), q.get("state"))
-    else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-    };
-    if *client_id != inner.client_id || q.get("response_type").map(String::as_str) != Some("code") {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_client");
-    }
-    inner.serial += 1;
-    let code = format!("oura-code-{}", inner.serial);
-    inner.codes.insert(code.clone(), ());
-    let Ok(mut url) = url::Url::parse(redirect) else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-    };
-    url.query_pairs_mut().append_pair("code", &code).append_pair("state", state);
-    (StatusCode::FOUND, [(header::LOCATION, url.to_string())]).into_response()
+    inner.issuer.consent(&q)
 }
 
-async fn token(State(s): State<Shared>, body: Bytes) -> Response {
+async fn token(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = lock(&s);
     let grant = form.get("grant_type").cloned().unwrap_or_default();
     inner.count(&format!("token:{grant}"));
     // Oura takes the client in the body.
-    if form.get("client_id") != Some(&inner.client_id)
-        || form.get("client_secret") != Some(&inner.client_secret)
-    {
+    if !inner.issuer.authenticates(&form, &headers) {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
-    match grant.as_str() {
-        "authorization_code" => {
-            let code = form.get("code").cloned().unwrap_or_default();
-            if inner.codes.remove(&code).is_none() {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
-            }
-            axum::Json(inner.tokens()).into_response()
-        }
-        "refresh_token" => {
-            let rt = form.get("refresh_token").cloned().unwrap_or_default();
-            match inner.refresh.get_mut(&rt) {
-                // Single use: a second use of the same refresh token is refused.
-                Some(used) if !*used => *used = true,
-                _ => return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant"),
-            }
-            axum::Json(inner.tokens()).into_response()
-        }
-        _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
+    if !matches!(grant.as_str(), "authorization_code" | "refresh_token") {
+        return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type");
     }
+    // A code works once; so does a refresh token (a second use is refused).
+    if !inner.issuer.redeem(&form) {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    }
+    axum::Json(inner.tokens()).into_response()
 }
 
 async fn revoke(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = lock(&s);
     inner.count("revoke");
-    match q.get("access_token").and_then(|t| inner.access.remove(t)) {
-        Some(()) => StatusCode::OK.into_response(),
-        None => oauth_error(StatusCode::BAD_REQUEST, "invalid_token"),
+    match q.get("access_token").is_some_and(|t| inner.issuer.revoke_access(t)) {
+        true => StatusCode::OK.into_response(),
+        false => oauth_error(StatusCode::BAD_REQUEST, "invalid_token"),
     }
 }
 
@@ -257,12 +218,7 @@ fn admit(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<R
         }
         return Err(Box::new(res));
     }
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    if !inner.access.contains_key(token) {
+    if !inner.issuer.admits(headers) {
         return Err(unauthorized());
     }
     Ok(())
@@ -338,7 +294,9 @@ fn unauthorized() -> Box<Response> {
 fn app_admitted(inner: &mut Inner, headers: &HeaderMap, what: &str) -> Result<(), Box<Response>> {
     inner.count(what);
     let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    if header("x-client-id") != inner.client_id || header("x-client-secret") != inner.client_secret {
+    let client = &inner.issuer.client;
+    if header("x-client-id") != client.client_id || header("x-client-secret") != client.client_secret.expose()
+    {
         return Err(unauthorized());
     }
     Ok(())

@@ -13,16 +13,15 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use base64::Engine;
 use chrono::{Duration, NaiveDate, Utc};
 use serde_json::{Value, json};
 use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
 
-use super::whoop::Issuer;
+use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 use crate::polar::{MAX_DAYS_BACK, MAX_RANGE_DAYS, SIGNATURE_HEADER, sign};
 
@@ -54,8 +53,7 @@ pub enum Failure {
 
 struct Inner {
     issuer: Issuer,
-    calls: HashMap<&'static str, u32>,
-    queries: HashMap<&'static str, Vec<HashMap<String, String>>>,
+    calls: Calls,
     failure: Option<Failure>,
     /// The user has registered with the client (`POST /v3/users`).
     registered: bool,
@@ -79,9 +77,8 @@ impl FakePolar {
     pub fn new(client: OauthClient) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                issuer: Issuer::new("polar", client),
-                calls: HashMap::new(),
-                queries: HashMap::new(),
+                issuer: Issuer::new(&crate::polar::DESCRIPTION, "polar", client),
+                calls: Calls::default(),
                 failure: None,
                 registered: false,
                 consents_missing: false,
@@ -99,7 +96,7 @@ impl FakePolar {
 
     /// Serves the fake on loopback; the endpoints an adapter is configured with.
     pub async fn start(&self) -> Endpoints {
-        endpoints(&super::serve(self.router()).await)
+        super::oauth::endpoints(&super::serve(self.router()).await, &crate::polar::DESCRIPTION)
     }
 
     pub fn router(&self) -> Router {
@@ -129,12 +126,12 @@ impl FakePolar {
     /// `activities`, `sleep`, `nightly-recharge`, `continuous-heart-rate`, `physical-info`,
     /// `webhooks`, `create-webhook`, `activate-webhook`).
     pub fn calls(&self, route: &str) -> u32 {
-        self.lock().calls.get(route).copied().unwrap_or(0)
+        self.lock().calls.of(route)
     }
 
     /// The query strings `route` received, in order.
     pub fn queries(&self, route: &str) -> Vec<HashMap<String, String>> {
-        self.lock().queries.get(route).cloned().unwrap_or_default()
+        self.lock().calls.queries(route)
     }
 
     pub fn set_failure(&self, failure: Option<Failure>) {
@@ -186,15 +183,6 @@ impl FakePolar {
     }
 }
 
-/// The endpoints of a fake served at `base`.
-pub fn endpoints(base: &str) -> Endpoints {
-    Endpoints {
-        authorize: format!("{base}/oauth2/authorization"),
-        token: format!("{base}/v2/oauth2/token"),
-        api: base.to_owned(),
-    }
-}
-
 /// A delivery as Polar sends it, signed with the webhook's `secret`.
 pub fn signed_push(secret: &str, body: &[u8]) -> PushRequest {
     PushRequest {
@@ -215,25 +203,6 @@ fn error(status: StatusCode, error_type: &str, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-fn count(inner: &mut Inner, route: &'static str, query: HashMap<String, String>) {
-    *inner.calls.entry(route).or_default() += 1;
-    inner.queries.entry(route).or_default().push(query);
-}
-
-/// Whether the request names the client with its secret by HTTP Basic.
-fn basic_ok(inner: &Inner, headers: &HeaderMap) -> bool {
-    let Some(encoded) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Basic "))
-    else {
-        return false;
-    };
-    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).unwrap_or_default();
-    let client = &inner.issuer.client;
-    decoded == format!("{}:{}", client.client_id, client.client_secret.expose()).into_bytes()
-}
-
 /// Counts a data call, applies the failure switch, the 15-minute budget and the bearer token:
 /// the answer that refuses the call, if any.
 fn refusal(
@@ -243,7 +212,7 @@ fn refusal(
     query: HashMap<String, String>,
 ) -> Option<Response> {
     let mut inner = fake.lock();
-    count(&mut inner, route, query);
+    inner.calls.count(route, query);
     match inner.failure {
         Some(Failure::Unauthorized) => return Some(error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "token")),
         Some(Failure::ServerError) => {
@@ -273,15 +242,15 @@ fn refusal(
 
 async fn authorize(State(fake): State<FakePolar>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = fake.lock();
-    count(&mut inner, "authorize", q.clone());
+    inner.calls.count("authorize", q.clone());
     inner.issuer.consent(&q)
 }
 
 async fn token(State(fake): State<FakePolar>, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = fake.lock();
-    count(&mut inner, "token", HashMap::new());
-    if !basic_ok(&inner, &headers) {
+    inner.calls.count("token", HashMap::new());
+    if !inner.issuer.authenticates(&form, &headers) {
         return error(StatusCode::UNAUTHORIZED, "invalid_client", "client authentication failed");
     }
     if form.get("grant_type").map(String::as_str) != Some("authorization_code") || !inner.issuer.redeem(&form)
@@ -296,7 +265,7 @@ async fn token(State(fake): State<FakePolar>, headers: HeaderMap, body: Bytes) -
 
 async fn register(State(fake): State<FakePolar>, headers: HeaderMap, body: Bytes) -> Response {
     let mut inner = fake.lock();
-    count(&mut inner, "register", HashMap::new());
+    inner.calls.count("register", HashMap::new());
     if !inner.issuer.admits(&headers) {
         return error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "invalid access token");
     }
@@ -321,7 +290,7 @@ async fn register(State(fake): State<FakePolar>, headers: HeaderMap, body: Bytes
 
 async fn deregister(State(fake): State<FakePolar>, headers: HeaderMap, Path(user): Path<String>) -> Response {
     let mut inner = fake.lock();
-    count(&mut inner, "deregister", HashMap::new());
+    inner.calls.count("deregister", HashMap::new());
     if !inner.issuer.admits(&headers) {
         return error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "invalid access token");
     }
@@ -399,8 +368,8 @@ async fn ranged(
 
 async fn webhooks(State(fake): State<FakePolar>, headers: HeaderMap) -> Response {
     let mut inner = fake.lock();
-    count(&mut inner, "webhooks", HashMap::new());
-    if !basic_ok(&inner, &headers) {
+    inner.calls.count("webhooks", HashMap::new());
+    if !inner.issuer.basic(&headers) {
         return error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "client authentication failed");
     }
     let data: Vec<Value> = inner
@@ -415,8 +384,8 @@ async fn webhooks(State(fake): State<FakePolar>, headers: HeaderMap) -> Response
 /// URL; the fake does not call out.)
 async fn create_webhook(State(fake): State<FakePolar>, headers: HeaderMap, body: Bytes) -> Response {
     let mut inner = fake.lock();
-    count(&mut inner, "create-webhook", HashMap::new());
-    if !basic_ok(&inner, &headers) {
+    inner.calls.count("create-webhook", HashMap::new());
+    if !inner.issuer.basic(&headers) {
         return error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "client authentication failed");
     }
     if inner.webhook.is_some() {
@@ -441,8 +410,8 @@ async fn create_webhook(State(fake): State<FakePolar>, headers: HeaderMap, body:
 
 async fn activate_webhook(State(fake): State<FakePolar>, headers: HeaderMap) -> Response {
     let mut inner = fake.lock();
-    count(&mut inner, "activate-webhook", HashMap::new());
-    if !basic_ok(&inner, &headers) {
+    inner.calls.count("activate-webhook", HashMap::new());
+    if !inner.issuer.basic(&headers) {
         return error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "client authentication failed");
     }
     match inner.webhook.as_mut() {

@@ -21,7 +21,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, PushRequest};
 
-use super::whoop::Issuer;
+use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 
 /// The athlete the fixtures belong to (STRAVA-SW's `/athlete` example).
@@ -51,8 +51,7 @@ pub enum Failure {
 
 struct Inner {
     issuer: Issuer,
-    calls: HashMap<&'static str, u32>,
-    queries: HashMap<&'static str, Vec<HashMap<String, String>>>,
+    calls: Calls,
     failure: Option<Failure>,
     /// What the consent grants instead of what was asked (the user unticked scopes).
     granted: Option<String>,
@@ -68,11 +67,6 @@ struct Inner {
 }
 
 impl Inner {
-    fn count(&mut self, route: &'static str, query: HashMap<String, String>) {
-        *self.calls.entry(route).or_default() += 1;
-        self.queries.entry(route).or_default().push(query);
-    }
-
     /// New tokens carrying `scopes`: the access and refresh token.
     fn issue(&mut self, scopes: Vec<String>) -> (String, String) {
         let (access, refresh) = self.issuer.issue();
@@ -115,9 +109,8 @@ impl FakeStrava {
     pub fn new(client: OauthClient) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                issuer: Issuer::new("strava", client),
-                calls: HashMap::new(),
-                queries: HashMap::new(),
+                issuer: Issuer::new(&crate::strava::DESCRIPTION, "strava", client),
+                calls: Calls::default(),
                 failure: None,
                 granted: None,
                 scopes: HashMap::new(),
@@ -135,7 +128,7 @@ impl FakeStrava {
 
     /// Serves the fake on loopback; the endpoints an adapter is configured with.
     pub async fn start(&self) -> Endpoints {
-        endpoints(&super::serve(self.router()).await)
+        super::oauth::endpoints(&super::serve(self.router()).await, &crate::strava::DESCRIPTION)
     }
 
     pub fn router(&self) -> Router {
@@ -153,12 +146,12 @@ impl FakeStrava {
     /// Calls that reached `route` (`authorize`, `token`, `deauthorize`, `athlete`,
     /// `activities`, `streams`, `subscriptions`).
     pub fn calls(&self, route: &str) -> u32 {
-        self.lock().calls.get(route).copied().unwrap_or(0)
+        self.lock().calls.of(route)
     }
 
     /// The query strings (or forms) `route` received, in order.
     pub fn queries(&self, route: &str) -> Vec<HashMap<String, String>> {
-        self.lock().queries.get(route).cloned().unwrap_or_default()
+        self.lock().calls.queries(route)
     }
 
     pub fn set_failure(&self, failure: Option<Failure>) {
@@ -215,15 +208,6 @@ impl FakeStrava {
     /// Ends every access token (as Strava does after six hours).
     pub fn expire_access_tokens(&self) {
         self.lock().issuer.expire_access();
-    }
-}
-
-/// The endpoints of a fake served at `base`.
-pub fn endpoints(base: &str) -> Endpoints {
-    Endpoints {
-        authorize: format!("{base}/oauth/authorize"),
-        token: format!("{base}/oauth/token"),
-        api: format!("{base}/api/v3"),
     }
 }
 
@@ -284,7 +268,7 @@ fn admit(
     query: HashMap<String, String>,
 ) -> Result<Admitted, Refusal> {
     let mut inner = fake.lock();
-    inner.count(route, query);
+    inner.calls.count(route, query);
     match inner.failure {
         Some(Failure::Unauthorized) => return Err(Box::new(unauthorized())),
         Some(Failure::ServerError) => {
@@ -337,7 +321,7 @@ fn activity_scope(scopes: &Option<Vec<String>>) -> Result<bool, Refusal> {
 
 async fn authorize(State(fake): State<FakeStrava>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = fake.lock();
-    inner.count("authorize", q.clone());
+    inner.calls.count("authorize", q.clone());
     let mut response = inner.issuer.consent(&q);
     let Some(location) = response.headers().get(header::LOCATION).and_then(|l| l.to_str().ok()) else {
         return response;
@@ -354,12 +338,12 @@ async fn authorize(State(fake): State<FakeStrava>, Query(q): Query<HashMap<Strin
     response
 }
 
-async fn token(State(fake): State<FakeStrava>, body: Bytes) -> Response {
+async fn token(State(fake): State<FakeStrava>, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = fake.lock();
     let grant = form.get("grant_type").cloned().unwrap_or_default();
-    inner.count("token", HashMap::from([("grant_type".to_owned(), grant.clone())]));
-    if !inner.issuer.authenticates(&form) {
+    inner.calls.count("token", HashMap::from([("grant_type".to_owned(), grant.clone())]));
+    if !inner.issuer.authenticates(&form, &headers) {
         return fault(StatusCode::UNAUTHORIZED, "Bad Request", "Application", "client_id", "invalid");
     }
     let used = match grant.as_str() {
@@ -386,7 +370,7 @@ async fn deauthorize(State(fake): State<FakeStrava>, headers: HeaderMap, body: B
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let token = form.get("access_token").cloned().or_else(|| bearer(&headers));
     let mut inner = fake.lock();
-    inner.count("deauthorize", HashMap::new());
+    inner.calls.count("deauthorize", HashMap::new());
     let mut as_bearer = HeaderMap::new();
     if let Some(v) = token.as_ref().and_then(|t| format!("Bearer {t}").parse().ok()) {
         as_bearer.insert(header::AUTHORIZATION, v);
@@ -473,11 +457,11 @@ async fn streams(
 
 /// Whether `params` name the application with its secret.
 fn app_named(fake: &FakeStrava, params: &HashMap<String, String>) -> bool {
-    fake.lock().issuer.authenticates(params)
+    fake.lock().issuer.in_form(params)
 }
 
 async fn list_subscriptions(State(fake): State<FakeStrava>, Query(q): Params) -> Response {
-    fake.lock().count("subscriptions", HashMap::new());
+    fake.lock().calls.count("subscriptions", HashMap::new());
     if !app_named(&fake, &q) {
         return unauthorized();
     }
@@ -492,7 +476,7 @@ async fn list_subscriptions(State(fake): State<FakeStrava>, Query(q): Params) ->
 
 async fn create_subscription(State(fake): State<FakeStrava>, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    fake.lock().count("subscriptions", HashMap::new());
+    fake.lock().calls.count("subscriptions", HashMap::new());
     if !app_named(&fake, &form) {
         return unauthorized();
     }

@@ -4,21 +4,21 @@
 //! profile documents, and the revoke endpoint. Switches make the data calls answer 401, 429
 //! (with WHOOP's rate headers) or 500.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use base64::Engine;
 use serde_json::{Value, json};
-use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::common::signing::hmac_sha256;
-use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, PushRequest};
+use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, PushRequest};
 
+use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 
 /// The user the fixtures belong to (WHOOP's webhook example's `user_id`).
@@ -48,113 +48,9 @@ pub enum Failure {
     ServerError,
 }
 
-/// The OAuth side every fake plays alike: one client; codes the consent page issues, usable
-/// once; access tokens; refresh tokens usable once and replaced on use. (The Withings fake
-/// shares it.)
-pub struct Issuer {
-    pub client: OauthClient,
-    prefix: &'static str,
-    codes: HashSet<String>,
-    access: HashSet<String>,
-    refresh: HashSet<String>,
-    serial: u64,
-}
-
-impl Issuer {
-    pub fn new(prefix: &'static str, client: OauthClient) -> Self {
-        Self {
-            client,
-            prefix,
-            codes: HashSet::new(),
-            access: HashSet::new(),
-            refresh: HashSet::new(),
-            serial: 0,
-        }
-    }
-
-    /// A new opaque value (code, token, nonce).
-    pub fn mint(&mut self, kind: &str) -> String {
-        self.serial += 1;
-        format!("{}-{kind}-{}", self.prefix, self.serial)
-    }
-
-    /// A new access token and refresh token.
-    pub fn issue(&mut self) -> (String, String) {
-        let (access, refresh) = (self.mint("access"), self.mint("refresh"));
-        self.access.insert(access.clone());
-        self.refresh.insert(refresh.clone());
-        (access, refresh)
-    }
-
-    /// An account holding newly issued tokens, as if linked.
-    pub fn account(&mut self, external_user_id: String) -> ProviderAccount {
-        let (access, refresh) = self.issue();
-        ProviderAccount {
-            external_user_id,
-            credentials: ProviderCredentials {
-                access_token: Secret::new(access),
-                refresh_token: Some(Secret::new(refresh)),
-                expires_at: None,
-                scopes: vec![],
-            },
-        }
-    }
-
-    /// The consent page's answer: the browser sent back to `redirect_uri` with a new code and
-    /// the `state`; 400 for another client or a missing callback.
-    pub fn consent(&mut self, query: &HashMap<String, String>) -> Response {
-        let known = query.get("client_id") == Some(&self.client.client_id);
-        let target = query.get("redirect_uri").and_then(|r| url::Url::parse(r).ok());
-        let (Some(mut target), Some(state), true) = (target, query.get("state"), known) else {
-            return error(StatusCode::BAD_REQUEST, "invalid_request");
-        };
-        let code = self.mint("code");
-        self.codes.insert(code.clone());
-        target.query_pairs_mut().append_pair("code", &code).append_pair("state", state);
-        (StatusCode::FOUND, [(header::LOCATION, target.to_string())]).into_response()
-    }
-
-    /// Whether a token request's form names this client with its secret.
-    pub fn authenticates(&self, form: &HashMap<String, String>) -> bool {
-        form.get("client_id") == Some(&self.client.client_id)
-            && form.get("client_secret").map(String::as_str) == Some(self.client.client_secret.expose())
-    }
-
-    /// Uses up the form's code or refresh token: whether it was a live one.
-    pub fn redeem(&mut self, form: &HashMap<String, String>) -> bool {
-        let field = |k: &str| form.get(k).map(String::as_str);
-        match (field("grant_type"), field("code"), field("refresh_token")) {
-            (Some("authorization_code"), Some(code), _) => self.codes.remove(code),
-            (Some("refresh_token"), _, Some(refresh)) => self.refresh.remove(refresh),
-            _ => false,
-        }
-    }
-
-    /// Whether the request's `Authorization: Bearer` token is a live access token.
-    pub fn admits(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| self.access.contains(t))
-    }
-
-    /// Ends every access token (as when they expire).
-    pub fn expire_access(&mut self) {
-        self.access.clear();
-    }
-
-    /// Ends every token (the user's access revoked).
-    pub fn revoke_all(&mut self) {
-        self.access.clear();
-        self.refresh.clear();
-    }
-}
-
 struct Inner {
     issuer: Issuer,
-    calls: HashMap<&'static str, u32>,
-    queries: HashMap<&'static str, Vec<HashMap<String, String>>>,
+    calls: Calls,
     failure: Option<Failure>,
     page_size: usize,
     /// The user unticked `offline` at the consent: no refresh token is issued.
@@ -185,9 +81,8 @@ impl FakeWhoop {
     pub fn new(client: OauthClient) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                issuer: Issuer::new("whoop", client),
-                calls: HashMap::new(),
-                queries: HashMap::new(),
+                issuer: Issuer::new(&crate::whoop::DESCRIPTION, "whoop", client),
+                calls: Calls::default(),
                 failure: None,
                 page_size: MAX_LIMIT,
                 offline_refused: false,
@@ -202,7 +97,7 @@ impl FakeWhoop {
 
     /// Serves the fake on loopback; the endpoints an adapter is configured with.
     pub async fn start(&self) -> Endpoints {
-        endpoints(&super::serve(self.router()).await)
+        super::oauth::endpoints(&super::serve(self.router()).await, &crate::whoop::DESCRIPTION)
     }
 
     pub fn router(&self) -> Router {
@@ -236,12 +131,12 @@ impl FakeWhoop {
     /// Calls that reached `route` (`authorize`, `token`, `profile`, `body`, `sleep`, `workout`,
     /// `recovery`, `revoke`).
     pub fn calls(&self, route: &str) -> u32 {
-        self.lock().calls.get(route).copied().unwrap_or(0)
+        self.lock().calls.of(route)
     }
 
     /// The query strings `route` received, in order.
     pub fn queries(&self, route: &str) -> Vec<HashMap<String, String>> {
-        self.lock().queries.get(route).cloned().unwrap_or_default()
+        self.lock().calls.queries(route)
     }
 
     pub fn set_failure(&self, failure: Option<Failure>) {
@@ -272,15 +167,6 @@ impl FakeWhoop {
     /// Ends every access token (as WHOOP does after an hour).
     pub fn expire_access_tokens(&self) {
         self.lock().issuer.expire_access();
-    }
-}
-
-/// The endpoints of a fake served at `base`.
-pub fn endpoints(base: &str) -> Endpoints {
-    Endpoints {
-        authorize: format!("{base}/oauth/oauth2/auth"),
-        token: format!("{base}/oauth/oauth2/token"),
-        api: format!("{base}/developer"),
     }
 }
 
@@ -316,8 +202,7 @@ fn refusal(
     query: HashMap<String, String>,
 ) -> Option<Response> {
     let mut inner = fake.lock();
-    *inner.calls.entry(route).or_default() += 1;
-    inner.queries.entry(route).or_default().push(query);
+    inner.calls.count(route, query);
     match inner.failure {
         Some(Failure::Unauthorized) => return Some(StatusCode::UNAUTHORIZED.into_response()),
         Some(Failure::RateLimited { reset_secs }) => {
@@ -341,15 +226,15 @@ fn refusal(
 
 async fn authorize(State(fake): State<FakeWhoop>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = fake.lock();
-    *inner.calls.entry("authorize").or_default() += 1;
+    inner.calls.hit("authorize");
     inner.issuer.consent(&q)
 }
 
-async fn token(State(fake): State<FakeWhoop>, body: Bytes) -> Response {
+async fn token(State(fake): State<FakeWhoop>, headers: HeaderMap, body: Bytes) -> Response {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let mut inner = fake.lock();
-    *inner.calls.entry("token").or_default() += 1;
-    if !inner.issuer.authenticates(&form) {
+    inner.calls.hit("token");
+    if !inner.issuer.authenticates(&form, &headers) {
         return error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
     if !inner.issuer.redeem(&form) {

@@ -18,7 +18,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use wearlab_domain::ports::providers::{OauthClient, ProviderAccount};
 
-use super::whoop::Issuer;
+use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 use crate::withings::signature;
 
@@ -49,8 +49,7 @@ pub enum Failure {
 struct Inner {
     issuer: Issuer,
     nonces: HashSet<String>,
-    calls: HashMap<String, u32>,
-    forms: HashMap<String, Vec<HashMap<String, String>>>,
+    calls: Calls,
     failure: Option<Failure>,
     page_size: usize,
     /// Every page says `more` with the same `offset` (a provider bug the adapter must survive).
@@ -94,10 +93,9 @@ impl FakeWithings {
     pub fn new(client: OauthClient) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                issuer: Issuer::new("withings", client),
+                issuer: Issuer::new(&crate::withings::DESCRIPTION, "withings", client),
                 nonces: HashSet::new(),
-                calls: HashMap::new(),
-                forms: HashMap::new(),
+                calls: Calls::default(),
                 failure: None,
                 page_size: 100,
                 stuck_paging: false,
@@ -113,7 +111,7 @@ impl FakeWithings {
 
     /// Serves the fake on loopback; the endpoints an adapter is configured with.
     pub async fn start(&self) -> Endpoints {
-        endpoints(&super::serve(self.router()).await)
+        super::oauth::endpoints(&super::serve(self.router()).await, &crate::withings::DESCRIPTION)
     }
 
     pub fn router(&self) -> Router {
@@ -131,12 +129,12 @@ impl FakeWithings {
     /// Calls of `action` (`requesttoken`, `revoke`, `getnonce`, `getmeas`, `getactivity`,
     /// `getintradayactivity`, `getworkouts`, `getsummary`, `subscribe`) or of `authorize`.
     pub fn calls(&self, action: &str) -> u32 {
-        self.lock().calls.get(action).copied().unwrap_or(0)
+        self.lock().calls.of(action)
     }
 
     /// The forms `action` received, in order.
     pub fn forms(&self, action: &str) -> Vec<HashMap<String, String>> {
-        self.lock().forms.get(action).cloned().unwrap_or_default()
+        self.lock().calls.queries(action)
     }
 
     pub fn set_failure(&self, failure: Option<Failure>) {
@@ -169,22 +167,12 @@ impl FakeWithings {
     }
 }
 
-/// The endpoints of a fake served at `base`.
-pub fn endpoints(base: &str) -> Endpoints {
-    Endpoints {
-        authorize: format!("{base}/oauth2_user/authorize2"),
-        token: format!("{base}/v2/oauth2"),
-        api: base.to_owned(),
-    }
-}
-
 /// Reads the form, counts the call under its action and applies the failure switch.
 fn admit(fake: &FakeWithings, body: &Bytes) -> Result<HashMap<String, String>, Box<Response>> {
     let form: HashMap<String, String> = serde_urlencoded::from_bytes(body).unwrap_or_default();
     let action = form.get("action").cloned().unwrap_or_default();
     let mut inner = fake.lock();
-    *inner.calls.entry(action.clone()).or_default() += 1;
-    inner.forms.entry(action).or_default().push(form.clone());
+    inner.calls.count(action, form.clone());
     match inner.failure {
         Some(Failure::Status(code)) => Err(Box::new(status(code))),
         Some(Failure::Http(code)) => {
@@ -196,7 +184,7 @@ fn admit(fake: &FakeWithings, body: &Bytes) -> Result<HashMap<String, String>, B
 
 async fn authorize(State(fake): State<FakeWithings>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = fake.lock();
-    *inner.calls.entry("authorize".into()).or_default() += 1;
+    inner.calls.hit("authorize");
     inner.issuer.consent(&q)
 }
 
@@ -213,7 +201,7 @@ async fn oauth2(State(fake): State<FakeWithings>, body: Bytes) -> Response {
     }
     match field("action") {
         Some("requesttoken") => {
-            if !inner.issuer.authenticates(&form) {
+            if !inner.issuer.in_form(&form) {
                 return status(100);
             }
             // An unknown or used code or refresh token: Withings's "invalid token".
