@@ -1,5 +1,6 @@
-//! `/v2/link/**` (except bulk), `/v2/providers`, `/v2/team/**`: provider catalog, link tokens,
-//! password, OAuth and demo linking, and the team's self-service settings.
+//! `/v2/link/**` (except bulk), `/v2/providers`, `/v2/provider_webhooks/*`: provider catalog,
+//! link tokens, password, OAuth and demo linking, the hosted link page, and the providers'
+//! pushes. (The team's own settings, `/v2/team/**`, are team-api's.)
 //!
 //! Browser-facing routes carry no API key and are therefore not in the OpenAPI document: the
 //! OAuth callback (`/v2/link/provider/oauth/{provider}/callback`, where the provider sends the
@@ -12,7 +13,7 @@ mod widget_html;
 
 use wearlab_web::{AppState, Routes, routes};
 
-use handlers::{audit, catalog, link, preferences, provider_push, team, web, webhooks};
+use handlers::{catalog, link, provider_push, web};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
@@ -23,13 +24,6 @@ pub fn routes() -> Routes {
         .routes(routes!(link::complete_mfa))
         .routes(routes!(link::oauth))
         .routes(routes!(link::demo))
-        .routes(routes!(team::get_oauth_app, team::put_oauth_app, team::delete_oauth_app))
-        .routes(routes!(team::get_link_config, team::patch_link_config))
-        .routes(routes!(webhooks::list, webhooks::create))
-        .routes(routes!(webhooks::delete))
-        .routes(routes!(webhooks::attempts))
-        .routes(routes!(preferences::get, preferences::put))
-        .routes(routes!(audit::list))
         .route(web::CALLBACK_PATH, axum::routing::get(web::oauth_callback))
         .route(web::PAGE_PATH, axum::routing::get(web::page))
         .route(web::PROVIDER_PATH, axum::routing::get(web::provider))

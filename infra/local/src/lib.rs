@@ -308,6 +308,7 @@ impl LocalStack {
 pub fn routes() -> wearlab_web::Routes {
     user_api::routes()
         .merge(link_api::routes())
+        .merge(team_api::routes())
         .merge(bulk_api::routes())
         .merge(lab_api::routes())
         .merge(data_api::routes())

@@ -126,4 +126,4 @@ pub async fn demo(
 }
 
 /// The provider of a link route is in its path; the rest of what the use case names is the body's.
-pub(crate) const PROVIDER: Inputs = Inputs { query: &[], path: &["provider"] };
+const PROVIDER: Inputs = Inputs { query: &[], path: &["provider"] };

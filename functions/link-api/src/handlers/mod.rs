@@ -1,14 +1,10 @@
 //! One module per resource; each handler parses, calls one use case of
 //! `wearlab_domain::linking`, and answers.
 
-pub mod audit;
 pub mod catalog;
 pub mod link;
-pub mod preferences;
 pub mod provider_push;
-pub mod team;
 pub mod web;
-pub mod webhooks;
 
 use http::HeaderMap;
 use wearlab_domain::linking::tokens::LINK_TOKEN_HEADER;

@@ -17,9 +17,9 @@ use crate::helpers::{TestApp, error_locs};
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
-/// The stack's link-api routes served as a deployed link-api serves them (production URL policy).
+/// The team-api routes served as a deployed team-api serves them (production URL policy).
 fn deployed(t: TestApp) -> TestApp {
-    let app = link_api::app(AppState::without_auth_cache(t.deps.clone()));
+    let app = team_api::app(AppState::without_auth_cache(t.deps.clone()));
     TestApp { app, ..t }
 }
 

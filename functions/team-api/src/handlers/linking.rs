@@ -2,7 +2,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use wearlab_domain::linking::team_apps;
 use wearlab_models::{DetailBody, LinkConfig, LinkConfigPatch, OauthApp, OauthAppBody, SuccessBody};
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody};
+use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, JsonBody};
 
 type Answer<T> = Result<Json<T>, ApiError>;
 
@@ -18,9 +18,7 @@ pub async fn get_oauth_app(
     AuthTeam(t): AuthTeam,
     Path(provider): Path<String>,
 ) -> Answer<OauthApp> {
-    Ok(Json(
-        team_apps::get_oauth_app(&s.deps, t, &provider).await.map_err(|e| super::link::PROVIDER.locate(e))?,
-    ))
+    Ok(Json(team_apps::get_oauth_app(&s.deps, t, &provider).await.map_err(|e| PROVIDER.locate(e))?))
 }
 
 /// Registers (or replaces) the team's own OAuth app for a provider. team_oauth providers link
@@ -39,11 +37,7 @@ pub async fn put_oauth_app(
     JsonBody(body): JsonBody<OauthAppBody>,
 ) -> Answer<OauthApp> {
     let app = team_apps::NewOauthApp::parse(body)?;
-    Ok(Json(
-        team_apps::put_oauth_app(&s.deps, t, &provider, app)
-            .await
-            .map_err(|e| super::link::PROVIDER.locate(e))?,
-    ))
+    Ok(Json(team_apps::put_oauth_app(&s.deps, t, &provider, app).await.map_err(|e| PROVIDER.locate(e))?))
 }
 
 /// Removes the team's OAuth app for a provider.
@@ -58,7 +52,7 @@ pub async fn delete_oauth_app(
     AuthTeam(t): AuthTeam,
     Path(provider): Path<String>,
 ) -> Answer<SuccessBody> {
-    team_apps::delete_oauth_app(&s.deps, t, &provider).await.map_err(|e| super::link::PROVIDER.locate(e))?;
+    team_apps::delete_oauth_app(&s.deps, t, &provider).await.map_err(|e| PROVIDER.locate(e))?;
     Ok(Json(SuccessBody { success: true }))
 }
 
@@ -79,3 +73,7 @@ pub async fn patch_link_config(
 ) -> Answer<LinkConfig> {
     Ok(Json(team_apps::patch_link_config(&s.deps, t, body).await?))
 }
+
+/// The provider of an OAuth app route is in its path; the rest of what the use case names is
+/// the body's.
+const PROVIDER: Inputs = Inputs { query: &[], path: &["provider"] };

@@ -1,0 +1,7 @@
+//! One module per resource of `/v2/team/**`; each handler parses, calls one use case, and
+//! answers.
+
+pub mod audit;
+pub mod linking;
+pub mod preferences;
+pub mod webhooks;
