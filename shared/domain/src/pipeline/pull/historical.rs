@@ -20,7 +20,7 @@ use wearlab_models::{ConnectionStatus, EventEnvelope};
 use super::super::normalize::{Context, Entry, is_summary, produced};
 use super::super::{event, event_types, history_days, preferences};
 use super::{
-    PullJob, account, active_user, context, data_resources, fetch, keys, load_connection, poll, store,
+    PullJob, account, active_user, connections, context, data_resources, fetch, keys, poll, store,
     stored_birth_year,
 };
 use crate::Deps;
@@ -140,7 +140,7 @@ async fn usable(
         tracing::info!(user_id = %user_id, provider, "pull dropped: user gone");
         return Ok(None);
     };
-    let Some(conn) = load_connection(deps, user_id, provider).await? else {
+    let Some(conn) = connections::find(deps, user_id, provider).await? else {
         tracing::info!(user_id = %user_id, provider, "pull dropped: no connection");
         return Ok(None);
     };

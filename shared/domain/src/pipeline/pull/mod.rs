@@ -14,13 +14,13 @@ use super::normalize::{Context, is_modelled};
 use super::store;
 use super::{Job, PullMessage};
 use crate::Deps;
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, TimeZoneId, UserId};
 use crate::common::metrics;
 use crate::common::provider_catalog::catalog;
 use crate::common::throttle::{self, Decision};
 use crate::keys::pipeline as keys;
-use crate::linking::connections::{CONNECTION_CREATED, ConnectionRecord};
+use crate::linking::connections::{self, CONNECTION_CREATED, ConnectionRecord};
 use crate::linking::refresh;
 use crate::ports::providers::{
     DateRange, FetchedResource, ProviderAccount, ProviderError, Providers, RateWindow, RequestGate,
@@ -62,7 +62,7 @@ pub async fn start(
     provider: &str,
 ) -> Result<String, DomainError> {
     users::load_active(deps, team, user_id).await?;
-    let Some(conn) = load_connection(deps, user_id, provider).await? else {
+    let Some(conn) = connections::find(deps, user_id, provider).await? else {
         return Err(DomainError::NotFound(format!("The user has no connection to {provider}.")));
     };
     if conn.status != ConnectionStatus::Connected {
@@ -122,7 +122,7 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
         return Ok(Outcome::Ack);
     };
     let user_id = UserId::from_uuid(e.user_id);
-    let Some(conn) = load_connection(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
+    let Some(conn) = connections::find(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
     // One pull per connection: a duplicate event names the same pull.
     let pull_id = format!("conn-{}", conn.created_on.timestamp_micros());
     let job = PullJob {
@@ -135,20 +135,9 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
     metered_pull(deps, &job).await
 }
 
-async fn load_connection(
-    deps: &Deps,
-    user: UserId,
-    provider: &str,
-) -> Result<Option<ConnectionRecord>, DomainError> {
-    Ok(match deps.table.get(&crate::keys::linking::connection(user, provider)).await? {
-        Some(item) => Some(item.decode()?),
-        None => None,
-    })
-}
-
 /// The user's active record of the team, else `None` (deleted or another team's: drop the work).
 async fn active_user(deps: &Deps, team: TeamId, user: UserId) -> Result<Option<UserRecord>, DomainError> {
-    Ok(users::load(deps, team, user).await?.map(|(u, _)| u).filter(|u| u.deletion.is_none()))
+    Ok(users::load_active(deps, team, user).await.found()?.map(|(u, _)| u))
 }
 
 /// The resources a pull or poll of `provider` fetches on this deployment (those its adapter

@@ -10,7 +10,7 @@ use super::super::normalize::Entry;
 use super::super::store::{self, Change};
 use super::super::{Job, PullMessage, data_events, event_types, preferences};
 use super::{
-    PollJob, account, active_user, context, data_resources, fetch, keys, load_connection, stored_birth_year,
+    PollJob, account, active_user, connections, context, data_resources, fetch, keys, stored_birth_year,
 };
 use crate::Deps;
 use crate::common::error::DomainError;
@@ -83,7 +83,7 @@ pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
                 deps.table.query(Query::gsi1(partition.clone()).limit(POLL_PAGE).after(cursor)).await?;
             let mut jobs = Vec::new();
             for item in &page.items {
-                let Some(user) = item.key.pk.strip_prefix("USER#").and_then(UserId::parse) else { continue };
+                let Some(user) = crate::keys::parse_user_partition(&item.key.pk) else { continue };
                 let s: SyncRecord = item.decode()?;
                 jobs.push(Outgoing::now(
                     PullMessage::Job(Job::Poll(PollJob {
@@ -115,7 +115,7 @@ pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
 /// poll with nothing new emits nothing.
 pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
     if let Polled::NoAccess { error: Some(e), .. } = poll_until(deps, job, None).await?
-        && let Some(conn) = load_connection(deps, job.user_id, &job.provider).await?
+        && let Some(conn) = connections::find(deps, job.user_id, &job.provider).await?
     {
         // A dead refresh token or revoked access: the connection is marked and not polled again.
         refresh::record_refusal(deps, &conn, &e).await;
@@ -143,7 +143,7 @@ pub async fn poll_until(
         },
     };
     let (Some(user), Some(conn)) =
-        (active_user(deps, team, user_id).await?, load_connection(deps, user_id, provider).await?)
+        (active_user(deps, team, user_id).await?, connections::find(deps, user_id, provider).await?)
     else {
         // The connection or the user is gone: stop polling it.
         deps.table.delete(&sync_key, Condition::None).await?;
