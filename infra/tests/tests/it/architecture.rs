@@ -1,6 +1,8 @@
 //! The dependency rule, checked on the workspace as it is: crates point one way
 //! (models <- domain <- adapters and web <- functions <- infra), and inside the domain the
-//! lower modules do not name the ones built on them. A new forbidden arrow fails here.
+//! lower modules do not name the ones built on them; what one room owns (storage keys, the
+//! connection record, whether a user is active) is written in that room only. A new forbidden
+//! arrow fails here.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -234,4 +236,102 @@ fn the_domain_names_fields_not_request_locations() {
         .map(|f| f.display().to_string())
         .collect();
     assert_eq!(located, Vec::<String>::new());
+}
+
+/// What only one room of the domain may write: `patterns` appear in no domain file outside
+/// `owners` (paths relative to `shared/domain/src`; one ending in `/` is a folder), its test
+/// module aside.
+struct Owned {
+    what: &'static str,
+    owners: &'static [&'static str],
+    patterns: &'static [&'static str],
+}
+
+const OWNED: &[Owned] = &[
+    Owned {
+        what: "every storage key is built and parsed in keys/",
+        owners: &["keys/"],
+        patterns: &[
+            "Key::new(",
+            ".pk.split(",
+            ".pk.rsplit(",
+            ".pk.split_once(",
+            ".pk.rsplit_once(",
+            ".pk.strip_prefix(",
+            ".sk.split(",
+            ".sk.rsplit(",
+            ".sk.split_once(",
+            ".sk.rsplit_once(",
+            ".sk.strip_prefix(",
+        ],
+    },
+    Owned {
+        what: "a connection is read and written through linking's functions",
+        owners: &["linking/", "keys/"],
+        patterns: &[
+            "linking::connection(",
+            "CONNECTION_PREFIX",
+            "AccountMarker",
+            "decode::<ConnectionRecord>",
+            ": ConnectionRecord = ",
+        ],
+    },
+    Owned {
+        what: "whether a user is active is users::load_active's",
+        owners: &["users.rs", "users/"],
+        patterns: &["deletion.is_none()", "deletion.is_some()"],
+    },
+];
+
+/// Where `text`, the source of the domain file `rel`, writes what `rule` keeps to its owners.
+fn trespasses(rel: &str, text: &str, rule: &Owned) -> Vec<String> {
+    if rule.owners.iter().any(|o| rel == *o || (o.ends_with('/') && rel.starts_with(o))) {
+        return Vec::new();
+    }
+    let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or(text);
+    rule.patterns.iter().filter(|p| names(code, p)).map(|p| format!("{rel}: {p} ({})", rule.what)).collect()
+}
+
+/// Whether `code` holds `pattern` as written, not as the end of a longer name
+/// (`PerKey::new(` is not `Key::new(`).
+fn names(code: &str, pattern: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    code.match_indices(pattern).any(|(at, _)| !pattern.starts_with(ident) || !code[..at].ends_with(ident))
+}
+
+#[test]
+fn a_trespass_is_reported() {
+    let keys = &OWNED[0];
+    let text = "let k = Key::new(a, b);\nlet u = item.key.pk.strip_prefix(\"USER#\");\n#[cfg(test)]\nmod tests {\n    Key::new(\"P\", \"S\");\n}\n";
+    assert_eq!(
+        trespasses("bulk/export.rs", text, keys),
+        [
+            "bulk/export.rs: Key::new( (every storage key is built and parsed in keys/)",
+            "bulk/export.rs: .pk.strip_prefix( (every storage key is built and parsed in keys/)",
+        ]
+    );
+    assert_eq!(trespasses("keys/pipeline.rs", text, keys), Vec::<String>::new());
+    let tests_only = "fn a() {}\n#[cfg(test)]\nmod tests {\n    Key::new(\"P\", \"S\");\n}\n";
+    assert_eq!(trespasses("pipeline/store.rs", tests_only, keys), Vec::<String>::new());
+    assert_eq!(trespasses("users/page_cache.rs", "u.deletion.is_none()", &OWNED[2]), Vec::<String>::new());
+    let per_key = "static TURNS: LazyLock<PerKey<()>> = LazyLock::new(|| PerKey::new(Default::default));";
+    assert_eq!(trespasses("common/throttle.rs", per_key, keys), Vec::<String>::new());
+}
+
+#[test]
+fn records_and_keys_stay_in_their_rooms() {
+    let src = root().join("shared/domain/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 50, "the domain's sources were read");
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap_or(&file).display().to_string();
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for rule in OWNED {
+            found.extend(trespasses(&rel, &text, rule));
+        }
+    }
+    found.sort();
+    assert_eq!(found, Vec::<String>::new());
 }

@@ -6,11 +6,11 @@ use wearlab_models::bulk::{BulkExportBody, ConnectionRecipe};
 
 use super::{bulk_provider, check_user_ids};
 use crate::Deps;
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::provider_catalog::ProviderInfo;
 use crate::keys;
-use crate::linking::connections::ConnectionRecord;
+use crate::linking::connections;
 use crate::linking::team_apps;
 use crate::ports::{Cursor, Query, StoreError};
 use crate::users;
@@ -75,22 +75,17 @@ pub async fn export(
                 .table
                 .query(Query::partition(team_pk).prefix(prefix).limit(PAGE).after(req.cursor))
                 .await?;
-            // The marker's sort key ends with the user id.
-            let ids = page
-                .items
-                .iter()
-                .filter_map(|i| i.key.sk.rsplit('#').next().and_then(UserId::parse))
-                .collect();
+            let ids =
+                page.items.iter().filter_map(|i| keys::linking::provider_account_user(&i.key.sk)).collect();
             (ids, page.next_cursor.map(|c| c.encode()))
         }
     };
     let mut out = Vec::new();
     for user in users {
-        if users::load(deps, team, user).await?.is_none_or(|(u, _)| u.deletion.is_some()) {
+        if users::load_active(deps, team, user).await.found()?.is_none() {
             continue;
         }
-        let Some(item) = deps.table.get(&keys::linking::connection(user, slug)).await? else { continue };
-        let conn: ConnectionRecord = item.decode()?;
+        let Some(conn) = connections::find(deps, user, slug).await? else { continue };
         if conn.team_app_client_id.as_deref() != Some(client.client_id.as_str())
             || conn.status == ConnectionStatus::Error
         {

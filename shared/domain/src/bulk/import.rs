@@ -13,12 +13,12 @@ use crate::Deps;
 use crate::bulk::ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
 use crate::common::crypto::Sealed;
 use crate::common::crypto::Secret;
-use crate::common::error::{DomainError, issue};
+use crate::common::error::{DomainError, Found, issue};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::provider_catalog::ProviderInfo;
 use crate::common::throttle::{self, Decision};
 use crate::keys::bulk as keys;
-use crate::linking::connections::{self, Committed, ConnectionRecord, NewConnection};
+use crate::linking::connections::{self, Committed, NewConnection};
 use crate::linking::team_apps;
 use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
 use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, QueueName};
@@ -262,14 +262,11 @@ async fn import_one(
         return Ok(Imported::Failed(user_id, why));
     }
     // Unknown, deleted and other teams' users fail before the provider is asked anything.
-    if crate::users::load(deps, op.team_id, user_id).await?.is_none_or(|(u, _)| u.deletion.is_some()) {
+    if crate::users::load_active(deps, op.team_id, user_id).await.found()?.is_none() {
         return Ok(Imported::Failed(user_id, "no active user of the team has this user_id".into()));
     }
-    if let Some(item) = deps.table.get(&crate::keys::linking::connection(user_id, slug)).await? {
-        let existing: ConnectionRecord = item.decode()?;
-        if existing.imported_by(op.team_id, &op.op_id) {
-            return Ok(Imported::Ok(user_id)); // imported by an earlier delivery
-        }
+    if connections::find(deps, user_id, slug).await?.is_some_and(|c| c.imported_by(op.team_id, &op.op_id)) {
+        return Ok(Imported::Ok(user_id)); // imported by an earlier delivery
     }
     let credentials = ProviderCredentials {
         access_token: Secret::new(access),
@@ -338,10 +335,9 @@ pub(crate) async fn give_up(
                 None => return Ok(()),
             };
             for r in recipes {
-                let done = match deps.table.get(&crate::keys::linking::connection(r.0, &provider)).await? {
-                    Some(item) => item.decode::<ConnectionRecord>()?.imported_by(op.team_id, &op.op_id),
-                    None => false,
-                };
+                let done = connections::find(deps, r.0, &provider)
+                    .await?
+                    .is_some_and(|c| c.imported_by(op.team_id, &op.op_id));
                 if done {
                     result.ok.push(r.0)
                 } else {

@@ -2,22 +2,18 @@
 //! them (status `paused`), e.g. while a team migrates them elsewhere. Linking or importing the
 //! connection again makes it active.
 
-use wearlab_models::ConnectionStatus;
 use wearlab_models::bulk::BulkPauseBody;
 
 use super::{bulk_provider, check_user_ids};
 use crate::Deps;
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::provider_catalog::ProviderInfo;
-use crate::keys;
-use crate::linking::connections::ConnectionRecord;
-use crate::ports::{Condition, StoreError};
+use crate::linking::connections;
 use crate::users;
 
 /// Most users one request pauses (the answer waits for all of them).
 pub const MAX_USER_IDS: usize = 1_000;
-const TRIES: usize = 4;
 
 pub struct PauseRequest {
     provider: &'static ProviderInfo,
@@ -53,22 +49,8 @@ pub async fn pause(
 }
 
 async fn pause_one(deps: &Deps, team: TeamId, user: UserId, provider: &str) -> Result<bool, DomainError> {
-    if users::load(deps, team, user).await?.is_none_or(|(u, _)| u.deletion.is_some()) {
+    if users::load_active(deps, team, user).await.found()?.is_none() {
         return Ok(false);
     }
-    let key = keys::linking::connection(user, provider);
-    for _ in 0..TRIES {
-        let Some(item) = deps.table.get(&key).await? else { return Ok(false) };
-        let mut conn: ConnectionRecord = item.decode()?;
-        if conn.status == ConnectionStatus::Paused {
-            return Ok(true);
-        }
-        conn.status = ConnectionStatus::Paused;
-        match deps.table.put(conn.to_item(item.version + 1), Condition::VersionIs(item.version)).await {
-            Ok(()) => return Ok(true),
-            Err(StoreError::ConditionFailed { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(DomainError::Busy("the connection is being changed concurrently, retry".into()))
+    connections::pause(deps, user, provider).await
 }

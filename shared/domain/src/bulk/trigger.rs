@@ -8,11 +8,11 @@ use wearlab_models::bulk::{BulkOpType, BulkTriggerBody};
 use super::{BulkMessage, bulk_provider, check_user_ids};
 use crate::Deps;
 use crate::bulk::ledger::{OpRecord, OpRef, ResultRecord, abandon, begin, record};
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::provider_catalog::ProviderInfo;
 use crate::keys::bulk as keys;
-use crate::linking::connections::ConnectionRecord;
+use crate::linking::connections;
 use crate::pipeline::{Job, PullJob, PullMessage};
 use crate::ports::{Key, Outcome, Outgoing, QueueName};
 use crate::users;
@@ -77,13 +77,12 @@ async fn not_triggerable(
     user: UserId,
     provider: &str,
 ) -> Result<Option<String>, DomainError> {
-    if !matches!(users::load(deps, team, user).await?, Some((u, _)) if u.deletion.is_none()) {
+    if users::load_active(deps, team, user).await.found()?.is_none() {
         return Ok(Some("no active user of the team has this user_id".into()));
     }
-    let Some(item) = deps.table.get(&crate::keys::linking::connection(user, provider)).await? else {
+    let Some(conn) = connections::find(deps, user, provider).await? else {
         return Ok(Some(format!("the user has no connection to {provider}")));
     };
-    let conn: ConnectionRecord = item.decode()?;
     if conn.status != ConnectionStatus::Connected {
         return Ok(Some(format!("the user's connection to {provider} is {}", conn.status)));
     }

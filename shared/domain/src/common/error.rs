@@ -47,6 +47,22 @@ impl DomainError {
     }
 }
 
+/// A lookup's answer with its 404 as `None`, for work to which a missing thing is no error (a
+/// queued job whose user is gone is dropped): `users::load_active(..).await.found()?`.
+pub trait Found<T> {
+    fn found(self) -> Result<Option<T>, DomainError>;
+}
+
+impl<T> Found<T> for Result<T, DomainError> {
+    fn found(self) -> Result<Option<T>, DomainError> {
+        match self {
+            Ok(t) => Ok(Some(t)),
+            Err(DomainError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// A request body parsed into a domain value: every rule checked, every offending field
 /// reported at once. The web layer also runs `from_body` on a body it refused (with the refused
 /// parts replaced), so rule findings arrive in the same 422 as missing fields.

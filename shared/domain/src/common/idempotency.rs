@@ -124,7 +124,7 @@ pub struct ClaimToken {
 
 fn storage_key(team: TeamId, key: &IdempotencyKey) -> Key {
     // Hashed so that any visible ASCII key is a safe storage key.
-    Key::new(format!("IDEMPOTENCY#{team}#{}", hex::encode(Sha256::digest(key.0.as_bytes()))), "#")
+    crate::keys::idempotency(team, &hex::encode(Sha256::digest(key.0.as_bytes())))
 }
 
 fn expiry(now: DateTime<Utc>) -> i64 {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::Deps;
 use crate::common::error::DomainError;
 use crate::common::ids::TeamId;
+use crate::keys;
 use crate::ports::providers::RateWindow;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, Key, StoreError};
@@ -144,7 +145,7 @@ pub async fn take_app(
     app: &str,
     windows: &[RateWindow],
 ) -> Result<Decision, DomainError> {
-    take_windows(deps, Key::new(format!("APPLIMIT#{provider}#{}", key_part(app)), "#"), windows).await
+    take_windows(deps, keys::app_limit(provider, app), windows).await
 }
 
 /// Counts one request for the provider's user `user` (the provider's id of the user) against
@@ -156,7 +157,7 @@ pub async fn take_user(
     user: &str,
     windows: &[RateWindow],
 ) -> Result<Decision, DomainError> {
-    take_windows(deps, Key::new(format!("USERLIMIT#{provider}#{}", key_part(user)), "#"), windows).await
+    take_windows(deps, keys::user_limit(provider, user), windows).await
 }
 
 /// One request under `windows` at `key`; nothing is stored when there are no windows.
@@ -165,15 +166,6 @@ async fn take_windows(deps: &Deps, key: Key, windows: &[RateWindow]) -> Result<D
         return Ok(Decision::Granted);
     }
     update_at(deps, key, |state, now| decide_app(windows, state, now)).await
-}
-
-/// An id as one part of a `#`-separated key.
-fn key_part(id: &str) -> String {
-    id.replace('%', "%25").replace('#', "%23")
-}
-
-fn key(team: TeamId, provider: &str) -> Key {
-    Key::new(format!("THROTTLE#{team}#{provider}"), "#")
 }
 
 /// Takes one start under `policy` from the state kept at `key` (any sliding-window limit, e.g.
@@ -211,7 +203,7 @@ async fn update(
     provider: &str,
     change: impl Fn(&mut ThrottleState, DateTime<Utc>) -> Decision,
 ) -> Result<Decision, DomainError> {
-    update_at(deps, key(team, provider), change).await
+    update_at(deps, keys::pull_throttle(team, provider), change).await
 }
 
 async fn update_at(

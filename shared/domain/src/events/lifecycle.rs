@@ -34,13 +34,9 @@ pub fn undo_deleted(user: &UserRecord, at: DateTime<Utc>) -> EventEnvelope {
 
 /// The erasure proof: `removed` are the keys deleted (the user record included).
 pub fn erased(user: &UserRecord, at: DateTime<Utc>, removed: &[Key]) -> EventEnvelope {
-    let partition = keys::user_partition(user.user_id);
     let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for k in removed {
-        // Inside the user's partition the sort key names the kind, outside it the partition key.
-        let name = if k.pk == partition { &k.sk } else { &k.pk };
-        let kind = name.split('#').find(|s| !s.is_empty()).unwrap_or("USER").to_ascii_lowercase();
-        *by_kind.entry(kind).or_default() += 1;
+        *by_kind.entry(keys::erased_kind(k, user.user_id)).or_default() += 1;
     }
     envelope(
         user,

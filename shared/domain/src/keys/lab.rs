@@ -51,6 +51,11 @@ pub fn order_pointer(order_id: Uuid) -> Key {
     Key::new(format!("ORDER#{order_id}"), ROOT)
 }
 
+/// The order an order pointer's partition key ([`order_pointer`]) names.
+pub fn parse_order_pointer(pk: &str) -> Option<Uuid> {
+    pk.strip_prefix("ORDER#").and_then(|s| Uuid::parse_str(s).ok())
+}
+
 /// GSI1 partition of orders the lab will still change, by when the next change is due
 /// (a sparse index on the order pointers; a sweep may advance them).
 pub const OPEN_ORDERS_INDEX: &str = "LAB#OPEN_ORDERS";

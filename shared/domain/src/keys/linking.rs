@@ -1,6 +1,10 @@
 //! Keys of linking: link tokens, OAuth states, connections, provider-account markers, the
 //! team's OAuth apps and link settings.
 
+use chrono::{DateTime, SecondsFormat, Utc};
+use uuid::Uuid;
+
+use super::{escape, unescape};
 use crate::common::ids::{TeamId, UserId};
 use crate::ports::Key;
 
@@ -27,11 +31,6 @@ pub fn connection(user: UserId, provider: &str) -> Key {
 /// whose refresh tokens are single use), in the user's partition (erasure covers it).
 pub fn refresh_lease(user: UserId, provider: &str) -> Key {
     Key::new(super::user_partition(user), format!("LEASE#REFRESH#{provider}"))
-}
-
-/// Escapes `%` and `#` so that no value is a prefix-match of another inside a key.
-fn escape(s: &str) -> String {
-    s.replace('%', "%25").replace('#', "%23")
 }
 
 /// Prefix of the markers of one provider account (one marker per user connected to it), to
@@ -68,9 +67,9 @@ pub fn parse_provider_account(sk: &str) -> Option<(String, String)> {
     Some((unescape(provider), unescape(external)))
 }
 
-/// The inverse of [`escape`].
-fn unescape(s: &str) -> String {
-    s.replace("%23", "#").replace("%25", "%")
+/// The user of a provider-account marker's sort key (it ends with the user id).
+pub fn provider_account_user(sk: &str) -> Option<UserId> {
+    sk.strip_prefix(PROVIDER_ACCOUNT_MARKERS)?.rsplit('#').next().and_then(UserId::parse)
 }
 
 /// GSI1 sort key of a provider-account marker.
@@ -93,6 +92,24 @@ pub fn oauth_client_claim(provider: &str, client_id: &str) -> Key {
 /// in which a repeated delivery would be accepted.
 pub fn push_delivery(provider: &str, body_sha256_hex: &str) -> Key {
     Key::new(format!("PUSHSEEN#{}#{body_sha256_hex}", escape(provider)), ROOT)
+}
+
+/// A connection's pending revoke at the provider, in the user's partition (erasure covers it).
+pub fn revoke(user: UserId, id: Uuid) -> Key {
+    Key::new(super::user_partition(user), format!("REVOKE#{id}"))
+}
+
+/// The GSI1 partition of pending revokes, sorted by next attempt time.
+pub const REVOKES_DUE_INDEX: &str = "REVOKE_DUE";
+
+/// GSI1 sort key of a pending revoke: its next attempt time, then its id.
+pub fn revoke_due_sort(at: DateTime<Utc>, id: Uuid) -> String {
+    format!("{}#{id}", at.to_rfc3339_opts(SecondsFormat::Micros, true))
+}
+
+/// The turn of whoever looks at the providers' push subscriptions (once an hour, any instance).
+pub fn push_subscriptions_turn() -> Key {
+    Key::new("PUSHSUBS", ROOT)
 }
 
 /// The team's linking settings.

@@ -21,6 +21,21 @@ pub fn team(team: TeamId) -> Key {
     Key::new(format!("TEAM#{team}"), ROOT)
 }
 
+/// The team a partition key ([`team`]'s) names, if it names one.
+pub fn parse_team_partition(pk: &str) -> Option<TeamId> {
+    pk.strip_prefix("TEAM#").and_then(TeamId::parse)
+}
+
+/// Escapes `%` and `#` so that no value is a prefix-match of another inside a key.
+fn escape(s: &str) -> String {
+    s.replace('%', "%25").replace('#', "%23")
+}
+
+/// The inverse of [`escape`].
+fn unescape(s: &str) -> String {
+    s.replace("%23", "#").replace("%25", "%")
+}
+
 /// API key lookup by the key's SHA-256 hash (hex).
 pub fn api_key(hash_hex: &str) -> Key {
     Key::new(format!("APIKEY#{hash_hex}"), ROOT)
@@ -39,6 +54,19 @@ pub fn team_api_key_prefix() -> &'static str {
 /// erasure is one partition query.
 pub fn user_partition(user: UserId) -> String {
     format!("USER#{user}")
+}
+
+/// The user a partition key ([`user_partition`]) names, if it names one.
+pub fn parse_user_partition(pk: &str) -> Option<UserId> {
+    pk.strip_prefix("USER#").and_then(UserId::parse)
+}
+
+/// The kind of an item erased with `user` (the erasure proof counts them by kind): inside the
+/// user's partition the sort key's first part (`conn`, `data`, `pull`...), outside it the
+/// partition key's (`order`...); the user record itself is `user`.
+pub fn erased_kind(key: &Key, user: UserId) -> String {
+    let name = if key.pk == user_partition(user) { &key.sk } else { &key.pk };
+    name.split('#').find(|s| !s.is_empty()).unwrap_or("USER").to_ascii_lowercase()
 }
 
 pub fn user(user: UserId) -> Key {
@@ -126,4 +154,26 @@ pub fn outbox_shard_index(shard: u8) -> String {
 
 pub fn outbox_index_sort(at: DateTime<Utc>, id: uuid::Uuid) -> String {
     format!("{}#{id}", at.to_rfc3339_opts(SecondsFormat::Micros, true))
+}
+
+/// The concurrency throttle of a team's historical pulls from one provider.
+pub fn pull_throttle(team: TeamId, provider: &str) -> Key {
+    Key::new(format!("THROTTLE#{team}#{provider}"), ROOT)
+}
+
+/// The request windows of one OAuth app (`app`: its client id, or `platform`) at a provider,
+/// shared by all its users.
+pub fn app_limit(provider: &str, app: &str) -> Key {
+    Key::new(format!("APPLIMIT#{provider}#{}", escape(app)), ROOT)
+}
+
+/// The request windows of one provider's user (`user`: the provider's id of the user).
+pub fn user_limit(provider: &str, user: &str) -> Key {
+    Key::new(format!("USERLIMIT#{provider}#{}", escape(user)), ROOT)
+}
+
+/// A team's claim of an idempotency key, by the SHA-256 (hex) of the key: any visible ASCII
+/// key is then a safe storage key.
+pub fn idempotency(team: TeamId, key_sha256_hex: &str) -> Key {
+    Key::new(format!("IDEMPOTENCY#{team}#{key_sha256_hex}"), ROOT)
 }

@@ -40,6 +40,16 @@ pub fn series_part_of(sk: &str) -> (u32, &str) {
     }
 }
 
+/// The key of the day's own item of a series part ([`series_part_of`]).
+pub fn series_day(part: &Key) -> Key {
+    Key::new(part.pk.clone(), series_part_of(&part.sk).1)
+}
+
+/// The provider of a stored summary's or day of samples' sort key.
+pub fn provider_of(sk: &str) -> Option<&str> {
+    sk.split('#').nth(4)
+}
+
 pub fn series_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (String, String) {
     (format!("{SERIES_PREFIX}{resource}#{start}#"), format!("{SERIES_PREFIX}{resource}#{end}#~"))
 }
@@ -50,6 +60,11 @@ pub fn profile(user: UserId, provider: &str) -> Key {
 }
 
 pub const PROFILE_PREFIX: &str = "DATA#PROFILE#";
+
+/// The provider of a stored profile's sort key ([`profile`]).
+pub fn profile_provider(sk: &str) -> Option<&str> {
+    sk.strip_prefix(PROFILE_PREFIX)
+}
 
 /// Progress and done marker of one historical pull.
 pub fn pull(user: UserId, provider: &str, pull_id: &str) -> Key {

@@ -17,13 +17,13 @@ use wearlab_models::lab::{
 use super::orders::{self, Links};
 use super::psc;
 use crate::Deps;
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::signing;
 use crate::keys::lab as keys;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, WriteOp};
-use crate::users::{load, load_active};
+use crate::users::load_active;
 
 pub const LAUNCH_LIFETIME: Duration = Duration::minutes(10);
 pub const COMMUNICATIONS_LIFETIME: Duration = Duration::weeks(4);
@@ -226,9 +226,8 @@ async fn check_claims(
     if expires_at <= deps.now() {
         return Ok(Err(Denied::Expired));
     }
-    match load(deps, claims.team_id, claims.user_id).await? {
-        Some((u, _)) if u.deletion.is_none() => {}
-        _ => return Ok(Err(Denied::Gone)),
+    if load_active(deps, claims.team_id, claims.user_id).await.found()?.is_none() {
+        return Ok(Err(Denied::Gone));
     }
     Ok(Ok(Access {
         team_id: claims.team_id,

@@ -15,7 +15,7 @@ use super::tokens::{TokenState, ValidToken};
 use super::{corrupt, known_provider, team_apps};
 use crate::Deps;
 use crate::common::crypto::Sealed;
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::outbox::Staged;
 use crate::common::provider_catalog::{ProviderInfo, catalog};
@@ -195,6 +195,54 @@ async fn load_connection(
     })
 }
 
+/// The user's connection to `provider`, if any: how other areas read a connection.
+pub async fn find(
+    deps: &Deps,
+    user_id: UserId,
+    provider: &str,
+) -> Result<Option<ConnectionRecord>, DomainError> {
+    Ok(load_connection(deps, user_id, provider).await?.map(|(c, _)| c))
+}
+
+/// Pauses the user's connection to `provider`: pulls and refreshes skip it until it is linked
+/// or imported again. Returns whether the user has that connection (now paused, or already).
+pub async fn pause(deps: &Deps, user_id: UserId, provider: &str) -> Result<bool, DomainError> {
+    for _ in 0..TRIES {
+        let Some((mut conn, version)) = load_connection(deps, user_id, provider).await? else {
+            return Ok(false);
+        };
+        if conn.status == ConnectionStatus::Paused {
+            return Ok(true);
+        }
+        conn.status = ConnectionStatus::Paused;
+        match deps.table.put(conn.to_item(version + 1), Condition::VersionIs(version)).await {
+            Ok(()) => return Ok(true),
+            Err(StoreError::ConditionFailed { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(DomainError::Busy("the connection is being changed concurrently, retry".into()))
+}
+
+/// The team and user of each connection to the provider's user `external_user_id`, across
+/// teams (found through the provider-account markers' index), at most `limit`: a provider's
+/// push names only its user.
+pub async fn of_provider_user(
+    deps: &Deps,
+    provider: &str,
+    external_user_id: &str,
+    limit: usize,
+) -> Result<Vec<(TeamId, UserId)>, DomainError> {
+    let index = keys::linking::provider_user_index(provider, external_user_id);
+    let mut out = Vec::new();
+    for item in query_all(deps.table.as_ref(), Query::gsi1(index), limit).await? {
+        let Some(team) = keys::parse_team_partition(&item.key.pk) else { continue };
+        let marker: AccountMarker = item.decode()?;
+        out.push((team, marker.user_id));
+    }
+    Ok(out)
+}
+
 /// Whether a user of the team other than `except` is connected to this provider account.
 async fn account_connected_elsewhere(
     deps: &Deps,
@@ -211,8 +259,8 @@ async fn account_connected_elsewhere(
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct AccountMarker {
-    pub(crate) user_id: UserId,
+pub(super) struct AccountMarker {
+    pub(super) user_id: UserId,
 }
 
 /// Stores a new connection (replacing one to the same provider), consumes the token, updates
@@ -227,12 +275,9 @@ pub async fn commit(
     let external = new.account.external_user_id.as_str();
     let mut token = new.token.clone();
     for _ in 0..TRIES {
-        let Some((user, user_version)) = users::load(deps, team, user_id).await? else {
+        let Some((user, user_version)) = users::load_active(deps, team, user_id).await.found()? else {
             return Ok(Committed::UserGone);
         };
-        if user.deletion.is_some() {
-            return Ok(Committed::UserGone);
-        }
         let existing = load_connection(deps, user_id, slug).await?;
         // Imported by another delivery of the same import (a duplicate message handled at the
         // same time, which won the race below): nothing to replace, nothing to announce again.

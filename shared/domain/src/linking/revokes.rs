@@ -17,7 +17,7 @@
 //! Whoever attempts first claims the item by a conditional write on its version (pushing its
 //! next attempt time out), so concurrent sweeps do not revoke twice.
 
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -43,8 +43,6 @@ pub const BACKOFF: [Duration; 5] = [
 ];
 /// Most pending items one sweep run takes; the next run takes the rest.
 const SWEEP_MAX: u32 = 100;
-/// The GSI1 partition of pending revokes, sorted by next attempt time.
-const DUE_INDEX: &str = "REVOKE_DUE";
 
 /// One connection to revoke.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,15 +67,11 @@ struct PendingRecord {
 }
 
 fn key(user: UserId, id: Uuid) -> Key {
-    Key::new(keys::user_partition(user), format!("REVOKE#{id}"))
+    keys::linking::revoke(user, id)
 }
 
 fn seal_context(key: &Key, provider: &str) -> String {
     format!("{}|{}|{provider}", key.pk, key.sk)
-}
-
-fn due_sort(at: DateTime<Utc>, id: Uuid) -> String {
-    format!("{}#{id}", at.to_rfc3339_opts(SecondsFormat::Micros, true))
 }
 
 impl PendingRecord {
@@ -86,8 +80,10 @@ impl PendingRecord {
     }
 
     fn to_item(&self, version: u64) -> Item {
-        let mut item =
-            Item::new(self.key(), to_body(self)).with_gsi1(DUE_INDEX, due_sort(self.next_at, self.id));
+        let mut item = Item::new(self.key(), to_body(self)).with_gsi1(
+            keys::linking::REVOKES_DUE_INDEX,
+            keys::linking::revoke_due_sort(self.next_at, self.id),
+        );
         item.version = version;
         item
     }
@@ -230,8 +226,8 @@ async fn revoke(deps: &Deps, team: TeamId, k: &Key, entry: &Entry) -> Result<(),
 /// The sweep: attempts every pending revoke whose next attempt is due (at most [`SWEEP_MAX`]
 /// per run). Returns how many items this run claimed.
 pub async fn retry_due(deps: &Deps) -> Result<usize, DomainError> {
-    let upper = due_sort(deps.now(), Uuid::max());
-    let q = Query::gsi1(DUE_INDEX).between("", upper).limit(SWEEP_MAX);
+    let upper = keys::linking::revoke_due_sort(deps.now(), Uuid::max());
+    let q = Query::gsi1(keys::linking::REVOKES_DUE_INDEX).between("", upper).limit(SWEEP_MAX);
     let page = deps.table.query(q).await?;
     let mut claimed = 0;
     for item in page.items {

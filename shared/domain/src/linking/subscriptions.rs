@@ -39,7 +39,7 @@ const SUBSCRIPTIONS_EVERY: std::time::Duration = std::time::Duration::from_secs(
 /// `public_url`, at most once an hour whichever instance runs it (the sweep worker, every
 /// minute). Failures are logged and tried again at the next hour. Returns whether it ran.
 pub async fn maintain_subscriptions(deps: &Deps, public_url: &str) -> Result<bool, DomainError> {
-    let key = crate::ports::Key::new("PUSHSUBS", "#");
+    let key = crate::keys::linking::push_subscriptions_turn();
     let policy = crate::common::throttle::Policy::Rate { limit: 1, window: SUBSCRIPTIONS_EVERY };
     if crate::common::throttle::take(deps, key, policy, "sweep").await?
         != crate::common::throttle::Decision::Granted

@@ -13,12 +13,12 @@ use crate::Deps;
 use crate::common::error::DomainError;
 use crate::common::ids::{TeamId, UserId};
 use crate::keys;
-use crate::linking::connections::{AccountMarker, ConnectionRecord};
+use crate::linking::connections;
 use crate::linking::{known_provider, refresh};
 use crate::pipeline::pull::PollJob;
 use crate::pipeline::{Job, PullMessage};
 use crate::ports::providers::{OauthClient, ProviderError, PushNotice, PushOutcome, PushRequest};
-use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, StoreError, query_all};
+use crate::ports::{Condition, Item, Key, Outgoing, QueueName, StoreError};
 use sha2::{Digest, Sha256};
 
 /// Most connections one notice may name (one provider user linked in several teams).
@@ -85,9 +85,7 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
                 let named = named.map(|n| n.into_iter().filter(|n| signer.owns(n)));
                 let connections = match named {
                     Some(named) => named.map(|n| (n.team, n.user)).collect(),
-                    None => {
-                        markers(deps, keys::linking::provider_user_index(slug, &external_user_id)).await?
-                    }
+                    None => markers(deps, slug, &external_user_id).await?,
                 };
                 deauthorized(deps, slug, &external_user_id, connections).await?;
                 return Ok(PushReply::Accepted { polls: 0 });
@@ -117,8 +115,7 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
                     named.iter().filter(|n| signer.owns(n)).map(|n| poll(n.team, n.user, slug, since)),
                 ),
                 None => {
-                    let index = keys::linking::provider_user_index(slug, &notice.external_user_id);
-                    for (team, user) in markers(deps, index).await? {
+                    for (team, user) in markers(deps, slug, &notice.external_user_id).await? {
                         messages.push(poll(team, user, slug, since));
                     }
                 }
@@ -190,8 +187,7 @@ async fn deauthorized(
 ) -> Result<(), DomainError> {
     let mut marked = 0;
     for (team, user) in connections {
-        let Some(item) = deps.table.get(&keys::linking::connection(user, slug)).await? else { continue };
-        let conn: ConnectionRecord = item.decode()?;
+        let Some(conn) = connections::find(deps, user, slug).await? else { continue };
         let already = conn.error_details.as_ref().is_some_and(|e| e.error_type == refresh::DEAUTHORIZED);
         if conn.team_id != team || conn.external_user_id != external_user_id || already {
             continue;
@@ -238,24 +234,21 @@ impl Signer {
     }
 }
 
-/// The team and user of each connection of the provider's user `index` names.
-async fn markers(deps: &Deps, index: String) -> Result<Vec<(TeamId, UserId)>, DomainError> {
-    let mut out = Vec::new();
-    for item in query_all(deps.table.as_ref(), Query::gsi1(index), MAX_CONNECTIONS_PER_NOTICE).await? {
-        let Some(team) = item.key.pk.strip_prefix("TEAM#").and_then(TeamId::parse) else { continue };
-        let marker: AccountMarker = item.decode()?;
-        out.push((team, marker.user_id));
-    }
-    Ok(out)
+/// The team and user of each connection of the provider's user `external_user_id`.
+async fn markers(
+    deps: &Deps,
+    slug: &str,
+    external_user_id: &str,
+) -> Result<Vec<(TeamId, UserId)>, DomainError> {
+    connections::of_provider_user(deps, slug, external_user_id, MAX_CONNECTIONS_PER_NOTICE).await
 }
 
 /// The connections of the provider's user `claimed` (found through the account markers' index),
 /// each with the OAuth app that issued its credentials.
 async fn named_connections(deps: &Deps, slug: &str, claimed: &str) -> Result<Vec<Named>, DomainError> {
     let mut out = Vec::new();
-    for (team, user) in markers(deps, keys::linking::provider_user_index(slug, claimed)).await? {
-        let Some(item) = deps.table.get(&keys::linking::connection(user, slug)).await? else { continue };
-        let conn: ConnectionRecord = item.decode()?;
+    for (team, user) in markers(deps, slug, claimed).await? {
+        let Some(conn) = connections::find(deps, user, slug).await? else { continue };
         if conn.team_id != team {
             continue;
         }

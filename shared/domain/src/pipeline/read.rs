@@ -89,7 +89,9 @@ pub async fn summaries<T: DeserializeOwned>(
     loop {
         let page = deps.table.query(q.clone()).await?;
         items.extend(
-            page.items.into_iter().filter(|i| provider.is_none_or(|p| i.key.sk.split('#').nth(4) == Some(p))),
+            page.items
+                .into_iter()
+                .filter(|i| provider.is_none_or(|p| pkeys::provider_of(&i.key.sk) == Some(p))),
         );
         if items.len() > MAX_ITEMS {
             // Never a silent cut: the client narrows the range instead.
@@ -129,7 +131,7 @@ pub async fn profile(
     let items = query_all(deps.table.as_ref(), q, 1_000).await?;
     let item = items
         .iter()
-        .find(|i| provider.is_none_or(|p| i.key.sk.strip_prefix(pkeys::PROFILE_PREFIX) == Some(p)))
+        .find(|i| provider.is_none_or(|p| pkeys::profile_provider(&i.key.sk) == Some(p)))
         .ok_or_else(|| DomainError::NotFound("No profile data for this user yet.".into()))?;
     let s: Stored = item.decode()?;
     serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())
@@ -175,7 +177,7 @@ pub async fn timeseries(
     // Parts per day (by the day's own sort key), read from the day's own item.
     let mut parts: BTreeMap<String, u32> = BTreeMap::new();
     for item in &page.items {
-        let provider = item.key.sk.split('#').nth(4).unwrap_or_default().to_owned();
+        let provider = pkeys::provider_of(&item.key.sk).unwrap_or_default().to_owned();
         let s: Stored = item.decode()?;
         let (part, day) = pkeys::series_part_of(&item.key.sk);
         let count = match (part, parts.get(day)) {
@@ -183,7 +185,7 @@ pub async fn timeseries(
             (_, Some(count)) => *count,
             // A page that starts inside a day: its own item is on an earlier page.
             (_, None) => {
-                let own = deps.table.get(&crate::ports::Key::new(partition.clone(), day.to_owned())).await?;
+                let own = deps.table.get(&pkeys::series_day(&item.key)).await?;
                 let count = match own {
                     Some(own) => own.decode::<Stored>()?.parts.unwrap_or(1),
                     None => 0,

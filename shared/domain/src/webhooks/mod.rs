@@ -21,7 +21,7 @@ use crate::common::limits;
 use crate::common::metrics::Delivery;
 use crate::keys::webhooks as keys;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key, Outgoing, Query, QueueName, WriteOp, query_all};
+use crate::ports::{Condition, Item, Outgoing, Query, QueueName, WriteOp, query_all};
 use url::UrlPolicy;
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -333,14 +333,9 @@ async fn save_attempt(deps: &Deps, team: TeamId, endpoint_id: &str, a: Attempt) 
 
 /// The stored record of one delivery attempt, listed under its endpoint newest last.
 fn attempt_item(team: TeamId, endpoint_id: &str, a: &Attempt) -> Item {
-    let sk = format!(
-        "{}#{}#{:02}",
-        a.at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-        a.message_id,
-        a.attempt
-    );
+    let key = keys::attempt(team, endpoint_id, a.at, &a.message_id, a.attempt);
     let expiry = Some((a.at + chrono::Duration::days(RECORD_DAYS)).timestamp());
-    Item::new(Key::new(keys::attempts_partition(team, endpoint_id), sk), to_body(a)).with_expiry(expiry)
+    Item::new(key, to_body(a)).with_expiry(expiry)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::record::{OrderPointer, OrderRecord, ResultsRecord, load, load_of_user
 use super::wire::{Links, envelope};
 use super::{EVENT_UPDATED, SWEEP_MAX};
 use crate::Deps;
-use crate::common::error::DomainError;
+use crate::common::error::{DomainError, Found};
 use crate::common::ids::TeamId;
 use crate::common::outbox::Staged;
 use crate::common::signing;
@@ -109,14 +109,12 @@ pub async fn advance_due(deps: &Deps, fallback: &Links) -> Result<usize, DomainE
     let q = Query::gsi1(keys::OPEN_ORDERS_INDEX).between("", upper);
     let mut n = 0;
     for item in query_all(deps.table.as_ref(), q, SWEEP_MAX).await? {
-        let Some(order_id) = item.key.pk.strip_prefix("ORDER#").and_then(|s| Uuid::parse_str(s).ok()) else {
+        let Some(order_id) = keys::parse_order_pointer(&item.key.pk) else {
             continue;
         };
         let p: OrderPointer = item.decode()?;
-        match load_active(deps, p.team_id, p.user_id).await {
-            Ok(_) => {}
-            Err(DomainError::NotFound(_)) => continue,
-            Err(e) => return Err(e),
+        if load_active(deps, p.team_id, p.user_id).await.found()?.is_none() {
+            continue;
         }
         let Some((rec, v)) = load_of_user(deps, p.user_id, order_id).await? else { continue };
         let links = rec.base_url.clone().map(|base_url| Links { base_url });
