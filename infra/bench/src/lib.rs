@@ -109,7 +109,7 @@ pub async fn moto_deps()
     }
     let (ddb, sched) = wearlab_aws::clients_for_endpoint(&endpoint).await;
     let name = format!("wearlab-bench-{}", uuid::Uuid::new_v4().simple());
-    wearlab_aws::create_table_for_tests(&ddb, &name).await?;
+    wearlab_aws::ensure_table(&ddb, &name).await?;
     let table = Arc::new(wearlab_aws::DynamoDbTable::new(ddb, name));
     let scheduler = wearlab_aws::EventBridgeScheduler::new(
         sched,

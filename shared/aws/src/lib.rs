@@ -20,7 +20,7 @@ pub use config::{
     sqs_queue_from_env,
 };
 pub use dead_letters::{DeadLetterError, SqsDeadLetters};
-pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
+pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use lazy::LazySdkConfig;
 pub use provider_secrets::{PROVIDER_SECRETS_PATH_VAR, ProviderVars, is_provider_secret_var};

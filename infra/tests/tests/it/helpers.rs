@@ -195,7 +195,7 @@ pub async fn moto_table() -> wearlab_aws::DynamoDbTable {
     let endpoint = moto_endpoint();
     let (ddb, _) = wearlab_aws::clients_for_endpoint(&endpoint).await;
     let name = format!("wearlab-test-{}", uuid::Uuid::new_v4().simple());
-    wearlab_aws::create_table_for_tests(&ddb, &name).await.expect("table created on moto");
+    wearlab_aws::ensure_table(&ddb, &name).await.expect("table created on moto");
     wearlab_aws::DynamoDbTable::new(ddb, name)
 }
 
