@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
+#[cfg(any(test, feature = "test-support"))]
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
