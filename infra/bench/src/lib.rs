@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 use wearlab_domain::fair_use::MAX_REQUESTS_PER_MINUTE;
 use wearlab_domain::ports::SystemClock;
+use wearlab_domain::settings::Settings;
 use wearlab_local::LocalStack;
 use wearlab_web::{App, AppState};
 
@@ -42,7 +43,7 @@ impl InProc {
         let stack = LocalStack::in_memory(Arc::new(SystemClock));
         let key = stack.ensure_team_key(Some(BENCH_KEY)).await.expect("bench key registered");
         let state = if auth_cache {
-            AppState::new(stack.deps.clone())
+            AppState::new(stack.deps.clone(), Settings::default())
         } else {
             AppState::without_auth_cache(stack.deps.clone())
         };

@@ -16,8 +16,8 @@ mod sqs;
 
 pub use config::{
     AwsEnv, DATA_KEY_PARAMETER_VAR, DataKeySource, aws_config_from_env, clients_for_endpoint,
-    config_for_endpoint, deps_from_env, queue_url_var, required_var, sqs_dead_letters_from_env,
-    sqs_queue_from_env,
+    config_for_endpoint, deps_from_env, queue_url_var, required_var, settings_from_env,
+    sqs_dead_letters_from_env, sqs_queue_from_env,
 };
 pub use dead_letters::{DeadLetterError, SqsDeadLetters};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, ensure_table};

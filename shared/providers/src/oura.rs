@@ -71,10 +71,6 @@ impl Oura {
         Self { http: http::client(), config }
     }
 
-    pub fn from_env() -> Self {
-        Self::new(AppConfig::from_env(SLUG, Self::endpoints()))
-    }
-
     pub fn config(&self) -> &AppConfig {
         &self.config
     }

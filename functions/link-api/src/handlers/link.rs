@@ -26,7 +26,7 @@ pub async fn create_token(
     JsonBody(body): JsonBody<LinkTokenBody>,
 ) -> Answer<LinkTokenAnswer> {
     let new = tokens::NewLinkToken::parse(body)?;
-    Ok(Json(tokens::create(&s.deps, team, new, &base_url(&headers)).await?))
+    Ok(Json(tokens::create(&s.deps, team, new, &base_url(&s, &headers)).await?))
 }
 
 /// Links a password provider. A failed link is not an HTTP error: the Link result says
@@ -95,7 +95,9 @@ pub async fn oauth(
     Path(provider): Path<String>,
     headers: HeaderMap,
 ) -> Answer<OauthProviderEntry> {
-    Ok(Json(oauth::start(&s.deps, Some(team), link_token(&headers), &provider, &base_url(&headers)).await?))
+    Ok(Json(
+        oauth::start(&s.deps, Some(team), link_token(&headers), &provider, &base_url(&s, &headers)).await?,
+    ))
 }
 
 /// Connects a user to a demo account of apple_health_kit, fitbit, freestyle_libre or oura,

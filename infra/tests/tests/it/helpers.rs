@@ -68,7 +68,13 @@ impl TestApp {
     /// The same app with the API-key cache of deployments (other tests read every key from
     /// storage, so that a revoked key fails at once).
     pub fn with_auth_cache(self) -> Self {
-        Self { app: wearlab_local::app(AppState::new(self.deps.clone())), ..self }
+        Self {
+            app: wearlab_local::app(AppState::new(
+                self.deps.clone(),
+                wearlab_domain::settings::Settings::default(),
+            )),
+            ..self
+        }
     }
 
     /// Any adapters, with a fresh team and key.

@@ -207,11 +207,13 @@ async fn the_sender_holds_at_most_its_in_flight_limit_per_endpoint() {
 
 #[test]
 fn the_in_flight_setting_is_a_bounded_number_or_refused_by_name() {
-    use wearlab_http::{DEFAULT_IN_FLIGHT, in_flight_setting};
-    assert_eq!(in_flight_setting(None), Ok(DEFAULT_IN_FLIGHT));
-    assert_eq!(in_flight_setting(Some("4")), Ok(4));
-    for bad in ["0", "1001", "-2", "many", ""] {
-        let e = in_flight_setting(Some(bad)).unwrap_err();
-        assert!(e.contains("WEARLAB_WEBHOOK_IN_FLIGHT"), "{bad}: {e}");
+    use wearlab_domain::settings::Settings;
+    let read = |v: &str| Settings::from_vars(|n| (n == "WEARLAB_WEBHOOK_IN_FLIGHT").then(|| v.to_owned()));
+    assert_eq!(Settings::from_vars(|_| None).unwrap().webhook_in_flight, 16, "the documented default");
+    assert_eq!(read("4").unwrap().webhook_in_flight, 4);
+    for bad in ["0", "1001", "-2", "many"] {
+        let e = read(bad).unwrap_err();
+        assert_eq!(e.variable, "WEARLAB_WEBHOOK_IN_FLIGHT", "{bad}");
+        assert!(e.to_string().contains("WEARLAB_WEBHOOK_IN_FLIGHT"), "{bad}: {e}");
     }
 }
