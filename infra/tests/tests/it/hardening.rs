@@ -83,7 +83,7 @@ async fn refusals_made_before_a_handler_are_json_too() {
 
     // The local stack's own routes too.
     let stack = t.stack.clone().unwrap();
-    let local = TestApp { app: stack.app(wearlab_web::AppState::without_auth_cache(t.deps.clone())), ..t };
+    let local = TestApp { app: stack.app(crate::helpers::state(&t.deps)), ..t };
     let a = local.get("/local/events?limit=abc").await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     json(&a, "a bad local parameter");

@@ -147,11 +147,7 @@ async fn the_sweep_worker_advances_orders_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     let bus = MemoryBus::new();
     let deps = Deps { bus: Arc::new(bus.clone()), ..t.deps.clone() };
-    let t = TestApp {
-        app: wearlab_local::app(wearlab_web::AppState::without_auth_cache(deps.clone())),
-        deps,
-        ..t
-    };
+    let t = TestApp { app: wearlab_local::app(crate::helpers::state(&deps)), deps, ..t };
     let (user, id) = place_through_public_host(&t, "sweep-moto").await;
 
     t.clock.advance(Duration::minutes(1));
