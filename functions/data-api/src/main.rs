@@ -3,8 +3,8 @@
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
-    let app = data_api::app(wearlab_web::AppState::new(deps));
+    let app = data_api::app(wearlab_web::AppState::new(deps, settings));
     lambda_http::run(app).await
 }

@@ -12,13 +12,13 @@ use wearlab_domain::ports::QueueName;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     // A provider's push notification queues polls on the pull queue.
     let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
     let deps = Deps { queue, ..deps };
     let simulated = wearlab_providers::simulated_links(|k| std::env::var(k).ok())?;
     let routes = link_api::deployed_routes(simulated);
-    let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps));
+    let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps, settings));
     lambda_http::run(app).await
 }

@@ -11,7 +11,7 @@ use wearlab_domain::ports::QueueName;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, _settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
     let deps = Deps { queue: queue.clone(), ..deps };

@@ -26,16 +26,16 @@ pub struct Outcome {
 
 /// Runs both sweeps, whatever the event (the scheduled rule's "Scheduled Event"; any other
 /// trigger is a misconfiguration, and sweeping is always safe). Orders placed before their
-/// base URL was kept link to `WEARLAB_PUBLIC_URL` in their events. The orders go first, so
-/// that what they could not publish is relayed by the next run, not this one; the relay runs
-/// even when the order sweep failed (an error of either fails the invocation afterwards).
-pub async fn handle(deps: &Deps) -> Result<Outcome, DomainError> {
+/// base URL was kept link to `public_url` (the deployment's `WEARLAB_PUBLIC_URL`, read once at
+/// start) in their events. The orders go first, so that what they could not publish is relayed
+/// by the next run, not this one; the relay runs even when the order sweep failed (an error of
+/// either fails the invocation afterwards).
+pub async fn handle(deps: &Deps, public_url: Option<&str>) -> Result<Outcome, DomainError> {
     // No request here: the links use the deployment's public URL (or the local default).
-    let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
-    let orders = advance_due(deps, &Links::for_host(configured.as_deref(), None, None)).await;
+    let orders = advance_due(deps, &Links::for_host(public_url, None, None)).await;
     let relayed = outbox::relay(deps).await;
     let revokes = wearlab_domain::linking::revokes::retry_due(deps).await;
-    if let Some(url) = configured.as_deref().filter(|u| !u.is_empty())
+    if let Some(url) = public_url.filter(|u| !u.is_empty())
         && let Err(e) = wearlab_domain::linking::subscriptions::maintain_subscriptions(deps, url).await
     {
         tracing::warn!(error = %e, "push subscriptions not looked at");

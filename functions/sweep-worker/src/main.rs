@@ -9,12 +9,15 @@ use wearlab_domain::Deps;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
+    let public_url = settings.public_url;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
-        let deps = deps.clone();
-        async move { sweep_worker::handle(&deps).await.map_err(lambda_runtime::Error::from) }
+        let (deps, public_url) = (deps.clone(), public_url.clone());
+        async move {
+            sweep_worker::handle(&deps, public_url.as_deref()).await.map_err(lambda_runtime::Error::from)
+        }
     }))
     .await
 }

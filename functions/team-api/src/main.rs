@@ -4,7 +4,7 @@
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
-    lambda_http::run(team_api::app(wearlab_web::AppState::new(deps))).await
+    lambda_http::run(team_api::app(wearlab_web::AppState::new(deps, settings))).await
 }

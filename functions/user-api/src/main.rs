@@ -9,9 +9,9 @@ use wearlab_domain::ports::QueueName;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?;
-    let app = user_api::app(wearlab_web::AppState::new(Deps { queue: Arc::new(queue), ..deps }));
+    let app = user_api::app(wearlab_web::AppState::new(Deps { queue: Arc::new(queue), ..deps }, settings));
     lambda_http::run(app).await
 }

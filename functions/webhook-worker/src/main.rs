@@ -11,10 +11,12 @@ use wearlab_domain::webhooks::url::UrlPolicy;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
-    let deps =
+    let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Webhook], deps.clock.clone()).await?);
-    let sender = Arc::new(wearlab_http::HttpSender::from_env(UrlPolicy::Production)?);
+    let sender = Arc::new(
+        wearlab_http::HttpSender::new(UrlPolicy::Production).with_in_flight(settings.webhook_in_flight),
+    );
     let deps = Deps { queue: queue.clone(), webhook_sender: sender, ..deps };
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue) = (&deps, &queue);

@@ -149,6 +149,7 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
     if cli.aws {
         return wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var))
             .await
+            .map(|(deps, _settings)| deps)
             .map_err(|e| e.to_string());
     }
     let table: Arc<dyn wearlab_domain::ports::Table> = Arc::new(

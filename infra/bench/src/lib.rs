@@ -12,6 +12,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 use wearlab_domain::common::fair_use::MAX_REQUESTS_PER_MINUTE;
+use wearlab_domain::common::settings::Settings;
 use wearlab_domain::ports::SystemClock;
 use wearlab_local::LocalStack;
 use wearlab_web::{App, AppState};
@@ -42,7 +43,7 @@ impl InProc {
         let stack = LocalStack::in_memory(Arc::new(SystemClock));
         let key = stack.ensure_team_key(Some(BENCH_KEY)).await.expect("bench key registered");
         let state = if auth_cache {
-            AppState::new(stack.deps.clone())
+            AppState::new(stack.deps.clone(), Settings::default())
         } else {
             AppState::without_auth_cache(stack.deps.clone())
         };
@@ -109,7 +110,7 @@ pub async fn moto_deps()
     }
     let (ddb, sched) = wearlab_aws::clients_for_endpoint(&endpoint).await;
     let name = format!("wearlab-bench-{}", uuid::Uuid::new_v4().simple());
-    wearlab_aws::create_table_for_tests(&ddb, &name).await?;
+    wearlab_aws::ensure_table(&ddb, &name).await?;
     let table = Arc::new(wearlab_aws::DynamoDbTable::new(ddb, name));
     let scheduler = wearlab_aws::EventBridgeScheduler::new(
         sched,

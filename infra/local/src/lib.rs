@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use wearlab_domain::common::crypto::DataKey;
 use wearlab_domain::common::ids::TeamId;
+use wearlab_domain::common::settings::{Settings, whole_number};
 use wearlab_domain::ports::providers::Providers;
 use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
 use wearlab_domain::webhooks::url::UrlPolicy;
@@ -62,22 +63,82 @@ pub struct LocalStack {
     pub queue: TableQueue,
     /// The clock every rule reads, movable forward at `POST /local/clock/advance`.
     pub clock: Arc<ShiftedClock>,
+    /// The operator's settings the stack's API and sweeps run with.
+    pub settings: Settings,
+}
+
+/// The local stack's configuration, read once at start ([`LocalConfig::from_vars`]: `main.rs`
+/// passes the process environment): the deployment's [`Settings`] and the local ones. Every
+/// value is checked; a bad one stops the stack at start, naming the variable.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    pub settings: Settings,
+    /// `WEARLAB_DATA_DIR`: where the table file, the data key and the API key are kept;
+    /// default `.local`.
+    pub data_dir: PathBuf,
+    /// `PORT`: the port on 127.0.0.1, 0 (any free port) to 65535; default 8080.
+    pub port: u16,
+    /// `WEARLAB_CACHE_MB` in bytes: the embedded table's page cache ([`cache_bytes_of`]).
+    pub cache_bytes: usize,
+    /// `WEARLAB_DATA_KEY`: the data key (base64 of 32 bytes), else the one kept in the data
+    /// directory.
+    pub data_key: Option<String>,
+    /// `WEARLAB_API_KEY`: the local team's API key, else the one kept in the data directory.
+    pub api_key: Option<String>,
+}
+
+impl LocalConfig {
+    /// Every setting from `var` (the process environment in `main.rs`; a map in tests).
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, DomainError> {
+        let get = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let settings = Settings::from_vars(&var).map_err(|e| DomainError::Rejected(e.to_string()))?;
+        let port =
+            whole_number("PORT", get("PORT").as_deref(), 0..=65_535, 8080).map_err(DomainError::Rejected)?;
+        Ok(Self {
+            settings,
+            data_dir: get("WEARLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".local")),
+            port: u16::try_from(port).unwrap_or(8080),
+            cache_bytes: cache_bytes_of(get("WEARLAB_CACHE_MB").as_deref())?,
+            data_key: get("WEARLAB_DATA_KEY"),
+            api_key: get("WEARLAB_API_KEY"),
+        })
+    }
+
+    /// The defaults with the data in `data_dir` (tests, benchmarks): no environment is read.
+    pub fn in_dir(data_dir: &Path) -> Self {
+        Self {
+            settings: Settings::default(),
+            data_dir: data_dir.to_owned(),
+            port: 8080,
+            cache_bytes: wearlab_embedded::DEFAULT_CACHE_BYTES,
+            data_key: None,
+            api_key: None,
+        }
+    }
 }
 
 impl LocalStack {
-    /// A stack on a redb file under `data_dir`, on the system clock. Secrets at rest are sealed
-    /// with `WEARLAB_DATA_KEY`, or a key generated on first start into `data_dir/data_key`.
+    /// A stack on a redb file under `data_dir` with the default settings (tests, benchmarks).
     pub fn open(data_dir: &Path) -> Result<Self, DomainError> {
-        let table = RedbTable::open_with_cache(&data_dir.join("wearlab.redb"), cache_bytes()?)?;
-        let key = local_data_key(data_dir)?;
+        Self::open_with(&LocalConfig::in_dir(data_dir))
+    }
+
+    /// A stack on a redb file under `config.data_dir`, on the system clock. Secrets at rest are
+    /// sealed with `WEARLAB_DATA_KEY`, or a key generated on first start into
+    /// `data_dir/data_key`.
+    pub fn open_with(config: &LocalConfig) -> Result<Self, DomainError> {
+        let data_dir = &config.data_dir;
+        let table = RedbTable::open_with_cache(&data_dir.join("wearlab.redb"), config.cache_bytes)?;
+        let key = local_data_key(data_dir, config.data_key.as_deref())?;
         // Local receivers run on this machine: http and loopback are allowed.
-        let sender = HttpSender::from_env(UrlPolicy::LocalStack).map_err(DomainError::Rejected)?;
+        let sender = HttpSender::new(UrlPolicy::LocalStack).with_in_flight(config.settings.webhook_in_flight);
         // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md); every
         // other provider links to the simulator unless WEARLAB_SIMULATED_PROVIDERS=false: on a
         // laptop, simulated data is the point.
         wearlab_providers::simulated_links(local_var).map_err(DomainError::Rejected)?;
         let providers = |sim| wearlab_providers::from_vars(sim, local_var);
-        Ok(Self::with(table, Arc::new(SystemClock), key, sender, providers))
+        let stack = Self::with(table, Arc::new(SystemClock), key, sender, providers);
+        Ok(Self { settings: config.settings.clone(), ..stack })
     }
 
     /// A stack in memory on the given clock (tests, benchmarks), with a throwaway data key.
@@ -119,7 +180,7 @@ impl LocalStack {
             lab_network: Arc::new(wearlab_sim::SimulatedLab),
             webhook_sender: Arc::new(webhook_sender),
         };
-        Self { deps, table, scheduler, bus, queue, clock: shifted }
+        Self { deps, table, scheduler, bus, queue, clock: shifted, settings: Settings::default() }
     }
 
     /// Every API router on this stack's adapters, plus the local debug routes: `GET /local/events`
@@ -161,7 +222,7 @@ impl LocalStack {
     }
 
     pub fn state(&self) -> AppState {
-        AppState::new(self.deps.clone())
+        AppState::new(self.deps.clone(), self.settings.clone())
     }
 
     /// Ensures the local team exists and `key` (or a new key) opens it. Returns the key.
@@ -243,7 +304,7 @@ impl LocalStack {
     /// What the every-minute rule does on AWS (the sweep-worker): advances every open lab
     /// order whose next status change is due, then publishes events left in the outbox.
     pub async fn sweep(&self) -> Result<sweep_worker::Outcome, DomainError> {
-        sweep_worker::handle(&self.deps).await
+        sweep_worker::handle(&self.deps, self.settings.public_url.as_deref()).await
     }
 
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the
@@ -323,7 +384,7 @@ pub fn app(state: AppState) -> App {
 /// The documented routes plus the undocumented browser pages: the simulated providers' OAuth
 /// consent page (the OAuth callback and hosted link page are part of link-api).
 fn served_routes() -> wearlab_web::Routes {
-    routes().merge(wearlab_web::Routes::from(wearlab_sim::routes::<AppState>()))
+    routes().merge(wearlab_web::Routes::from(wearlab_sim::routes()))
 }
 
 /// The local bus as deployed on AWS: every event is kept (and feeds the webhook queue), and
@@ -412,30 +473,22 @@ impl EventsQuery {
 /// The embedded table's page cache: `WEARLAB_CACHE_MB` mebibytes (1 to 65,536), else
 /// [`wearlab_embedded::DEFAULT_CACHE_BYTES`]. It bounds most of the process's memory
 /// beyond the requests in flight (docs/PERFORMANCE.md, section 5).
-fn cache_bytes() -> Result<usize, DomainError> {
-    cache_bytes_of(std::env::var("WEARLAB_CACHE_MB").ok().as_deref())
-}
-
 fn cache_bytes_of(setting: Option<&str>) -> Result<usize, DomainError> {
     const MIB: usize = 1024 * 1024;
-    let mb = wearlab_domain::common::settings::whole_number(
-        "WEARLAB_CACHE_MB",
-        setting,
-        1..=65_536,
-        wearlab_embedded::DEFAULT_CACHE_BYTES / MIB,
-    )
-    .map_err(DomainError::Rejected)?;
+    let mb =
+        whole_number("WEARLAB_CACHE_MB", setting, 1..=65_536, wearlab_embedded::DEFAULT_CACHE_BYTES / MIB)
+            .map_err(DomainError::Rejected)?;
     Ok(mb * MIB)
 }
 
-/// The local data key: `WEARLAB_DATA_KEY` (base64 of 32 bytes) if set, else the key kept in
-/// `data_dir/data_key`, generated on first start (mode 0600, like the API key file).
-fn local_data_key(data_dir: &Path) -> Result<DataKey, DomainError> {
+/// The local data key: `configured` (`WEARLAB_DATA_KEY`, base64 of 32 bytes) if set, else the
+/// key kept in `data_dir/data_key`, generated on first start (mode 0600, like the API key file).
+fn local_data_key(data_dir: &Path, configured: Option<&str>) -> Result<DataKey, DomainError> {
     let unusable = |what: &str, e: &dyn std::fmt::Display| {
         DomainError::Rejected(format!("{what} is not a usable data key: {e}"))
     };
-    if let Ok(k) = std::env::var("WEARLAB_DATA_KEY") {
-        return DataKey::from_base64(&k).map_err(|e| unusable("WEARLAB_DATA_KEY", &e));
+    if let Some(k) = configured {
+        return DataKey::from_base64(k).map_err(|e| unusable("WEARLAB_DATA_KEY", &e));
     }
     let file = data_dir.join("data_key");
     if let Ok(saved) = std::fs::read_to_string(&file) {
@@ -465,11 +518,6 @@ fn serde_json_event() -> serde_json::Value {
     serde_json::json!({"detail-type": "Scheduled Event", "source": "wearlab.local"})
 }
 
-/// Where the local stack keeps its data and its key.
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("WEARLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".local"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,6 +530,45 @@ mod tests {
         for bad in ["0", "-1", "65537", "64MB", ""] {
             let e = cache_bytes_of(Some(bad)).unwrap_err().to_string();
             assert!(e.contains("WEARLAB_CACHE_MB"), "{bad}: {e}");
+        }
+    }
+
+    fn config(pairs: &[(&str, &str)]) -> Result<LocalConfig, DomainError> {
+        let map: std::collections::HashMap<String, String> =
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        LocalConfig::from_vars(move |name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn the_local_configuration_is_read_once_with_its_defaults() {
+        let c = config(&[]).unwrap();
+        assert_eq!((c.port, c.data_dir.clone()), (8080, PathBuf::from(".local")));
+        assert_eq!(c.settings, Settings::default());
+        assert_eq!(config(&[("PORT", "0")]).unwrap().port, 0, "any free port");
+        let c = config(&[
+            ("PORT", "9000"),
+            ("WEARLAB_DATA_DIR", "/tmp/w"),
+            ("WEARLAB_PUBLIC_URL", "http://127.0.0.1:9000"),
+        ])
+        .unwrap();
+        assert_eq!((c.port, c.data_dir), (9000, PathBuf::from("/tmp/w")));
+        assert_eq!(c.settings.public_url.as_deref(), Some("http://127.0.0.1:9000"));
+    }
+
+    #[test]
+    fn a_bad_local_setting_stops_the_stack_naming_its_variable() {
+        for (name, bad) in [
+            ("PORT", "-1"),
+            ("PORT", "65536"),
+            ("PORT", "http"),
+            ("WEARLAB_CACHE_MB", "0"),
+            ("WEARLAB_TEAM_RATE_LIMIT", "0"),
+            ("WEARLAB_AUDIT_RETENTION_DAYS", "3661"),
+            ("WEARLAB_WEBHOOK_IN_FLIGHT", "1001"),
+            ("WEARLAB_PUBLIC_URL", "localhost:8080"),
+        ] {
+            let e = config(&[(name, bad)]).unwrap_err().to_string();
+            assert!(e.contains(name), "{name}={bad}: {e}");
         }
     }
 }

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use axum::ServiceExt;
 use axum::extract::Request;
-use wearlab_local::{LocalStack, data_dir};
+use wearlab_local::{LocalConfig, LocalStack};
 
 /// The local stack's allocator (see [`wearlab_local::Allocator`]).
 #[global_allocator]
@@ -17,10 +17,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     wearlab_telemetry::init_tracing();
-    let dir = data_dir();
-    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(8080);
-    let stack = LocalStack::open(&dir)?;
-    let key = local_key(&stack, &dir).await?;
+    // Every setting read once, here; a bad value stops the stack naming its variable.
+    let config = LocalConfig::from_vars(|name| std::env::var(name).ok())?;
+    let (dir, port) = (&config.data_dir, config.port);
+    let stack = LocalStack::open_with(&config)?;
+    let key = local_key(&stack, dir, config.api_key.as_deref()).await?;
     stack.spawn_workers();
 
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -38,12 +39,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The key of the local team: `WEARLAB_API_KEY` if set, else the one kept in the data
-/// directory (created on first start). The file is the developer's own copy, like a
+/// The key of the local team: `configured` (`WEARLAB_API_KEY`) if set, else the one kept in
+/// the data directory (created on first start). The file is the developer's own copy, like a
 /// credentials file; the table keeps only its hash.
-async fn local_key(stack: &LocalStack, dir: &std::path::Path) -> Result<String, Box<dyn std::error::Error>> {
-    if let Ok(key) = std::env::var("WEARLAB_API_KEY") {
-        return Ok(stack.ensure_team_key(Some(&key)).await?);
+async fn local_key(
+    stack: &LocalStack,
+    dir: &std::path::Path,
+    configured: Option<&str>,
+) -> Result<String, Box<dyn std::error::Error>> {
+    if let Some(key) = configured {
+        return Ok(stack.ensure_team_key(Some(key)).await?);
     }
     let file = dir.join("api_key");
     if let Ok(saved) = std::fs::read_to_string(&file) {

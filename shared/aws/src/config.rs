@@ -5,6 +5,7 @@ use std::sync::Arc;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
 use wearlab_domain::Deps;
+use wearlab_domain::common::settings::Settings;
 use wearlab_domain::ports::{Providers, QueueName, SystemClock};
 
 use crate::{
@@ -35,10 +36,6 @@ pub struct AwsEnv {
     pub event_bus_name: String,
     /// Where the 32-byte key that seals secrets at rest comes from.
     pub data_key: DataKeySource,
-    /// `WEARLAB_PUBLIC_URL`: the API's public address. Required: links handed to users (link
-    /// pages, OAuth callbacks, portal and requisition URLs) are never derived from a request's
-    /// headers on a deployment, which a caller controls.
-    pub public_url: String,
 }
 
 /// The data key as the deployment gives it.
@@ -92,16 +89,6 @@ async fn read_secure_parameter(config: &LazySdkConfig, name: &str) -> Result<Str
     out.parameter.and_then(|p| p.value).ok_or_else(|| format!("SSM parameter {name} has no value"))
 }
 
-/// A public address: `http(s)://host[:port]`, no path.
-fn public_url(url: String) -> Result<String, String> {
-    let url = url.trim().trim_end_matches('/').to_owned();
-    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")).unwrap_or("");
-    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) || rest.contains(char::is_whitespace) {
-        return Err(format!("WEARLAB_PUBLIC_URL must be https://host (no path), not {url:?}"));
-    }
-    Ok(url)
-}
-
 impl AwsEnv {
     /// Reads every variable; the error names the first one missing or empty.
     pub fn from_env() -> Result<Self, String> {
@@ -113,7 +100,6 @@ impl AwsEnv {
             scheduler_role_arn: var("WEARLAB_SCHEDULER_ROLE_ARN")?,
             event_bus_name: var("WEARLAB_EVENT_BUS_NAME")?,
             data_key: DataKeySource::from_env()?,
-            public_url: public_url(var("WEARLAB_PUBLIC_URL")?)?,
         })
     }
 
@@ -207,36 +193,33 @@ pub async fn sqs_dead_letters_from_env(
     crate::SqsDeadLetters::for_source(client, q.as_str(), &url).await.map_err(|e| e.to_string())
 }
 
-/// The ports every Lambda handler needs, built once per execution environment. Cheap: the SDK
-/// configuration is loaded, and each SDK client built, on first use (see [`LazySdkConfig`]), so
-/// that a function's init phase does no AWS work beyond reading its secrets (the data key, and
-/// the providers' secrets when `WEARLAB_PROVIDER_SECRETS_PATH` is set: [`ProviderVars`]).
-/// `providers` builds the `Providers` port from the variables it is given (each `main.rs` picks
-/// the adapters with `wearlab_providers::from_vars`; this crate knows no provider adapter); the
-/// queue, the lab network and the webhook sender are the caller's choice too, set on the result
-/// when its function uses them (`Deps { queue, ..deps }`).
+/// The ports every Lambda handler needs and the operator's [`Settings`], both built once per
+/// execution environment. Cheap: the SDK configuration is loaded, and each SDK client built, on
+/// first use (see [`LazySdkConfig`]), so that a function's init phase does no AWS work beyond
+/// reading its secrets (the data key, and the providers' secrets when
+/// `WEARLAB_PROVIDER_SECRETS_PATH` is set: [`ProviderVars`]). Every setting is validated here,
+/// `WEARLAB_PUBLIC_URL` is required (links handed to users are never derived from a request's
+/// headers on a deployment, which a caller controls), and the error names the variable, so a
+/// function with a bad value stops at start. `providers` builds the `Providers` port from the
+/// variables it is given (each `main.rs` picks the adapters with `wearlab_providers::from_vars`;
+/// this crate knows no provider adapter); the queue, the lab network and the webhook sender are
+/// the caller's choice too, set on the result when its function uses them
+/// (`Deps { queue, ..deps }`).
 pub async fn deps_from_env(
     providers: impl FnOnce(&dyn Fn(&str) -> Option<String>) -> Arc<dyn Providers>,
-) -> Result<Deps, String> {
+) -> Result<(Deps, Settings), String> {
     let env = AwsEnv::from_env()?;
+    let settings = settings_from_env()?;
     let config = LazySdkConfig::from_env();
     let vars = ProviderVars::from_env(&config).await?;
-    env.deps_on_first_use(config, providers(&|name| vars.get(name))).await
+    let deps = env.deps_on_first_use(config, providers(&|name| vars.get(name))).await?;
+    Ok((deps, settings))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::public_url;
-
-    #[test]
-    fn a_public_url_is_an_address_without_a_path() {
-        assert_eq!(public_url("https://api.example.com/".into()), Ok("https://api.example.com".into()));
-        assert_eq!(public_url(" http://127.0.0.1:9000 ".into()), Ok("http://127.0.0.1:9000".into()));
-        for bad in
-            ["", "api.example.com", "https://", "https://a.example/x", "https://u@a.example", "ftp://a"]
-        {
-            let e = public_url(bad.into()).unwrap_err();
-            assert!(e.starts_with("WEARLAB_PUBLIC_URL must be"), "{bad}: {e}");
-        }
-    }
+/// The operator's settings of a deployed function, from the process environment: every one
+/// valid and `WEARLAB_PUBLIC_URL` set, else an error naming the variable.
+pub fn settings_from_env() -> Result<Settings, String> {
+    let settings = Settings::from_vars(|name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
+    settings.required_public_url().map_err(|e| e.to_string())?;
+    Ok(settings)
 }

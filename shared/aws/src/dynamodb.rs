@@ -759,11 +759,6 @@ pub async fn ensure_table(client: &Client, name: &str) -> Result<(), StoreError>
     Ok(())
 }
 
-/// The table for a test run (moto, DynamoDB Local) or `make watch`; same as [`ensure_table`].
-pub async fn create_table_for_tests(client: &Client, name: &str) -> Result<(), StoreError> {
-    ensure_table(client, name).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,11 +16,11 @@ mod sqs;
 
 pub use config::{
     AwsEnv, DATA_KEY_PARAMETER_VAR, DataKeySource, aws_config_from_env, clients_for_endpoint,
-    config_for_endpoint, deps_from_env, queue_url_var, required_var, sqs_dead_letters_from_env,
-    sqs_queue_from_env,
+    config_for_endpoint, deps_from_env, queue_url_var, required_var, settings_from_env,
+    sqs_dead_letters_from_env, sqs_queue_from_env,
 };
 pub use dead_letters::{DeadLetterError, SqsDeadLetters};
-pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, create_table_for_tests, ensure_table};
+pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use lazy::LazySdkConfig;
 pub use provider_secrets::{PROVIDER_SECRETS_PATH_VAR, ProviderVars, is_provider_secret_var};

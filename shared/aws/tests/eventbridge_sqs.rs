@@ -1,6 +1,6 @@
 //! The EventBridge bus adapter against moto: a rule on the bus delivers Wearlab's events to an
-//! SQS queue, in full, across PutEvents batches of 10. Skipped (passing) unless
-//! `WEARLAB_TEST_AWS_ENDPOINT` is set (`make test` and `scripts/with-moto` set it).
+//! SQS queue, in full, across PutEvents batches of 10. Needs `WEARLAB_TEST_AWS_ENDPOINT` and
+//! fails without it (`make test` and `scripts/with-moto` set it).
 
 use std::collections::HashSet;
 
@@ -8,16 +8,17 @@ use serde_json::{Value, json};
 use wearlab_aws::{EVENT_SOURCE, EventBridgeBus, config_for_endpoint};
 use wearlab_domain::ports::{EventBus, EventEnvelope};
 
-fn endpoint() -> Option<String> {
-    std::env::var("WEARLAB_TEST_AWS_ENDPOINT").ok().filter(|v| !v.is_empty())
+/// The emulator's endpoint: without it these tests fail rather than pass having checked nothing.
+fn endpoint() -> String {
+    std::env::var("WEARLAB_TEST_AWS_ENDPOINT").ok().filter(|v| !v.is_empty()).expect(
+        "WEARLAB_TEST_AWS_ENDPOINT is not set: run `make test` or `scripts/with-moto`, which start \
+         moto_server, or start `moto_server -H 127.0.0.1 -p PORT` and set it to http://127.0.0.1:PORT",
+    )
 }
 
 #[tokio::test]
 async fn every_event_reaches_a_queue_subscribed_by_a_rule() {
-    let Some(endpoint) = endpoint() else {
-        eprintln!("skipped: WEARLAB_TEST_AWS_ENDPOINT is not set");
-        return;
-    };
+    let endpoint = endpoint();
     let config = config_for_endpoint(&endpoint).await;
     let eb = aws_sdk_eventbridge::Client::new(&config);
     let sqs = aws_sdk_sqs::Client::new(&config);

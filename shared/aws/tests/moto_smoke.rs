@@ -1,5 +1,5 @@
-//! Smoke tests of the AWS adapters against an emulator (moto). Skipped (passing) unless
-//! `WEARLAB_TEST_AWS_ENDPOINT` is set, e.g.:
+//! Smoke tests of the AWS adapters against an emulator (moto). They need
+//! `WEARLAB_TEST_AWS_ENDPOINT` (and fail without it), e.g.:
 //!
 //! ```sh
 //! moto_server -H 127.0.0.1 -p 5055 &
@@ -17,22 +17,22 @@ use wearlab_domain::ports::{
     Condition, Item, Key, MAX_BATCH, Query, Schedule, Scheduler, StoreError, Table, WriteOp, query_all,
 };
 
-fn endpoint() -> Option<String> {
-    std::env::var("WEARLAB_TEST_AWS_ENDPOINT").ok().filter(|v| !v.is_empty())
+/// The emulator's endpoint: without it these tests fail rather than pass having checked nothing.
+fn endpoint() -> String {
+    std::env::var("WEARLAB_TEST_AWS_ENDPOINT").ok().filter(|v| !v.is_empty()).expect(
+        "WEARLAB_TEST_AWS_ENDPOINT is not set: run `make test` or `scripts/with-moto`, which start \
+         moto_server, or start `moto_server -H 127.0.0.1 -p PORT` and set it to http://127.0.0.1:PORT",
+    )
 }
 
 /// A fresh table per test, so tests run in parallel against one emulator.
-async fn table(test: &str) -> Option<(DynamoDbTable, aws_sdk_dynamodb::Client)> {
-    let Some(endpoint) = endpoint() else {
-        eprintln!("skipped: WEARLAB_TEST_AWS_ENDPOINT is not set");
-        return None;
-    };
-    let (client, _) = clients_for_endpoint(&endpoint).await;
+async fn table(test: &str) -> (DynamoDbTable, aws_sdk_dynamodb::Client) {
+    let (client, _) = clients_for_endpoint(&endpoint()).await;
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let name = format!("wearlab-{test}-{nanos}");
     ensure_table(&client, &name).await.expect("table created");
     ensure_table(&client, &name).await.expect("ensure_table is idempotent");
-    Some((DynamoDbTable::new(client.clone(), name), client))
+    (DynamoDbTable::new(client.clone(), name), client)
 }
 
 fn item(pk: &str, sk: &str) -> Item {
@@ -45,9 +45,7 @@ fn sks(items: &[Item]) -> Vec<&str> {
 
 #[tokio::test]
 async fn conditional_writes_and_versions() {
-    let Some((t, _)) = table("cond").await else {
-        return;
-    };
+    let (t, _) = table("cond").await;
     let a = item("P", "a");
     t.put(a.clone(), Condition::NotExists).await.unwrap();
     assert_eq!(t.put(a.clone(), Condition::NotExists).await, Err(StoreError::ConditionFailed { op: None }));
@@ -81,9 +79,7 @@ async fn conditional_writes_and_versions() {
 
 #[tokio::test]
 async fn transactions_are_all_or_nothing() {
-    let Some((t, _)) = table("tx").await else {
-        return;
-    };
+    let (t, _) = table("tx").await;
     t.put(item("T", "exists"), Condition::None).await.unwrap();
     t.transact(Vec::new()).await.unwrap();
 
@@ -122,9 +118,7 @@ async fn transactions_are_all_or_nothing() {
 
 #[tokio::test]
 async fn queries_page_with_cursors() {
-    let Some((t, _)) = table("query").await else {
-        return;
-    };
+    let (t, _) = table("query").await;
     for i in 0..25 {
         let it = item("Q", &format!("item#{i:02}")).with_gsi1("IDX", format!("k#{:02}", 24 - i));
         t.put(it, Condition::None).await.unwrap();
@@ -199,9 +193,7 @@ async fn queries_page_with_cursors() {
 
 #[tokio::test]
 async fn expiry_is_a_number_attribute() {
-    let Some((t, client)) = table("ttl").await else {
-        return;
-    };
+    let (t, client) = table("ttl").await;
     let it = item("E", "1").with_expiry(Some(1_900_000_000)).with_gsi1("G", "S");
     t.put(it.clone(), Condition::None).await.unwrap();
     let raw = client
@@ -226,7 +218,7 @@ async fn expiry_is_a_number_attribute() {
 
 #[tokio::test]
 async fn schedules_are_created_replaced_and_cancelled() {
-    let Some(endpoint) = endpoint() else { return };
+    let endpoint = endpoint();
     let (_, client) = clients_for_endpoint(&endpoint).await;
     let group = "wearlab-smoke";
     ensure_schedule_group(&client, group).await.unwrap();
@@ -269,9 +261,7 @@ async fn schedules_are_created_replaced_and_cancelled() {
 
 #[tokio::test]
 async fn concurrent_transactions_on_one_item_resolve() {
-    let Some((t, _)) = table("race").await else {
-        return;
-    };
+    let (t, _) = table("race").await;
     let t = std::sync::Arc::new(t);
     let before = t.round_trips();
     let writers: Vec<_> = (0..16)
@@ -302,7 +292,7 @@ async fn concurrent_transactions_on_one_item_resolve() {
 
 #[tokio::test]
 async fn service_errors_carry_no_item_data() {
-    let Some(endpoint) = endpoint() else { return };
+    let endpoint = endpoint();
     let (client, _) = clients_for_endpoint(&endpoint).await;
     let t = DynamoDbTable::new(client, "wearlab-no-such-table");
     let secret = Item::new(Key::new("P", "S"), json!({ "email": "secret@example.com" }));
@@ -317,9 +307,7 @@ async fn service_errors_carry_no_item_data() {
 /// request, and read bodies as text (`get_raw`) the same as `get` reads them.
 #[tokio::test]
 async fn lazily_built_tables_work_from_the_first_request() {
-    let (Some((created, _)), Some(endpoint)) = (table("lazy").await, endpoint()) else {
-        return;
-    };
+    let ((created, _), endpoint) = (table("lazy").await, endpoint());
     let config = wearlab_aws::LazySdkConfig::given(wearlab_aws::config_for_endpoint(&endpoint).await);
     let t = DynamoDbTable::on_first_use(config, created.table_name());
     assert_eq!(t.round_trips(), 0);
@@ -337,7 +325,7 @@ async fn lazily_built_tables_work_from_the_first_request() {
 /// or unusable parameter is an error naming the parameter and never showing a value.
 #[tokio::test]
 async fn the_data_key_is_read_from_an_ssm_secure_string() {
-    let Some(endpoint) = endpoint() else { return };
+    let endpoint = endpoint();
     let config = wearlab_aws::config_for_endpoint(&endpoint).await;
     let ssm = aws_sdk_ssm::Client::new(&config);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();

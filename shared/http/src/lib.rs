@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use wearlab_domain::common::per_key::PerKey;
+use wearlab_domain::common::settings::DEFAULT_WEBHOOK_IN_FLIGHT;
 use wearlab_domain::ports::WebhookSender;
 use wearlab_domain::webhooks::TIMEOUT;
 use wearlab_domain::webhooks::url::{self as webhook_url, UrlPolicy};
@@ -22,20 +23,9 @@ use tokio::sync::Semaphore;
 pub struct HttpSender {
     client: reqwest::Client,
     policy: UrlPolicy,
-    /// Per endpoint URL, at most [`in_flight_setting`]'s POSTs at once from this process; the
+    /// Per endpoint URL, at most `WEARLAB_WEBHOOK_IN_FLIGHT` POSTs at once from this process; the
     /// others wait for a slot (their time counts against the deadline only once they are sent).
     slots: PerKey<Semaphore>,
-}
-
-/// POSTs at once to one endpoint unless configured ([`in_flight_setting`]).
-pub const DEFAULT_IN_FLIGHT: usize = 16;
-/// The variable that sets it: `WEARLAB_WEBHOOK_IN_FLIGHT`.
-pub const IN_FLIGHT_ENV: &str = "WEARLAB_WEBHOOK_IN_FLIGHT";
-
-/// POSTs at once per endpoint from `value` (of [`IN_FLIGHT_ENV`]): 1 to 1,000, default
-/// [`DEFAULT_IN_FLIGHT`]; anything else is refused with a message naming the variable.
-pub fn in_flight_setting(value: Option<&str>) -> Result<usize, String> {
-    wearlab_domain::common::settings::whole_number(IN_FLIGHT_ENV, value, 1..=1000, DEFAULT_IN_FLIGHT)
 }
 
 impl HttpSender {
@@ -43,13 +33,8 @@ impl HttpSender {
         Self::with_resolver(policy, GuardedResolver::new(policy))
     }
 
-    /// [`HttpSender::new`] with the POSTs at once per endpoint of [`IN_FLIGHT_ENV`] (when set).
-    pub fn from_env(policy: UrlPolicy) -> Result<Self, String> {
-        let n = in_flight_setting(std::env::var(IN_FLIGHT_ENV).ok().as_deref())?;
-        Ok(Self::new(policy).with_in_flight(n))
-    }
-
-    /// This sender with at most `n` POSTs at once to one endpoint URL (at least 1).
+    /// This sender with at most `n` POSTs at once to one endpoint URL (at least 1): the
+    /// settings' `webhook_in_flight`.
     pub fn with_in_flight(mut self, n: usize) -> Self {
         self.slots = slots(n);
         self
@@ -65,7 +50,7 @@ impl HttpSender {
             .user_agent("Wearlab-Webhooks/1")
             .build()
             .expect("the HTTP client builds");
-        Self { client, policy, slots: slots(DEFAULT_IN_FLIGHT) }
+        Self { client, policy, slots: slots(DEFAULT_WEBHOOK_IN_FLIGHT) }
     }
 }
 

@@ -52,11 +52,6 @@ impl AppConfig {
         };
         Self { endpoints, platform_client, push_token: get("PUSH_TOKEN").map(Secret::new) }
     }
-
-    /// [`AppConfig::from_vars`] on the process environment.
-    pub fn from_env(slug: &str, defaults: Endpoints) -> Self {
-        Self::from_vars(slug, defaults, |k| std::env::var(k).ok())
-    }
 }
 
 #[cfg(test)]

@@ -247,11 +247,6 @@ impl GoogleHealth {
         }
     }
 
-    pub fn from_env() -> Self {
-        let var = |k: &str| std::env::var(k).ok();
-        Self::new(AppConfig::from_vars(SLUG, Self::endpoints(), var), GoogleUrls::from_vars(var))
-    }
-
     pub fn config(&self) -> &AppConfig {
         &self.api.config
     }

@@ -83,10 +83,6 @@ impl Oura {
         Self { api: Api::new(&DESCRIPTION, config) }
     }
 
-    pub fn from_env() -> Self {
-        Self::new(AppConfig::from_env(SLUG, Self::endpoints()))
-    }
-
     pub fn config(&self) -> &AppConfig {
         &self.api.config
     }

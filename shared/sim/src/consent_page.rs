@@ -2,7 +2,7 @@
 //! link API and the local stack serve it; workers do not link it.
 
 use axum::Router;
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -10,8 +10,8 @@ use serde::Deserialize;
 use wearlab_domain::common::provider_catalog::catalog;
 use wearlab_domain::linking::oauth::callback_url;
 use wearlab_domain::linking::with_query;
+use wearlab_web::AppState;
 use wearlab_web::pages::{self, escape};
-use wearlab_web::public_links;
 
 use crate::consent::*;
 
@@ -39,8 +39,8 @@ struct ConsentParams {
     account: Option<String>,
 }
 
-/// The consent page's routes, for any router state.
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+/// The consent page's routes.
+pub fn routes() -> Router<AppState> {
     Router::new().route(CONSENT_PATH, get(consent))
 }
 
@@ -50,11 +50,12 @@ fn bad(msg: &str) -> Response {
 }
 
 async fn consent(
+    State(s): State<AppState>,
     Path(provider): Path<String>,
     Query(q): Query<ConsentParams>,
     headers: HeaderMap,
 ) -> Response {
-    let mut res = answer(&provider, q, &public_links(&headers).base_url);
+    let mut res = answer(&provider, q, &s.public_links(&headers).base_url);
     pages::set_security_headers(res.headers_mut(), None);
     res
 }

@@ -4,9 +4,11 @@
 //! are the single source of those inputs.
 //!
 //! The OAuth consent "at the provider" is a page of this crate ([`routes`]), served by the API
-//! process under `/v2/link/sim/oauth/{provider}/authorize`. [`Altered`] wraps providers for tests
-//! and benchmarks that need one to fail, wait or give denser data.
+//! process under `/v2/link/sim/oauth/{provider}/authorize`. `Altered` (the `test-support`
+//! feature) wraps providers for tests and benchmarks that need one to fail, wait or give denser
+//! data.
 
+#[cfg(feature = "test-support")]
 mod altered;
 mod consent;
 #[cfg(feature = "consent")]
@@ -29,6 +31,7 @@ use wearlab_domain::ports::providers::{
 };
 use wearlab_models::{AuthType, MfaMethod};
 
+#[cfg(feature = "test-support")]
 pub use altered::{Alteration, Altered, one_second_samples};
 pub use consent::CONSENT_PATH;
 #[cfg(feature = "consent")]

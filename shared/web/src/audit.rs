@@ -9,7 +9,7 @@
 //! a read is withheld (503) and a change keeps its answer, both logged
 //! (`wearlab_domain::common::audit::on_failure` says why).
 
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use axum::RequestExt;
@@ -17,24 +17,11 @@ use axum::extract::{MatchedPath, RawPathParams, Request};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use tower::{Layer, Service};
-use wearlab_domain::common::audit::{self, Access, OnFailure, Retention};
+use wearlab_domain::common::audit::{self, Access, OnFailure};
 use wearlab_domain::common::ids::Caller;
 use wearlab_domain::common::ids::UserId;
 
 use crate::{ApiError, AppState};
-
-/// Days entries are kept; unset: `audit::DEFAULT_RETENTION_DAYS`.
-pub const RETENTION_VAR: &str = "WEARLAB_AUDIT_RETENTION_DAYS";
-
-/// The deployment's retention, read once per process. A value out of range is logged and the
-/// default kept, rather than stopping a function that serves health data over a setting.
-static RETENTION: LazyLock<Retention> = LazyLock::new(|| match std::env::var(RETENTION_VAR) {
-    Err(_) => Retention::default(),
-    Ok(v) => Retention::parse(&v).unwrap_or_else(|| {
-        tracing::error!(variable = RETENTION_VAR, "not 1 to 3660 days; keeping the default retention");
-        Retention::default()
-    }),
-});
 
 /// Filled by the API-key extractor: who called, and the state to record with.
 #[derive(Clone, Default)]
@@ -92,7 +79,7 @@ where
             let method = access.method.clone();
             let (team_id, key_id, route) = (caller.team_id, caller.key_id, access.route.clone());
             let user_id = access.user_id;
-            let Err(e) = audit::record(&state.deps, access, *RETENTION).await else {
+            let Err(e) = audit::record(&state.deps, access, state.settings.audit_retention).await else {
                 return Ok(response);
             };
             match audit::on_failure(&method) {

@@ -12,23 +12,9 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::HeaderValue;
 use tower::{Layer, Service};
-use wearlab_domain::common::fair_use::{Admission, DEFAULT_REQUESTS_PER_MINUTE};
+use wearlab_domain::common::fair_use::Admission;
 
 use crate::auth::API_KEY_HEADER;
-
-/// The deployment's default requests per minute of a team without its own limit.
-pub const RATE_LIMIT_ENV: &str = "WEARLAB_TEAM_RATE_LIMIT";
-
-/// `WEARLAB_TEAM_RATE_LIMIT` when set to a positive whole number, else the built-in default.
-pub fn default_limit_from_env() -> u32 {
-    match std::env::var(RATE_LIMIT_ENV) {
-        Err(_) => DEFAULT_REQUESTS_PER_MINUTE,
-        Ok(v) => v.trim().parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {
-            tracing::error!(variable = RATE_LIMIT_ENV, "not a positive whole number; the default applies");
-            DEFAULT_REQUESTS_PER_MINUTE
-        }),
-    }
-}
 
 /// Where the admission of a request is left for the answer's headers.
 #[derive(Clone, Default)]

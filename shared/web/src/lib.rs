@@ -25,19 +25,14 @@ pub use state::AppState;
 pub use well_formed::MAX_URI_BYTES;
 
 /// The API's public address for links in answers (`link_web_url`, OAuth callbacks, requisition
-/// and portal URLs): `WEARLAB_PUBLIC_URL`, which every deployed function requires at start.
-/// Without it (the local stack) the request's own `Host`, and only a loopback one:
-/// `X-Forwarded-Host` is never read, so no caller can point the links elsewhere.
-pub fn public_links(headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
+/// and portal URLs): `configured` (the deployment's `WEARLAB_PUBLIC_URL`, read once at start
+/// into [`Settings`](wearlab_domain::common::settings::Settings): every deployed function requires it),
+/// else the request's own `Host`, and only a loopback one (the local stack):
+/// `X-Forwarded-Host` is never read, so no caller can point the links elsewhere. Handlers call
+/// it through [`AppState::public_links`].
+pub fn public_links(configured: Option<&str>, headers: &http::HeaderMap) -> wearlab_domain::lab::Links {
     let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let configured = std::env::var("WEARLAB_PUBLIC_URL").ok();
-    wearlab_domain::lab::Links::for_host(configured.as_deref(), h("host"), h("x-forwarded-proto"))
-}
-
-/// `WEARLAB_PUBLIC_URL` when set: the one address providers may call back (push notifications),
-/// never the request's `Host`, which a provider may refuse or a caller may forge.
-pub fn configured_public_url() -> Option<String> {
-    std::env::var("WEARLAB_PUBLIC_URL").ok().map(|u| u.trim().to_owned()).filter(|u| !u.is_empty())
+    wearlab_domain::lab::Links::for_host(configured, h("host"), h("x-forwarded-proto"))
 }
 
 /// What [`routes!`] expands to; not part of the API.
@@ -109,10 +104,10 @@ mod tests {
         pairs.iter().map(|(k, v)| (http::HeaderName::from_static(k), v.parse().unwrap())).collect()
     }
 
-    // WEARLAB_PUBLIC_URL is not set in the test environment; it wins over all of this when set.
+    // Without a configured public URL; it wins over all of this when set.
     #[test]
     fn links_follow_the_host_the_request_came_to() {
-        let base = |pairs| public_links(&headers(pairs)).base_url;
+        let base = |pairs| public_links(None, &headers(pairs)).base_url;
         assert_eq!(base(&[("host", "127.0.0.1:8080")]), "http://127.0.0.1:8080");
         assert_eq!(base(&[("host", "localhost:9000")]), "http://localhost:9000");
         assert_eq!(base(&[("host", "[::1]:8080")]), "http://[::1]:8080");

@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use wearlab_domain::Deps;
 use wearlab_domain::common::fair_use::FairUse;
 use wearlab_domain::common::ids::Caller;
+use wearlab_domain::common::settings::Settings;
+use wearlab_domain::lab::Links;
 use wearlab_domain::users::page_cache::PageCache;
 use wearlab_domain::webhooks::url::UrlPolicy;
 
@@ -28,6 +30,9 @@ pub struct AppState(Arc<SharedState>);
 #[derive(Clone)]
 pub struct SharedState {
     pub deps: Deps,
+    /// The operator's settings, read once at start (`WEARLAB_PUBLIC_URL`, the audit retention,
+    /// the default fair use); no request reads the environment.
+    pub settings: Settings,
     auth_cache: Arc<AuthCache>,
     auth_ttl: Duration,
     /// Where webhook endpoints may point: production unless the local stack says otherwise.
@@ -47,19 +52,28 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(deps: Deps) -> Self {
+    /// The state of a function on `deps` with the operator's `settings` (tests and benchmarks:
+    /// `Settings::default()`), API keys cached [`AUTH_CACHE_TTL`] as on a deployment.
+    pub fn new(deps: Deps, settings: Settings) -> Self {
         Self(Arc::new(SharedState {
             auth_cache: Arc::default(),
             auth_ttl: AUTH_CACHE_TTL,
             webhook_urls: UrlPolicy::Production,
-            fair_use: Arc::new(FairUse::new(crate::fair_use::default_limit_from_env())),
+            fair_use: Arc::new(FairUse::new(settings.team_rate_limit)),
             user_pages: Arc::new(PageCache::new(deps.table.index_lag())),
+            settings,
             deps,
         }))
     }
 
+    /// The links of answers to a request with `headers`: the configured public URL, else the
+    /// request's loopback host ([`crate::public_links`]).
+    pub fn public_links(&self, headers: &http::HeaderMap) -> Links {
+        crate::public_links(self.0.settings.public_url.as_deref(), headers)
+    }
+
     /// The same state with another default team limit (requests per minute), in place of
-    /// `WEARLAB_TEAM_RATE_LIMIT`'s.
+    /// the settings' `WEARLAB_TEAM_RATE_LIMIT`.
     pub fn with_default_rate_limit(self, requests_per_minute: u32) -> Self {
         let fair_use = Arc::new(FairUse::new(requests_per_minute));
         Self(Arc::new(SharedState { fair_use, ..Arc::unwrap_or_clone(self.0) }))
@@ -77,7 +91,8 @@ impl AppState {
 
     /// State whose keys are checked against storage on every request (tests of revocation).
     pub fn without_auth_cache(deps: Deps) -> Self {
-        Self(Arc::new(SharedState { auth_ttl: Duration::ZERO, ..Arc::unwrap_or_clone(Self::new(deps).0) }))
+        let state = Self::new(deps, Settings::default());
+        Self(Arc::new(SharedState { auth_ttl: Duration::ZERO, ..Arc::unwrap_or_clone(state.0) }))
     }
 
     /// The team and key id of an API key verified less than the TTL ago.

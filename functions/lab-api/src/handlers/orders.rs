@@ -16,7 +16,6 @@ use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostO
 use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, Parsed, QueryParams};
 
 use crate::requisition;
-use wearlab_web::public_links as links;
 
 pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(raw)
@@ -39,7 +38,7 @@ impl FromRequestParts<AppState> for OrderCall {
         let AuthTeam(team) = AuthTeam::from_request_parts(parts, state).await?;
         // The routes have the one parameter; a path that does not give it is not an order id.
         let raw = Path::<String>::from_request_parts(parts, state).await.map(|p| p.0).unwrap_or_default();
-        Ok(Self { team, id: order_id(&raw)?, links: links(&parts.headers) })
+        Ok(Self { team, id: order_id(&raw)?, links: state.public_links(&parts.headers) })
     }
 }
 
@@ -56,7 +55,7 @@ pub async fn create(
     headers: HeaderMap,
     Parsed(new): Parsed<NewOrder>,
 ) -> Result<Json<PostOrderResponse>, ApiError> {
-    let order = orders::create(&s.deps, team, new, &links(&headers)).await?;
+    let order = orders::create(&s.deps, team, new, &s.public_links(&headers)).await?;
     Ok(Json(PostOrderResponse::success(order, "Order created.")))
 }
 
@@ -144,7 +143,7 @@ pub async fn list(
         end_date: p.end_date,
         ascending: matches!(p.order_direction, Some(Direction::Asc)),
     };
-    Ok(Json(orders::list(&s.deps, team, &filter, spec, &links(&headers)).await?))
+    Ok(Json(orders::list(&s.deps, team, &filter, spec, &s.public_links(&headers)).await?))
 }
 
 /// Cancels an order the lab has not started processing.

@@ -17,7 +17,6 @@ use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
 use wearlab_web::{AppState, QueryParams};
 
 use crate::html::{self, LinkPaths};
-use wearlab_web::public_links as links;
 
 pub const ORDER_BY_TOKEN_PATH: &str = "/v3/portal/orders/{order_id}";
 pub const ORDER_BY_CODE_PATH: &str = "/v3/p/{code}/orders/{order_id}";
@@ -47,7 +46,7 @@ fn denied(d: Denied) -> Response {
 
 /// The portal's first page: the order the link names, else every order of the user.
 async fn home(s: &AppState, headers: &HeaderMap, access: &Access, paths: &LinkPaths) -> PageAnswer {
-    let links = links(headers);
+    let links = s.public_links(headers);
     if let Some(order_id) = access.order_id {
         return match portal::order_view(&s.deps, access, order_id, &links).await? {
             Some(v) => Ok(html::order_page(&v, paths, false).into_response()),
@@ -71,7 +70,7 @@ async fn order(
     id: &str,
 ) -> PageAnswer {
     let found = match Uuid::parse_str(id) {
-        Ok(id) => portal::order_view(&s.deps, access, id, &links(headers)).await?,
+        Ok(id) => portal::order_view(&s.deps, access, id, &s.public_links(headers)).await?,
         Err(_) => None,
     };
     Ok(match found {
@@ -265,7 +264,8 @@ pub async fn verify(
             // HttpOnly: no script reads it. SameSite=Lax: it is sent when the user follows the
             // link from their mail (a cross-site top-level GET); forms carry CSRF tokens anyway.
             // Path: this link only.
-            let secure = if links(&headers).base_url.starts_with("https://") { "; Secure" } else { "" };
+            let secure =
+                if s.public_links(&headers).base_url.starts_with("https://") { "; Secure" } else { "" };
             let cookie = format!(
                 "{DEVICE_COOKIE}={device}; Path=/v3/p/{code}; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
                 max_age.num_seconds().max(0)

@@ -26,7 +26,7 @@ pub async fn create_token(
     JsonBody(body): JsonBody<LinkTokenBody>,
 ) -> Answer<LinkTokenAnswer> {
     let new = tokens::NewLinkToken::parse(body)?;
-    Ok(Json(tokens::create(&s.deps, team, new, &base_url(&headers)).await?))
+    Ok(Json(tokens::create(&s.deps, team, new, &base_url(&s, &headers)).await?))
 }
 
 /// Links a password provider. A failed link is not an HTTP error: the Link result says
@@ -102,7 +102,7 @@ pub async fn oauth(
     headers: HeaderMap,
 ) -> Answer<OauthProviderEntry> {
     Ok(Json(
-        oauth::start(&s.deps, Some(team), link_token(&headers), &provider, &base_url(&headers))
+        oauth::start(&s.deps, Some(team), link_token(&headers), &provider, &base_url(&s, &headers))
             .await
             .map_err(|e| PROVIDER.locate(e))?,
     ))

@@ -15,6 +15,6 @@ pub(crate) fn link_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The API's public address (see [`wearlab_web::public_links`]).
-pub(crate) fn base_url(headers: &HeaderMap) -> String {
-    wearlab_web::public_links(headers).base_url
+pub(crate) fn base_url(s: &wearlab_web::AppState, headers: &HeaderMap) -> String {
+    s.public_links(headers).base_url
 }

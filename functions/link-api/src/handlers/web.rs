@@ -36,8 +36,7 @@ pub async fn oauth_callback(
     headers: HeaderMap,
     QueryParams(params): QueryParams<CallbackParams>,
 ) -> Result<Response, ApiError> {
-    let public_url = wearlab_web::configured_public_url();
-    let out = oauth::callback(&s.deps, &provider, params, public_url.as_deref()).await?;
+    let out = oauth::callback(&s.deps, &provider, params, s.settings.public_url.as_deref()).await?;
     Ok(match out.redirect_to {
         Some(url) => pages::redirect(&url),
         None if wants_html(&headers) => html::outcome(catalog().get(&provider), &out.result).into_response(),
@@ -123,7 +122,7 @@ pub async fn page_oauth(
         )
         .into_response());
     }
-    match oauth::start(&s.deps, None, Some(&raw), &p.slug, &base_url(&headers)).await {
+    match oauth::start(&s.deps, None, Some(&raw), &p.slug, &base_url(&s, &headers)).await {
         Ok(entry) => Ok(pages::redirect(&entry.oauth_url)),
         // The reason names the team's settings; the end user can only go back.
         Err(wearlab_domain::DomainError::Rejected(reason)) => {

@@ -7,8 +7,7 @@ use axum::http::HeaderMap;
 use wearlab_domain::lab::portal;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{PortalUrl, PortalUrlBody};
-use wearlab_web::Inputs;
-use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody, path_user_id, public_links as links};
+use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, JsonBody, path_user_id};
 
 /// Creates a link to the portal pre-authorized for the user: `launch` lives 10 minutes,
 /// `communications` 4 weeks (a short link). The user must have demographics.
@@ -28,7 +27,7 @@ pub async fn create(
 ) -> Result<Json<PortalUrl>, ApiError> {
     let user_id = path_user_id(&user_id)?;
     Ok(Json(
-        portal::create(&s.deps, team, user_id, body, &links(&headers))
+        portal::create(&s.deps, team, user_id, body, &s.public_links(&headers))
             .await
             .map_err(|e| Inputs { query: &[], path: &["user_id"] }.locate(e))?,
     ))

@@ -19,6 +19,7 @@ use axum::body::Body;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
+use wearlab_domain::common::settings::Settings;
 use wearlab_domain::linking::team_apps::{NewOauthApp, put_oauth_app};
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::{Deps, teams};
@@ -134,7 +135,10 @@ async fn main() {
                 HashMap::from([(QueueName::Bulk, url)]),
                 stack.deps.clock.clone(),
             );
-            let app = stack.app(AppState::new(Deps { queue: Arc::new(sqs.clone()), ..stack.deps.clone() }));
+            let app = stack.app(AppState::new(
+                Deps { queue: Arc::new(sqs.clone()), ..stack.deps.clone() },
+                Settings::default(),
+            ));
             let users: Vec<String> = (0..10_000).map(|_| uuid::Uuid::new_v4().to_string()).collect();
             let started = Instant::now();
             let (status, _) = send(&app, &key, "POST", "/v2/link/bulk_import", import_body(&users)).await;

@@ -11,6 +11,7 @@ use http::{Method, StatusCode};
 use wearlab_aws::DynamoDbTable;
 use wearlab_bench::{request, send, user_id_of};
 use wearlab_domain::common::ids::UserId;
+use wearlab_domain::common::settings::Settings;
 use wearlab_domain::teams;
 use wearlab_domain::users::{self, NewUser, PageRequest};
 use wearlab_models::CreateUserBody;
@@ -56,7 +57,7 @@ async fn main() -> Result<(), Error> {
     r?;
 
     // Whole requests: warm auth cache (after one request that fills it) and no cache.
-    let warm = wearlab_local::app(AppState::new(deps.clone()));
+    let warm = wearlab_local::app(AppState::new(deps.clone(), Settings::default()));
     let uncached = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
     let (_, cold_first) =
         counted(&table, call(&warm, Method::GET, &format!("/v2/user/{}", user_id.as_uuid()), &key, None))

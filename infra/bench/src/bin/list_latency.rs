@@ -17,6 +17,7 @@ use http::Method;
 use wearlab_bench::{HttpConnection, InProc, print_row, request, send, serve_http, user_id_of};
 use wearlab_domain::common::fair_use::{FairUse, MAX_REQUESTS_PER_MINUTE};
 use wearlab_domain::common::ids::ClientUserId;
+use wearlab_domain::common::settings::Settings;
 use wearlab_domain::teams;
 use wearlab_domain::users::{self, NewUser};
 use wearlab_web::AppState;
@@ -142,8 +143,9 @@ async fn on_moto(users: usize, n: usize) -> Result<(), Box<dyn std::error::Error
     }
     let fill = filling.elapsed();
     let user_id = first.expect("one user at least");
-    let app =
-        wearlab_local::app(AppState::new((*deps).clone()).with_default_rate_limit(MAX_REQUESTS_PER_MINUTE));
+    let app = wearlab_local::app(
+        AppState::new((*deps).clone(), Settings::default()).with_default_rate_limit(MAX_REQUESTS_PER_MINUTE),
+    );
     let (list_path, get_path) = (format!("/v2/user?limit={LIMIT}"), format!("/v2/user/{user_id}"));
     let call = |path: &str| send(&app, request(Method::GET, path, &key, None));
     let (_, body) = call(&list_path).await;

@@ -335,3 +335,27 @@ fn records_and_keys_stay_in_their_rooms() {
     found.sort();
     assert_eq!(found, Vec::<String>::new());
 }
+
+/// Settings are read once, at start: the web plumbing, the webhook sender and the functions'
+/// handlers and workers read no environment variable (a request or an invocation would
+/// otherwise read it again, and a bad value would surface only then). Only each function's
+/// `main.rs` (through `wearlab_aws::deps_from_env`) and the local stack's `main.rs` read them.
+#[test]
+fn requests_and_invocations_read_no_environment() {
+    let mut files = Vec::new();
+    for dir in ["shared/web/src", "shared/http/src", "shared/sim/src"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let functions = std::fs::read_dir(root().join("functions")).expect("functions/");
+    for function in functions {
+        rust_files(&function.expect("an entry").path().join("src"), &mut files);
+    }
+    files.retain(|f| !f.ends_with("main.rs"));
+    assert!(files.len() > 20, "the sources were found: {}", files.len());
+    let readers: Vec<_> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).expect("readable source").contains("env::var"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(readers, Vec::<String>::new(), "settings come from `Settings`, read once at start");
+}

@@ -92,10 +92,28 @@ async fn records_who_what_when_and_outcome(t: &TestApp) {
             assert!(!text.contains(secret), "{secret} in {text}");
         }
     }
-    // Kept for the default retention (six years), then DynamoDB's TTL removes them.
+    // Kept for the default retention (six years: 2,192 days), then DynamoDB's TTL removes them.
     let at = stored.iter().map(|i| i.expires_at.unwrap()).min().unwrap();
-    let retention = wearlab_domain::common::audit::DEFAULT_RETENTION_DAYS;
-    assert_eq!(at, (crate::helpers::start_time() + Duration::days(retention.into())).timestamp());
+    assert_eq!(at, (crate::helpers::start_time() + Duration::days(2192)).timestamp());
+}
+
+/// The retention of the settings (`WEARLAB_AUDIT_RETENTION_DAYS`, read once at start) is the
+/// one entries are kept for.
+#[tokio::test]
+async fn entries_are_kept_for_the_configured_retention() {
+    let t = TestApp::embedded().await;
+    let settings = wearlab_domain::common::settings::Settings::from_vars(|name| {
+        (name == "WEARLAB_AUDIT_RETENTION_DAYS").then(|| "30".to_owned())
+    })
+    .unwrap();
+    let t = TestApp { app: wearlab_local::app(wearlab_web::AppState::new(t.deps.clone(), settings)), ..t };
+    let user = t.create_user("retained").await;
+    assert_eq!(t.get(&format!("/v2/user/{user}/info/latest")).await.status, StatusCode::NOT_FOUND);
+    let stored =
+        query_all(t.deps.table.as_ref(), Query::partition(team_partition(t.team)), 100).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    let at = stored[0].expires_at.unwrap();
+    assert_eq!(at, (crate::helpers::start_time() + Duration::days(30)).timestamp());
 }
 
 #[tokio::test]

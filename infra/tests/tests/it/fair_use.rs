@@ -6,14 +6,14 @@
 use chrono::Duration;
 use http::{Method, StatusCode};
 use wearlab_domain::{Deps, common::fair_use};
-use wearlab_web::{App, AppState};
+use wearlab_web::App;
 
 use crate::helpers::{Answer, TestApp};
 use crate::users_on_dynamodb::on_moto;
 
 /// An instance of the API (its own process-local state) with `limit` requests per minute.
 fn instance(deps: &Deps, limit: u32) -> App {
-    wearlab_local::app(AppState::without_auth_cache(deps.clone()).with_default_rate_limit(limit))
+    wearlab_local::app(crate::helpers::state(deps).with_default_rate_limit(limit))
 }
 
 async fn list(t: &TestApp, app: &App, key: &str) -> Answer {

@@ -83,7 +83,7 @@ async fn refusals_made_before_a_handler_are_json_too() {
 
     // The local stack's own routes too.
     let stack = t.stack.clone().unwrap();
-    let local = TestApp { app: stack.app(wearlab_web::AppState::without_auth_cache(t.deps.clone())), ..t };
+    let local = TestApp { app: stack.app(crate::helpers::state(&t.deps)), ..t };
     let a = local.get("/local/events?limit=abc").await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
     json(&a, "a bad local parameter");
@@ -119,6 +119,27 @@ async fn hosted_page_refusals_and_the_requisition_are_not_cached_or_framed() {
     assert_eq!(pdf.status, StatusCode::OK);
     assert_eq!(pdf.headers["content-type"], "application/pdf");
     assert_eq!(pdf.headers["cache-control"], "no-store");
+}
+
+/// With a public URL in the settings (a deployment's `WEARLAB_PUBLIC_URL`, read once at start)
+/// every link points there, whatever host the request came to.
+#[tokio::test]
+async fn links_follow_the_configured_public_url() {
+    let t = TestApp::embedded().await;
+    let settings = wearlab_domain::common::settings::Settings::from_vars(|name| {
+        (name == "WEARLAB_PUBLIC_URL").then(|| "https://api.example.com/".to_owned())
+    })
+    .unwrap();
+    let app = wearlab_local::app(wearlab_web::AppState::new(t.deps.clone(), settings));
+    let t = TestApp { app, ..t };
+    let user = t.create_user("links-public").await;
+    let body = serde_json::json!({"user_id": user}).to_string();
+    for headers in [vec![("host", "127.0.0.1:9999")], vec![("host", "evil.test")], vec![]] {
+        let a = t.send_with(Method::POST, "/v2/link/token", &headers, Some(&body)).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        let url = a.body["link_web_url"].as_str().unwrap();
+        assert!(url.starts_with("https://api.example.com/"), "{headers:?}: {url}");
+    }
 }
 
 /// Without `WEARLAB_PUBLIC_URL` (the local stack) links follow the request's own loopback

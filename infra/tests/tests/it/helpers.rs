@@ -18,6 +18,12 @@ use wearlab_web::{App, AppState};
 
 pub const API_KEY_HEADER: &str = "x-service-api-key";
 
+/// The state the tests' apps run on: a deployment's (the API-key cache on, keys trusted 60 s on
+/// the test clock), with the default settings.
+pub fn state(deps: &Deps) -> AppState {
+    AppState::new(deps.clone(), wearlab_domain::common::settings::Settings::default())
+}
+
 /// A fixed start so that dates in assertions are stable.
 pub fn start_time() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap()
@@ -61,21 +67,15 @@ impl TestApp {
     /// The same app (and `deps`) with other work queues.
     pub fn with_queue(self, queue: Arc<dyn wearlab_domain::ports::Queue>) -> Self {
         let deps = Deps { queue, ..self.deps };
-        let app = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+        let app = wearlab_local::app(state(&deps));
         Self { app, deps, ..self }
-    }
-
-    /// The same app with the API-key cache of deployments (other tests read every key from
-    /// storage, so that a revoked key fails at once).
-    pub fn with_auth_cache(self) -> Self {
-        Self { app: wearlab_local::app(AppState::new(self.deps.clone())), ..self }
     }
 
     /// Any adapters, with a fresh team and key.
     pub async fn on(deps: Deps, clock: Arc<ManualClock>) -> Self {
         let team = teams::create_team(&deps, "Test team").await.unwrap();
         let key = teams::issue_key(&deps, team.team_id, "test").await.unwrap().secret;
-        let app = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+        let app = wearlab_local::app(state(&deps));
         Self { deps, clock, app, key, team: team.team_id, stack: None }
     }
 
@@ -195,7 +195,7 @@ pub async fn moto_table() -> wearlab_aws::DynamoDbTable {
     let endpoint = moto_endpoint();
     let (ddb, _) = wearlab_aws::clients_for_endpoint(&endpoint).await;
     let name = format!("wearlab-test-{}", uuid::Uuid::new_v4().simple());
-    wearlab_aws::create_table_for_tests(&ddb, &name).await.expect("table created on moto");
+    wearlab_aws::ensure_table(&ddb, &name).await.expect("table created on moto");
     wearlab_aws::DynamoDbTable::new(ddb, name)
 }
 

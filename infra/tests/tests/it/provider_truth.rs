@@ -74,7 +74,7 @@ async fn on_table(table: Arc<dyn Table>, clock: Arc<ManualClock>, vars: Vec<(&'s
 async fn redeployed(e: &Env, vars: Vec<(&'static str, String)>) -> Env {
     let sim: Arc<dyn Providers> = Arc::new(wearlab_sim::SimProviders::new(e.t.clock.clone()));
     let deps = Deps { providers: deployment(vars)(sim), ..e.t.deps.clone() };
-    let app = wearlab_local::app(wearlab_web::AppState::without_auth_cache(deps.clone()));
+    let app = wearlab_local::app(crate::helpers::state(&deps));
     let t =
         TestApp { deps, clock: e.t.clock.clone(), app, key: e.t.key.clone(), team: e.t.team, stack: None };
     Env { t, queue: e.queue.clone() }

@@ -59,7 +59,7 @@ async fn app(moto: bool) -> (TestApp, Store, Option<tempdir::Dir>) {
     let (table, store, dir): (Arc<dyn Table>, Store, Option<tempdir::Dir>) = if moto {
         let (client, _) = wearlab_aws::clients_for_endpoint(&moto_endpoint()).await;
         let name = format!("wearlab-secrets-{}", uuid::Uuid::new_v4().simple());
-        wearlab_aws::create_table_for_tests(&client, &name).await.unwrap();
+        wearlab_aws::ensure_table(&client, &name).await.unwrap();
         let table = Arc::new(wearlab_aws::DynamoDbTable::new(client.clone(), name.clone()));
         (table, Store::Moto { client, table: name }, None)
     } else {

@@ -2,7 +2,6 @@
 //! browser nowhere but this API's own OAuth callback, and carries the hosted pages' headers.
 
 use http::{Method, StatusCode};
-use wearlab_web::AppState;
 
 use crate::helpers::{Answer, TestApp};
 
@@ -61,7 +60,7 @@ async fn the_consent_page_redirects_only_to_this_apis_callback() {
 async fn a_deployed_link_api_serves_the_consent_page_only_when_simulation_is_configured() {
     let t = TestApp::embedded().await;
     let deployed = |t: &TestApp, pages: bool| {
-        wearlab_web::app(link_api::deployed_routes(pages), AppState::without_auth_cache(t.deps.clone()))
+        wearlab_web::app(link_api::deployed_routes(pages), crate::helpers::state(&t.deps))
     };
     let t = TestApp { app: deployed(&t, false), ..t };
     assert_eq!(browse(&t, &consent_path(CALLBACK, None)).await.status, StatusCode::NOT_FOUND);

@@ -7,12 +7,12 @@ use serde_json::json;
 use crate::helpers::{TestApp, error_locs};
 
 mod auth {
-    //! With the API-key cache on, as deployments run.
+    //! With the API-key cache on, as deployments run (every test app has it).
     use super::*;
 
     #[tokio::test]
     async fn missing_key_is_401_with_detail() {
-        let t = TestApp::embedded().await.with_auth_cache();
+        let t = TestApp::embedded().await;
         let a = t.send(Method::GET, "/v2/user", None, None).await;
         assert_eq!(a.status, StatusCode::UNAUTHORIZED);
         assert_eq!(a.headers["content-type"], "application/json");
@@ -21,7 +21,7 @@ mod auth {
 
     #[tokio::test]
     async fn unknown_and_malformed_keys_are_401() {
-        let t = TestApp::embedded().await.with_auth_cache();
+        let t = TestApp::embedded().await;
         for key in ["sk_test_0000000000000000000000000000000000000000", "nonsense", ""] {
             let a = t.send(Method::GET, "/v2/user", Some(key), None).await;
             assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{key}");
@@ -31,7 +31,7 @@ mod auth {
 
     #[tokio::test]
     async fn revoked_key_stops_working() {
-        let t = TestApp::embedded().await.with_auth_cache();
+        let t = TestApp::embedded().await;
         assert_eq!(t.get("/v2/user").await.status, StatusCode::OK);
         let keys = wearlab_domain::teams::list_keys(&t.deps, t.team).await.unwrap();
         assert_eq!(keys.len(), 1);

@@ -11,7 +11,6 @@ use wearlab_domain::ports::WebhookSender;
 use wearlab_domain::webhooks::url::UrlPolicy;
 use wearlab_http::HttpSender;
 use wearlab_http::guard::{GuardedResolver, NOT_ALLOWED};
-use wearlab_web::AppState;
 
 use crate::helpers::{TestApp, error_locs};
 
@@ -19,7 +18,7 @@ const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// The team-api routes served as a deployed team-api serves them (production URL policy).
 fn deployed(t: TestApp) -> TestApp {
-    let app = team_api::app(AppState::without_auth_cache(t.deps.clone()));
+    let app = team_api::app(crate::helpers::state(&t.deps));
     TestApp { app, ..t }
 }
 
@@ -160,7 +159,10 @@ async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
     assert!(!listener.connected());
 }
 
-/// A receiver that answers each POST after 50 ms and records, per path, the most it held at once.
+/// A receiver that records, per path, the most POSTs it held at once. It holds each POST until it
+/// has held two at once on that path (so a sender allowing two is seen sending two, however its
+/// tasks are scheduled), waiting at most 10 s for that (a sender allowing one is then seen
+/// holding one), then answers after 10 ms more.
 async fn slow_receiver()
 -> (u16, std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, (usize, usize)>>>) {
     use std::sync::{Arc, Mutex};
@@ -177,7 +179,13 @@ async fn slow_receiver()
                     *now += 1;
                     *most = (*most).max(*now);
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                for _ in 0..1000 {
+                    if counts.lock().unwrap()[&path].1 >= 2 {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 counts.lock().unwrap().get_mut(&path).unwrap().0 -= 1;
                 StatusCode::NO_CONTENT
             }
@@ -201,17 +209,21 @@ async fn the_sender_holds_at_most_its_in_flight_limit_per_endpoint() {
     let answers = futures::future::join_all(posts).await;
     assert!(answers.iter().all(|a| *a == Ok(204)), "{answers:?}");
     let seen = seen.lock().unwrap().clone();
+    // Each endpoint reached its limit (the receiver waits for a second POST before answering
+    // the first) and never went over it: the other 4 of each waited for a slot.
     assert_eq!(seen["a"], (0, 2), "endpoint a: at most 2 at once, and it got 2");
     assert_eq!(seen["b"], (0, 2), "endpoint b has slots of its own");
 }
 
 #[test]
 fn the_in_flight_setting_is_a_bounded_number_or_refused_by_name() {
-    use wearlab_http::{DEFAULT_IN_FLIGHT, in_flight_setting};
-    assert_eq!(in_flight_setting(None), Ok(DEFAULT_IN_FLIGHT));
-    assert_eq!(in_flight_setting(Some("4")), Ok(4));
-    for bad in ["0", "1001", "-2", "many", ""] {
-        let e = in_flight_setting(Some(bad)).unwrap_err();
-        assert!(e.contains("WEARLAB_WEBHOOK_IN_FLIGHT"), "{bad}: {e}");
+    use wearlab_domain::common::settings::Settings;
+    let read = |v: &str| Settings::from_vars(|n| (n == "WEARLAB_WEBHOOK_IN_FLIGHT").then(|| v.to_owned()));
+    assert_eq!(Settings::from_vars(|_| None).unwrap().webhook_in_flight, 16, "the documented default");
+    assert_eq!(read("4").unwrap().webhook_in_flight, 4);
+    for bad in ["0", "1001", "-2", "many"] {
+        let e = read(bad).unwrap_err();
+        assert_eq!(e.variable, "WEARLAB_WEBHOOK_IN_FLIGHT", "{bad}");
+        assert!(e.to_string().contains("WEARLAB_WEBHOOK_IN_FLIGHT"), "{bad}: {e}");
     }
 }

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
+#[cfg(any(test, feature = "test-support"))]
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -18,10 +19,12 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told.
+/// A clock that moves only when told (tests and benchmarks: the `test-support` feature).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Debug)]
 pub struct ManualClock(Mutex<DateTime<Utc>>);
 
+#[cfg(any(test, feature = "test-support"))]
 impl ManualClock {
     pub fn new(start: DateTime<Utc>) -> Self {
         Self(Mutex::new(start))
@@ -36,6 +39,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(any(test, feature = "test-support"))]
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().expect("clock lock")

@@ -14,7 +14,9 @@ pub mod table;
 pub mod webhook;
 
 pub use bus::{BusError, EventBus, EventEnvelope};
-pub use clock::{Clock, ManualClock, ShiftedClock, SystemClock};
+#[cfg(any(test, feature = "test-support"))]
+pub use clock::ManualClock;
+pub use clock::{Clock, ShiftedClock, SystemClock};
 pub use lab_network::LabNetwork;
 pub use not_wired::NotWired;
 pub use providers::Providers;

@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use wearlab_domain::Deps;
 use wearlab_domain::ports::ManualClock;
 use wearlab_local::LocalStack;
-use wearlab_web::AppState;
 
 use super::connect_password;
 use crate::helpers::{TestApp, moto_endpoint, moto_table, start_time};
@@ -50,7 +49,7 @@ async fn local_stack_lists_published_events() {
     let clock = Arc::new(ManualClock::new(start_time()));
     let stack = LocalStack::in_memory(clock.clone());
     let mut t = TestApp::on(stack.deps.clone(), clock).await;
-    t.app = stack.app(AppState::without_auth_cache(stack.deps.clone()));
+    t.app = stack.app(crate::helpers::state(&stack.deps));
     let user = t.create_user("ev-2").await;
     super::connect_demo(&t, &user, "fitbit").await;
     let a = t.get("/local/events?event_type=provider.connection.created").await;
