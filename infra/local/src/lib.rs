@@ -39,7 +39,7 @@ pub const QUEUE_CONSUMERS: usize = 4;
 pub const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// How often connections are polled for new data, as the poll schedule does on AWS.
 pub const DATA_POLL_EVERY: Duration = Duration::from_secs(15 * 60);
-/// How often open lab orders are advanced and the outbox relayed, as the sweep-worker's rule
+/// How often open lab orders are advanced and the outbox relayed, as the minute-worker's rule
 /// does on AWS.
 pub const SWEEP_WORKER_EVERY: Duration = Duration::from_secs(60);
 
@@ -301,10 +301,10 @@ impl LocalStack {
         Ok(())
     }
 
-    /// What the every-minute rule does on AWS (the sweep-worker): advances every open lab
+    /// What the every-minute rule does on AWS (the minute-worker): advances every open lab
     /// order whose next status change is due, then publishes events left in the outbox.
-    pub async fn sweep(&self) -> Result<sweep_worker::Outcome, DomainError> {
-        sweep_worker::handle(&self.deps, self.settings.public_url.as_deref()).await
+    pub async fn sweep(&self) -> Result<minute_worker::Outcome, DomainError> {
+        minute_worker::handle(&self.deps, self.settings.public_url.as_deref()).await
     }
 
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the

@@ -36,7 +36,7 @@ pub async fn after_link(
 const SUBSCRIPTIONS_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Creates or renews the real providers' app-wide push subscriptions to this deployment's
-/// `public_url`, at most once an hour whichever instance runs it (the sweep worker, every
+/// `public_url`, at most once an hour whichever instance runs it (the minute worker, every
 /// minute). Failures are logged and tried again at the next hour. Returns whether it ran.
 pub async fn maintain_subscriptions(deps: &Deps, public_url: &str) -> Result<bool, DomainError> {
     let key = crate::keys::linking::push_subscriptions_turn();

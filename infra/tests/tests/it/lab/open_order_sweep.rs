@@ -1,4 +1,4 @@
-//! The open-order sweep (the sweep-worker on AWS, a background task of the local stack):
+//! The open-order sweep (the minute-worker on AWS, a background task of the local stack):
 //! orders nobody reads still move with the lab, and every change is announced exactly as a
 //! read would announce it, on both storage adapters.
 
@@ -143,7 +143,7 @@ async fn changes_the_bus_refuses_are_stored_and_announced_by_the_relay() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_sweep_worker_advances_orders_on_dynamodb() {
+async fn the_minute_worker_advances_orders_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     let bus = MemoryBus::new();
     let deps = Deps { bus: Arc::new(bus.clone()), ..t.deps.clone() };
@@ -151,17 +151,17 @@ async fn the_sweep_worker_advances_orders_on_dynamodb() {
     let (user, id) = place_through_public_host(&t, "sweep-moto").await;
 
     t.clock.advance(Duration::minutes(1));
-    let outcome = sweep_worker::handle(&t.deps, None).await.unwrap();
+    let outcome = minute_worker::handle(&t.deps, None).await.unwrap();
     assert_eq!(outcome.orders, 1);
     assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.requisition_created");
     let events = order_events(&bus, &id);
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[1].0, "labtest.order.updated");
-    assert_eq!(sweep_worker::handle(&t.deps, None).await.unwrap().orders, 0);
+    assert_eq!(minute_worker::handle(&t.deps, None).await.unwrap().orders, 0);
 }
 
 #[tokio::test]
-async fn the_sweep_worker_relays_even_when_the_order_sweep_fails() {
+async fn the_minute_worker_relays_even_when_the_order_sweep_fails() {
     let (t, table) = TestApp::embedded_with_faults().await;
     let stack = t.stack.clone().unwrap();
     let (_, id) = place_through_public_host(&t, "sweep-4").await;
@@ -171,7 +171,7 @@ async fn the_sweep_worker_relays_even_when_the_order_sweep_fails() {
 
     let open_orders = wearlab_domain::keys::lab::OPEN_ORDERS_INDEX.to_owned();
     table.set(Faults { failing_query_pk: Some(open_orders), ..Faults::default() });
-    let run = sweep_worker::handle(&t.deps, None).await;
+    let run = minute_worker::handle(&t.deps, None).await;
     assert!(matches!(run, Err(DomainError::Store(StoreError::Unavailable(_)))), "the run fails: {run:?}");
     let events = order_events(&stack.bus, &id);
     assert_eq!(events.len(), 2, "the relay ran anyway: {events:?}");
@@ -179,5 +179,5 @@ async fn the_sweep_worker_relays_even_when_the_order_sweep_fails() {
     assert_eq!(events[1].1, "received.walk_in_test.requisition_created");
 
     table.set(Faults::default());
-    assert_eq!(sweep_worker::handle(&t.deps, None).await.unwrap().relayed, 0, "relayed once");
+    assert_eq!(minute_worker::handle(&t.deps, None).await.unwrap().relayed, 0, "relayed once");
 }

@@ -98,7 +98,7 @@ pub(super) async fn advance(
 }
 
 /// Advances every open order whose next change is due, as reading it would: the periodic
-/// open-order sweep (the sweep-worker on AWS, a background task of the local stack), so that
+/// open-order sweep (the minute-worker on AWS, a background task of the local stack), so that
 /// `labtest.order.updated` events go out when the lab moves an order, whether or not anyone
 /// reads it. Each order's links point where it was placed (`fallback` for orders stored
 /// without that). Returns how many due orders were looked at (at most [`SWEEP_MAX`]); an order

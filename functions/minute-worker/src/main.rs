@@ -1,4 +1,4 @@
-//! The sweep-worker Lambda on the AWS adapters and the simulated lab network.
+//! The minute-worker Lambda on the AWS adapters and the simulated lab network.
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let (deps, public_url) = (deps.clone(), public_url.clone());
         async move {
-            sweep_worker::handle(&deps, public_url.as_deref()).await.map_err(lambda_runtime::Error::from)
+            minute_worker::handle(&deps, public_url.as_deref()).await.map_err(lambda_runtime::Error::from)
         }
     }))
     .await

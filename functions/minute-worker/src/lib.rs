@@ -1,4 +1,4 @@
-//! The sweep worker: what runs every minute. A scheduled rule invokes it; each run
+//! The minute worker: the four jobs that run every minute. A scheduled rule invokes it; each run
 //!
 //! - advances every open lab order whose next status change is due (reads of an order advance
 //!   it too; the sweep decides how late an unread order's `labtest.order.updated` can be), and
@@ -24,7 +24,7 @@ pub struct Outcome {
     pub revokes: usize,
 }
 
-/// Runs both sweeps, whatever the event (the scheduled rule's "Scheduled Event"; any other
+/// Runs the four jobs, whatever the event (the scheduled rule's "Scheduled Event"; any other
 /// trigger is a misconfiguration, and sweeping is always safe). Orders placed before their
 /// base URL was kept link to `public_url` (the deployment's `WEARLAB_PUBLIC_URL`, read once at
 /// start) in their events. The orders go first, so that what they could not publish is relayed
