@@ -272,7 +272,7 @@ pub async fn create_keeping(
         let mut writes = vec![
             WriteOp::Put { item: record.to_item(1), condition: Condition::NotExists },
             WriteOp::Put { item: reserved, condition: Condition::NotExists },
-            count_change(team, 1),
+            count_change(team, record.user_id, 1),
         ];
         writes.extend(completion.ops(deps, 200, &user));
         match deps.table.transact(writes).await {
@@ -542,7 +542,7 @@ pub async fn patch(
             });
         }
         let counter = ops.len();
-        ops.push(listed_change(team));
+        ops.push(listed_change(team, user_id));
         match deps.table.transact(ops).await {
             Ok(()) => return Ok(()),
             Err(StoreError::ConditionFailed { op: Some(2) }) if id_changed => {
