@@ -7,12 +7,16 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
+use chrono::{DateTime, Utc};
 use http::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 use wearlab_domain::Deps;
+use wearlab_domain::common::audit::AuditEntry;
+use wearlab_domain::keys::audit as audit_keys;
 use wearlab_domain::ports::{
     Add, Condition, Item, Key, Page, Query, RawItem, RawPage, StoreError, Table, WriteOp,
 };
+use wearlab_domain::ports::{Clock, to_body};
 
 use crate::helpers::TestApp;
 use crate::users_count::create_many;
@@ -137,4 +141,79 @@ async fn a_burst_of_changes_spreads_over_the_counter_shards_embedded() {
 async fn a_burst_of_changes_spreads_over_the_counter_shards_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     a_burst_of_changes_spreads_over_the_counter_shards(t).await;
+}
+
+/// The team's audit log read page by page (`limit` entries) to the end.
+async fn audit_pages(t: &TestApp, filter: &str, limit: usize, most: usize) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..=most / limit + 1 {
+        let path = match &cursor {
+            Some(c) => format!("/v2/team/audit_log?{filter}limit={limit}&next_cursor={c}"),
+            None => format!("/v2/team/audit_log?{filter}limit={limit}"),
+        };
+        let a = t.get(&path).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+        all.extend(a.body["data"].as_array().unwrap().iter().cloned());
+        cursor = a.body["next_cursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            return all;
+        }
+    }
+    panic!("the cursor never ended after {} entries", all.len())
+}
+
+/// A burst of audited reads of one team, all in the same microsecond: every entry is written,
+/// over every audit shard, and the log lists each once, newest first (then by id), across pages
+/// of any size, with the entries of before the shards (the team's one partition) after them.
+async fn a_burst_of_audited_reads_spreads_over_the_audit_shards(base: TestApp) {
+    let (t, written) = recording(&base).await;
+    let user = t.create_user("audited").await;
+    let earlier = t.clock.now() - chrono::Duration::seconds(1);
+    let old = AuditEntry {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        at: earlier,
+        key_id: "before-shards".into(),
+        method: "GET".into(),
+        route: "/v2/user/{user_id}/info/latest".into(),
+        user_id: None,
+        resource: None,
+        status: 200,
+    };
+    let key = Key::new(audit_keys::team_partition(t.team), audit_keys::entry_sort(earlier, &old.id));
+    t.deps.table.put(Item::new(key, to_body(&old)), Condition::NotExists).await.unwrap();
+    written.take("");
+
+    let path = format!("/v2/summary/sleep/{user}?start_date=2026-02-01");
+    let answers = futures::future::join_all((0..BURST).map(|_| t.get(&path))).await;
+    for a in &answers {
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    }
+    let shards = written.take(&format!("AUDIT#{}#", t.team));
+    assert!(shards.len() >= SPREAD, "{} audit partitions: {shards:?}", shards.len());
+
+    let all = audit_pages(&t, "", 500, BURST + 1).await;
+    assert_eq!(all.len(), BURST + 1);
+    let order: Vec<(DateTime<Utc>, String)> = all
+        .iter()
+        .map(|e| (e["at"].as_str().unwrap().parse().unwrap(), e["id"].as_str().unwrap().to_owned()))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] > w[1]), "newest first, then by id, each once");
+    assert_eq!(all[BURST]["id"], old.id.as_str(), "the entry of before the shards is listed, last");
+    for limit in [7, 64] {
+        assert_eq!(audit_pages(&t, "", limit, BURST + 1).await, all, "pages of {limit}");
+    }
+    let of_user = audit_pages(&t, &format!("user_id={user}&"), 9, BURST).await;
+    assert_eq!(of_user[..], all[..BURST], "the user's index lists the same entries");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_audited_reads_spreads_over_the_audit_shards_embedded() {
+    a_burst_of_audited_reads_spreads_over_the_audit_shards(TestApp::embedded().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_audited_reads_spreads_over_the_audit_shards_on_dynamodb() {
+    let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
+    a_burst_of_audited_reads_spreads_over_the_audit_shards(t).await;
 }
