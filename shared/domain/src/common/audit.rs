@@ -148,6 +148,9 @@ pub struct RawFilter<'a> {
 }
 
 pub const DEFAULT_PAGE: u32 = 50;
+/// Most rounds of shard queries one listing page makes (a page may come short of its limit,
+/// with a cursor, after them; the first round fills it unless the shards are uneven).
+const MERGE_ROUNDS: usize = 4;
 pub const MAX_PAGE: u32 = 500;
 
 impl AuditFilter {
@@ -197,8 +200,9 @@ impl AuditFilter {
 }
 
 /// The team's entries, newest first, one page. Without `user_id` the entries are spread over
-/// the team's shards ([`keys::team_partitions`]): each is queried for a page (at once), and the
-/// pages merged newest first. The cursor is the sort key (time, then id) of the page's last
+/// the team's shards ([`keys::team_partitions`]): each is queried (at once) for about twice its
+/// share of the page, and the pages merged newest first (another round, for twice as many, if
+/// a shard's share ran short). The cursor is the sort key (time, then id) of the page's last
 /// entry, which places it in every shard: the next page is each shard's entries below it.
 pub async fn list(
     deps: &Deps,
@@ -229,16 +233,35 @@ pub async fn list(
     if to < from {
         return Ok((vec![], None));
     }
-    let query = |pk: String| {
+    let query = |pk: &String, to: &String, limit: u32| {
         let q = match gsi1 {
-            Some(_) => Query::gsi1(pk),
-            None => Query::partition(pk),
+            Some(_) => Query::gsi1(pk.clone()),
+            None => Query::partition(pk.clone()),
         };
-        q.between(from.clone(), to.clone()).descending().limit(filter.limit)
+        q.between(from.clone(), to.clone()).descending().limit(limit)
     };
-    let pages =
-        futures_util::future::try_join_all(pks.into_iter().map(|pk| deps.table.query(query(pk)))).await?;
-    let (items, more) = merge(pages, filter.limit as usize);
+    // Entries spread evenly over the shards (by a hash of the id), so each is asked for about
+    // twice its share; where a shard's share runs short the merge stops early and the next
+    // round asks every shard again below the last entry taken, for twice as many.
+    let mut per_shard =
+        if pks.len() > 1 { filter.limit.div_ceil(pks.len() as u32) * 2 + 2 } else { filter.limit };
+    let mut items: Vec<Item> = Vec::new();
+    let mut more = false;
+    for _ in 0..MERGE_ROUNDS {
+        let need = filter.limit as usize - items.len();
+        let limit = per_shard.min(need as u32);
+        let pages =
+            futures_util::future::try_join_all(pks.iter().map(|pk| deps.table.query(query(pk, &to, limit))))
+                .await?;
+        let (taken, left) = merge(pages, need);
+        items.extend(taken);
+        more = left;
+        match items.last() {
+            Some(last) if more && items.len() < filter.limit as usize => to = keys::below(&last.key.sk),
+            _ => break,
+        }
+        per_shard = per_shard.saturating_mul(2);
+    }
     let next = match items.last() {
         Some(last) if more => Some(Cursor {
             pk: keys::team_partition(team),
