@@ -19,12 +19,13 @@ use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest, ReturnValue, ScalarAttributeType,
-    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, Update, WriteRequest,
+    KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put, PutRequest, ReturnValue,
+    ScalarAttributeType, TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, Update, WriteRequest,
 };
 use wearlab_domain::ports::{
     Add, Condition, Cursor, Index, IndexKey, Item, Key, Page, Query, RawItem, RawPage, SkRange, StoreError,
-    Table, TextItem, WriteOp, add_to_field, validate_batch, validate_put_all, validate_put_all_text,
+    Table, TextItem, WriteOp, add_to_field, validate_batch, validate_get_many, validate_put_all,
+    validate_put_all_text,
 };
 
 use crate::error::{describe, is_code};
@@ -584,6 +585,50 @@ impl Table for DynamoDbTable {
 
     async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
         self.get_item(key).await?.item().map(decode_raw).transpose()
+    }
+
+    /// One strongly consistent BatchGetItem (at most 100 keys); keys DynamoDB hands back
+    /// unprocessed (throttling) are asked for again after a backoff, a bounded number of times.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        validate_get_many(keys)?;
+        let client = self.client().await;
+        let mut found: HashMap<Key, Item> = HashMap::with_capacity(keys.len());
+        let mut pending: Vec<Attrs> = keys.iter().map(key_attrs).collect();
+        for attempt in 0..CONFLICT_TRIES {
+            if pending.is_empty() {
+                break;
+            }
+            let wanted = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut pending)))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::Invalid(format!("BatchGetItem: {e}")))?;
+            let out = client
+                .batch_get_item()
+                .request_items(&self.table, wanted)
+                .send()
+                .await
+                .map_err(|e| store_error("BatchGetItem", &e))?;
+            for attrs in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
+                let item = decode(&attrs)?;
+                found.insert(item.key.clone(), item);
+            }
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut left| left.remove(&self.table))
+                .map(|k| k.keys)
+                .unwrap_or_default();
+            if !pending.is_empty() && attempt + 1 < CONFLICT_TRIES {
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+        }
+        if !pending.is_empty() {
+            return Err(StoreError::Contention(format!(
+                "BatchGetItem: {} keys unprocessed after {CONFLICT_TRIES} tries",
+                pending.len()
+            )));
+        }
+        Ok(keys.iter().map(|k| found.remove(k)).collect())
     }
 
     async fn put(&self, item: Item, condition_: Condition) -> Result<(), StoreError> {

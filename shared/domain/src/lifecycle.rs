@@ -66,7 +66,7 @@ pub async fn delete(deps: &Deps, team: TeamId, user_id: UserId) -> Result<(), Do
         let expiry = Some(erase_at.timestamp());
         let mut ops = vec![
             WriteOp::Put { item: deleted.to_item(version + 1), condition: Condition::VersionIs(version) },
-            users::count_change(team, -1),
+            users::count_change(team, user_id, -1),
             WriteOp::Delete {
                 key: keys::client_user_id(team, &current.client_user_id),
                 condition: Condition::None,
@@ -175,7 +175,7 @@ async fn undo_once(deps: &Deps, team: TeamId, target: &UndoTarget) -> Result<Und
     let user_id = record.user_id;
     let mut ops = vec![
         WriteOp::Put { item: restored.to_item(version + 1), condition: Condition::VersionIs(version) },
-        users::count_change(team, 1),
+        users::count_change(team, user_id, 1),
         WriteOp::Put {
             item: Item::new(
                 keys::client_user_id(team, &record.client_user_id),

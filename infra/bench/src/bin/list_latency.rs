@@ -9,6 +9,10 @@
 //!   same requests through the router on a DynamoDB table on moto (page 1 kept once the index
 //!   lag has passed, then page 1 after each of N changes), timed and with the DynamoDB round
 //!   trips of each request counted.
+//! - `list-latency --audit [ENTRIES] [N]` (defaults 10000 and 500; add `--moto` after it to run
+//!   on moto): the audit listing (`GET /v2/team/audit_log`'s read, newest first, limits 50 and
+//!   500) of a team of ENTRIES entries, against the read of the same entries kept in one
+//!   partition (the listing before the shards: one query), with DynamoDB round trips counted.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +39,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let moto = args.first().is_some_and(|a| a == "--moto");
     if moto {
         args.remove(0);
+    }
+    if args.first().is_some_and(|a| a == "--audit") {
+        args.remove(0);
+        let on_moto = args.first().is_some_and(|a| a == "--moto");
+        if on_moto {
+            args.remove(0);
+        }
+        let arg =
+            |i: usize, default: usize| args.get(i).map_or(default, |a| a.parse::<usize>().expect("a number"));
+        return audit_listing(arg(0, 10_000), arg(1, 500).max(1), on_moto).await;
     }
     let arg = |i: usize, default: usize| {
         args.get(i).map_or(default, |a| a.parse::<usize>().expect("arguments are numbers"))
@@ -199,6 +213,108 @@ async fn on_moto(users: usize, n: usize) -> Result<(), Box<dyn std::error::Error
         changed_trips as f64 / n as f64,
         get_trips as f64 / n as f64
     );
+    Ok(())
+}
+
+/// The audit listing of a team of `entries` entries (written over a minute, 16 at once), sharded
+/// as recorded, against one query of the same entries kept in one partition, as the listing
+/// read before the shards.
+async fn audit_listing(entries: usize, n: usize, on_moto: bool) -> Result<(), Box<dyn std::error::Error>> {
+    use wearlab_domain::common::audit::{self, Access, AuditEntry, AuditFilter, Retention};
+    use wearlab_domain::common::ids::{Caller, KeyId};
+    use wearlab_domain::keys::audit as keys;
+    use wearlab_domain::ports::{Condition, Item, Query};
+
+    let (deps, ddb, _local) = if on_moto {
+        let (deps, ddb, _) = wearlab_bench::moto_deps().await?;
+        (deps, Some(ddb), None)
+    } else {
+        let p = InProc::new(true).await;
+        (p.stack.deps.clone(), None, Some(p))
+    };
+    let team = teams::create_team(&deps, "Audit bench").await?.team_id;
+    let unsharded = teams::create_team(&deps, "Audit bench, one partition").await?.team_id;
+    let caller = Caller { team_id: team, key_id: KeyId::parse("0123456789ab").expect("a key id") };
+    let filling = Instant::now();
+    for chunk in (0..entries).collect::<Vec<_>>().chunks(16) {
+        let records = chunk.iter().map(|i| {
+            let access = Access {
+                caller,
+                method: "GET".into(),
+                route: "/v2/summary/sleep/{user_id}".into(),
+                user_id: None,
+                resource: Some(format!("r{i}")),
+                status: 200,
+            };
+            audit::record(&deps, access, Retention::default())
+        });
+        futures_util::future::try_join_all(records).await?;
+    }
+    // The same entries in one partition of another team, as they were stored before the shards.
+    for pk in keys::team_partitions(team) {
+        let items =
+            wearlab_domain::ports::query_all(deps.table.as_ref(), Query::partition(pk), entries).await?;
+        for item in items {
+            let moved = Item::new(
+                wearlab_domain::ports::Key::new(keys::team_partition(unsharded), item.key.sk.clone()),
+                item.body.clone(),
+            );
+            deps.table.put(moved, Condition::None).await?;
+        }
+    }
+    let fill = filling.elapsed();
+    println!(
+        "audit listing, {} ({entries} entries of one team, written in {:.1} s); N={n} per row, 10 warm-up",
+        if on_moto { "DynamoDB on moto" } else { "in-memory redb" },
+        fill.as_secs_f64()
+    );
+    println!("| read | n | mean µs | median µs | p90 µs | p99 µs | max µs |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let trips = || ddb.as_ref().map_or(0, |d| d.round_trips());
+    let mut notes = Vec::new();
+    for limit in [50_u32, 500] {
+        let filter = || AuditFilter { user_id: None, since: None, until: None, limit, cursor: None };
+        let one = || async {
+            let q = Query::partition(keys::team_partition(unsharded)).descending().limit(limit);
+            let page = deps.table.query(q).await.expect("a page");
+            let decoded: Vec<AuditEntry> = page.items.iter().map(|i| i.decode().expect("an entry")).collect();
+            assert_eq!(decoded.len(), limit as usize);
+        };
+        let sharded = || async {
+            let (page, next) = audit::list(&deps, team, filter()).await.expect("a page");
+            assert_eq!((page.len(), next.is_some()), (limit as usize, true));
+        };
+        for _ in 0..10 {
+            one().await;
+            sharded().await;
+        }
+        let (mut before, mut after) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut before_trips, mut after_trips) = (0, 0);
+        for _ in 0..n {
+            let (t0, start) = (trips(), Instant::now());
+            one().await;
+            before.push(start.elapsed());
+            before_trips += trips() - t0;
+            let (t0, start) = (trips(), Instant::now());
+            sharded().await;
+            after.push(start.elapsed());
+            after_trips += trips() - t0;
+        }
+        let b = print_row(&format!("limit {limit}, one partition (before the shards)"), &mut before);
+        let a = print_row(
+            &format!("limit {limit}, {} shards and the unsharded partition, merged", keys::SHARDS),
+            &mut after,
+        );
+        notes.push(format!(
+            "limit {limit}: sharded / one partition {:.2}x (median); round trips per listing {:.2} vs {:.2}",
+            ratio(a.median, b.median),
+            after_trips as f64 / n as f64,
+            before_trips as f64 / n as f64
+        ));
+    }
+    for note in notes {
+        println!("{note}");
+    }
     Ok(())
 }
 

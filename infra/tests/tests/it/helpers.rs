@@ -256,7 +256,8 @@ pub struct FaultyTable {
 /// Reads a [`FaultyTable`] passed on since the last [`FaultyTable::take_reads`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reads {
-    /// Single-item reads (GetItem).
+    /// Item reads by key: one GetItem, or one batch read of several keys (one round trip on
+    /// DynamoDB: BatchGetItem).
     pub gets: usize,
     /// Query calls (one page each).
     pub queries: usize,
@@ -324,6 +325,12 @@ impl Table for FaultyTable {
         self.faults()?;
         self.reads.lock().unwrap().gets += 1;
         self.inner.get_raw(key).await
+    }
+
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        self.faults()?;
+        self.reads.lock().unwrap().gets += 1;
+        self.inner.get_many(keys).await
     }
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {

@@ -14,6 +14,7 @@ mod fair_use;
 mod hardening;
 mod helpers;
 mod hosted;
+mod hot_partitions;
 mod idempotency;
 mod lab;
 mod lambda_env;

@@ -30,6 +30,28 @@ pub async fn put_get_round_trip(t: Arc<dyn Table>) {
     assert!(page.items.is_empty(), "the old index entry is gone");
 }
 
+/// Several keys read at once answer in the order asked, missing ones as `None`, across
+/// partitions; a batch naming a key twice or over 100 keys is refused.
+pub async fn get_many_answers_in_order(t: Arc<dyn Table>) {
+    let keys: Vec<Key> = (0..20).map(|n| Key::new(part("MANY"), format!("K{n}"))).collect();
+    for (n, key) in keys.iter().enumerate().filter(|(n, _)| n % 3 != 0) {
+        t.put(Item::new(key.clone(), json!({ "n": n })), Condition::None).await.unwrap();
+    }
+    let read = t.get_many(&keys).await.unwrap();
+    assert_eq!(read.len(), keys.len());
+    for (n, (key, got)) in keys.iter().zip(&read).enumerate() {
+        match got {
+            Some(item) => assert_eq!((&item.key, &item.body["n"]), (key, &json!(n)), "key {n}"),
+            None => assert_eq!(n % 3, 0, "key {n} was written"),
+        }
+    }
+    assert!(t.get_many(&[]).await.unwrap().is_empty());
+    let twice = [keys[1].clone(), keys[1].clone()];
+    assert!(matches!(t.get_many(&twice).await, Err(StoreError::Invalid(_))));
+    let many: Vec<Key> = (0..101).map(|n| Key::new("MANY", format!("{n}"))).collect();
+    assert!(matches!(t.get_many(&many).await, Err(StoreError::Invalid(_))));
+}
+
 pub async fn conditional_put_and_delete(t: Arc<dyn Table>) {
     let pk = part("COND");
     let a = item(&pk, "A", 1);
@@ -409,6 +431,10 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn put_get_round_trip() {
                 super::put_get_round_trip(table().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn get_many_answers_in_order() {
+                super::get_many_answers_in_order(table().await).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn conditional_put_and_delete() {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use chrono::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
-use wearlab_domain::common::ids::{ClientUserId, UserId};
+use wearlab_domain::common::ids::{ClientUserId, TeamId, UserId};
 use wearlab_domain::lifecycle::{self, Erasure};
-use wearlab_domain::ports::{Condition, Table};
+use wearlab_domain::ports::{Condition, Item, Table};
 use wearlab_domain::users::{self, NewUser};
 use wearlab_domain::{Deps, keys};
 
@@ -53,6 +53,20 @@ pub(crate) async fn create_many(t: &TestApp, prefix: &str, n: usize) -> Vec<Stri
         t.clock.advance(Duration::seconds(1));
     }
     ids
+}
+
+/// Deletes every shard of the team's counter (the documented repair: the team is then counted
+/// again from its index).
+pub(crate) async fn delete_counter(table: &dyn Table, team: TeamId) {
+    for key in keys::team_user_counts(team) {
+        table.delete(&key, Condition::None).await.unwrap();
+    }
+}
+
+/// The team's stored count (the sum of its counter shards), if every shard is stored.
+pub(crate) async fn stored_count(table: &dyn Table, team: TeamId) -> Option<i64> {
+    let shards = table.get_many(&keys::team_user_counts(team)).await.unwrap();
+    shards.iter().map(|s| s.as_ref().map(|i| i.body["active"].as_i64().unwrap())).sum()
 }
 
 pub(crate) fn ids_of(page: &Value) -> Vec<String> {
@@ -189,16 +203,16 @@ async fn a_page_reads_what_it_shows_on_dynamodb() {
 /// once and stores the counter; later changes move it.
 async fn a_team_without_a_counter_is_counted_once((t, table): (TestApp, Arc<FaultyTable>)) {
     let ids = create_many(&t, "legacy", 25).await;
-    table.delete(&keys::team_user_count(t.team), Condition::None).await.unwrap();
+    delete_counter(table.as_ref(), t.team).await;
     table.take_reads();
     assert_eq!(total(&t).await, 25);
     assert!(table.take_reads().items >= 25, "counted from the index");
-    assert!(table.get(&keys::team_user_count(t.team)).await.unwrap().is_some(), "stored");
+    assert_eq!(stored_count(table.as_ref(), t.team).await, Some(25), "stored");
     assert_eq!(total(&t).await, 25);
     assert_eq!(table.take_reads().items, 25, "the second listing reads only its page");
 
     // A change before any listing creates the counter from the same count.
-    table.delete(&keys::team_user_count(t.team), Condition::None).await.unwrap();
+    delete_counter(table.as_ref(), t.team).await;
     assert_eq!(t.delete(&format!("/v2/user/{}", ids[0])).await.status, StatusCode::OK);
     create_many(&t, "new", 1).await;
     assert_eq!(total(&t).await, 25);
@@ -242,4 +256,34 @@ async fn a_listed_user_is_its_get_answer_embedded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listed_user_is_its_get_answer_on_dynamodb() {
     a_listed_user_is_its_get_answer(moto().await.0).await;
+}
+
+/// A team of a deployment from before the counter shards has one counter item (maybe stale
+/// after a repair): its first listing counts it once from the index into the shards and removes
+/// the old item. A repair that deleted only some shards is counted again the same way.
+async fn a_team_of_the_unsharded_counter_is_counted_into_shards((t, table): (TestApp, Arc<FaultyTable>)) {
+    create_many(&t, "unsharded", 5).await;
+    delete_counter(table.as_ref(), t.team).await;
+    let old = keys::team_user_count_unsharded(t.team);
+    table.put(Item::new(old.clone(), json!({"active": 99})), Condition::None).await.unwrap();
+    assert_eq!(total(&t).await, 5);
+    assert!(table.get(&old).await.unwrap().is_none(), "the unsharded item is gone");
+    assert_eq!(stored_count(table.as_ref(), t.team).await, Some(5));
+
+    for key in keys::team_user_counts(t.team).iter().skip(3) {
+        table.delete(key, Condition::None).await.unwrap();
+    }
+    create_many(&t, "after", 3).await;
+    assert_eq!(total(&t).await, 8);
+    assert_eq!(stored_count(table.as_ref(), t.team).await, Some(8));
+}
+
+#[tokio::test]
+async fn a_team_of_the_unsharded_counter_is_counted_into_shards_embedded() {
+    a_team_of_the_unsharded_counter_is_counted_into_shards(embedded().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_of_the_unsharded_counter_is_counted_into_shards_on_dynamodb() {
+    a_team_of_the_unsharded_counter_is_counted_into_shards(moto().await).await;
 }

@@ -9,12 +9,10 @@ use std::sync::Arc;
 use chrono::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
-use wearlab_domain::keys;
-use wearlab_domain::ports::{Condition, Table};
 use wearlab_domain::users::{self, PageRequest};
 
 use crate::helpers::{FaultyTable, Reads, TestApp};
-use crate::users_count::{create_many, embedded, ids_of, moto};
+use crate::users_count::{create_many, delete_counter, embedded, ids_of, moto, stored_count};
 
 const PAGE: &str = "/v2/user?limit=10";
 
@@ -159,9 +157,8 @@ async fn every_change_shows_on_the_next_page_on_dynamodb() {
 /// its removal create the counter (counting the team once) and go through.
 async fn changes_of_a_team_without_a_counter_go_through((t, table): (TestApp, Arc<FaultyTable>)) {
     let ids = create_many(&t, "old", 3).await;
-    let counter = keys::team_user_count(t.team);
     for step in ["patch", "connect", "disconnect"] {
-        table.delete(&counter, Condition::None).await.unwrap();
+        delete_counter(table.as_ref(), t.team).await;
         let a = match step {
             "patch" => {
                 t.patch(&format!("/v2/user/{}", ids[0]), json!({"client_user_id": "old-renamed"})).await
@@ -172,8 +169,7 @@ async fn changes_of_a_team_without_a_counter_go_through((t, table): (TestApp, Ar
             _ => t.delete(&format!("/v2/user/{}/oura", ids[1])).await,
         };
         assert!(a.status.is_success(), "{step}: {} {}", a.status, a.body);
-        let item = table.get(&counter).await.unwrap().expect("the counter item is created");
-        assert_eq!(item.body["active"], 3, "{step}");
+        assert_eq!(stored_count(table.as_ref(), t.team).await, Some(3), "{step}: the counter is created");
     }
     let page = t.get(PAGE).await.body;
     assert_eq!(page["users"][0]["client_user_id"], "old-renamed");
@@ -196,7 +192,7 @@ async fn a_counter_counted_again_never_repeats_a_kept_version((t, table): (TestA
     let ids = create_many(&t, "repair", 1).await;
     let before = warm(&t).await;
     assert_eq!(before["users"][0]["client_user_id"], "repair-0000");
-    table.delete(&keys::team_user_count(t.team), Condition::None).await.unwrap();
+    delete_counter(table.as_ref(), t.team).await;
     let a = t.patch(&format!("/v2/user/{}", ids[0]), json!({"client_user_id": "repaired"})).await;
     assert_eq!(a.status, StatusCode::NO_CONTENT, "{}", a.body);
     let after = t.get(PAGE).await.body;

@@ -2,7 +2,7 @@
 //! demographics, insurance or lab orders, through which route, when, and with what outcome.
 //!
 //! An entry holds ids, the route template and the status code, never the data, the query string
-//! or a body. Entries live in the team's own partition (`keys::audit`), expire after the
+//! or a body. Entries live in the team's own partitions (`keys::audit`), expire after the
 //! deployment's retention, and are read back by the team only (`list`). The HTTP edge records
 //! them (`wearlab_web::audit`); what happens when recording fails is decided here
 //! (`on_failure`).
@@ -19,7 +19,7 @@ use crate::common::error::{DomainError, issue};
 use crate::common::ids::Caller;
 use crate::common::ids::{TeamId, UserId};
 use crate::keys::audit as keys;
-use crate::ports::{Condition, Cursor, Item, Query, StoreError, to_body};
+use crate::ports::{Condition, Cursor, Item, Page, Query, StoreError, to_body};
 
 /// How long entries are kept when the deployment does not say: six years, the retention
 /// HIPAA asks of security documentation (45 CFR 164.316(b)(2)).
@@ -99,8 +99,8 @@ pub fn on_failure(method: &str) -> OnFailure {
     }
 }
 
-/// Writes the entry of one access: one conditional put, in the team's partition and, when the
-/// route names a user, in that user's index.
+/// Writes the entry of one access: one conditional put, in one of the team's shards (by the
+/// entry's id, [`keys::shard_of`]) and, when the route names a user, in that user's index.
 pub async fn record(deps: &Deps, access: Access, retention: Retention) -> Result<(), DomainError> {
     let at = deps.now();
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -148,6 +148,9 @@ pub struct RawFilter<'a> {
 }
 
 pub const DEFAULT_PAGE: u32 = 50;
+/// Most rounds of shard queries one listing page makes (a page may come short of its limit,
+/// with a cursor, after them; the first round fills it unless the shards are uneven).
+const MERGE_ROUNDS: usize = 4;
 pub const MAX_PAGE: u32 = 500;
 
 impl AuditFilter {
@@ -196,45 +199,146 @@ impl AuditFilter {
     }
 }
 
-/// The team's entries, newest first, one page.
+/// The team's entries, newest first, one page. Without `user_id` the entries are spread over
+/// the team's shards ([`keys::team_partitions`]): each is queried (at once) for about twice its
+/// share of the page, and the pages merged newest first (another round, for twice as many, if
+/// a shard's share ran short). The cursor is the sort key (time, then id) of the page's last
+/// entry, which places it in every shard: the next page is each shard's entries below it.
 pub async fn list(
     deps: &Deps,
     team: TeamId,
     filter: AuditFilter,
 ) -> Result<(Vec<AuditEntry>, Option<Cursor>), DomainError> {
-    let mut query = match filter.user_id {
-        Some(user) => Query::gsi1(keys::user_index(team, user)),
-        None => Query::partition(keys::team_partition(team)),
+    let pks = match filter.user_id {
+        Some(user) => vec![keys::user_index(team, user)],
+        None => keys::team_partitions(team),
     };
-    // A cursor is only followed inside the partition it came from: one of another team's (or
+    let gsi1 = filter.user_id.map(|user| keys::user_index(team, user));
+    // A cursor is only followed inside the partitions it came from: one of another team's (or
     // another filter's) pages is refused, never read.
     if let Some(cursor) = &filter.cursor {
-        let own = match filter.user_id {
-            Some(_) => {
-                cursor.pk == keys::team_partition(team)
-                    && cursor.gsi1.as_ref().is_some_and(|(pk, _)| *pk == query.pk)
-            }
-            None => cursor.pk == query.pk && cursor.gsi1.is_none(),
-        };
+        let own = cursor.pk == keys::team_partition(team)
+            && cursor.gsi1.as_ref().map(|(pk, _)| pk) == gsi1.as_ref();
         if !own {
             return Err(StoreError::InvalidCursor.into());
         }
     }
     // Sort keys start with the time, so the window is a key range: from `since` (inclusive) to
-    // `until` (exclusive: "<until>#id" sorts after "<until>").
+    // `until` (exclusive: "<until>#id" sorts after "<until>"), and below the cursor's entry.
     let from = filter.since.map(keys::time_bound).unwrap_or_default();
-    let to = filter.until.map(keys::time_bound).unwrap_or_else(|| "~".into());
-    if filter.since.is_some() || filter.until.is_some() {
-        query = query.between(from, to);
+    let mut to = filter.until.map(keys::time_bound).unwrap_or_else(|| "~".into());
+    if let Some(cursor) = &filter.cursor {
+        to = to.min(keys::below(&cursor.sk));
     }
-    let page = deps.table.query(query.descending().limit(filter.limit).after(filter.cursor)).await?;
-    let entries = page.items.iter().map(|i| i.decode()).collect::<Result<Vec<AuditEntry>, _>>()?;
-    Ok((entries, page.next_cursor))
+    if to < from {
+        return Ok((vec![], None));
+    }
+    let query = |pk: &String, to: &String, limit: u32| {
+        let q = match gsi1 {
+            Some(_) => Query::gsi1(pk.clone()),
+            None => Query::partition(pk.clone()),
+        };
+        q.between(from.clone(), to.clone()).descending().limit(limit)
+    };
+    // Entries spread evenly over the shards (by a hash of the id), so each is asked for about
+    // twice its share; where a shard's share runs short the merge stops early and the next
+    // round asks every shard again below the last entry taken, for twice as many.
+    let mut per_shard =
+        if pks.len() > 1 { filter.limit.div_ceil(pks.len() as u32) * 2 + 2 } else { filter.limit };
+    let mut items: Vec<Item> = Vec::new();
+    let mut more = false;
+    for _ in 0..MERGE_ROUNDS {
+        let need = filter.limit as usize - items.len();
+        let limit = per_shard.min(need as u32);
+        let pages =
+            futures_util::future::try_join_all(pks.iter().map(|pk| deps.table.query(query(pk, &to, limit))))
+                .await?;
+        let (taken, left) = merge(pages, need);
+        items.extend(taken);
+        more = left;
+        match items.last() {
+            Some(last) if more && items.len() < filter.limit as usize => to = keys::below(&last.key.sk),
+            _ => break,
+        }
+        per_shard = per_shard.saturating_mul(2);
+    }
+    let next = match items.last() {
+        Some(last) if more => Some(Cursor {
+            pk: keys::team_partition(team),
+            sk: last.key.sk.clone(),
+            gsi1: gsi1.map(|pk| (pk, last.key.sk.clone())),
+        }),
+        _ => None,
+    };
+    let entries = items.iter().map(|i| i.decode()).collect::<Result<Vec<AuditEntry>, _>>()?;
+    Ok((entries, next))
+}
+
+/// The newest `limit` items of pages of several partitions (each newest first), and whether
+/// more may follow. A partition whose page ended early (more to read) has nothing unread above
+/// its last item: items below it are left for the next page, since that partition's unread
+/// ones may come before them.
+fn merge(pages: Vec<Page>, limit: usize) -> (Vec<Item>, bool) {
+    let cut = pages
+        .iter()
+        .filter(|p| p.next_cursor.is_some())
+        .filter_map(|p| p.items.last().map(|i| i.key.sk.clone()))
+        .max();
+    let mut more = pages.iter().any(|p| p.next_cursor.is_some());
+    let mut items: Vec<Item> = pages.into_iter().flat_map(|p| p.items).collect();
+    items.sort_unstable_by(|a, b| b.key.sk.cmp(&a.key.sk));
+    let keep = items.iter().take(limit).take_while(|i| cut.as_ref().is_none_or(|c| i.key.sk >= *c)).count();
+    more |= keep < items.len();
+    items.truncate(keep);
+    (items, more)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn page(sks: &[&str], more: bool) -> Page {
+        let items: Vec<Item> =
+            sks.iter().map(|sk| Item::new(crate::ports::Key::new("P", *sk), serde_json::json!({}))).collect();
+        let next_cursor =
+            more.then(|| Cursor { pk: "P".into(), sk: sks.last().unwrap().to_string(), gsi1: None });
+        Page { items, next_cursor }
+    }
+
+    fn sks(items: &[Item]) -> Vec<&str> {
+        items.iter().map(|i| i.key.sk.as_str()).collect()
+    }
+
+    #[test]
+    fn pages_of_shards_merge_newest_first_and_stop_where_a_shard_has_unread_entries() {
+        let (items, more) = merge(vec![page(&["9", "5", "1"], false), page(&["8", "7"], false)], 10);
+        assert_eq!((sks(&items), more), (vec!["9", "8", "7", "5", "1"], false));
+        let (items, more) = merge(vec![page(&["9", "5", "1"], false), page(&["8", "7"], false)], 3);
+        assert_eq!((sks(&items), more), (vec!["9", "8", "7"], true));
+        // The second shard's page ended early (1 MB) after 7: its entries below 7 are unread, so
+        // 5 and 1 wait for the next page, which starts below 7.
+        let (items, more) = merge(vec![page(&["9", "5", "1"], false), page(&["8", "7"], true)], 10);
+        assert_eq!((sks(&items), more), (vec!["9", "8", "7"], true));
+        assert_eq!(merge(vec![page(&[], false), page(&[], false)], 5).0.len(), 0);
+    }
+
+    #[test]
+    fn the_bound_below_a_sort_key_takes_every_key_below_it_and_none_above() {
+        let at = DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z").unwrap().with_timezone(&Utc);
+        let ids = [
+            "00000000000000000000000000000000",
+            "0000000000000000000000000000000a",
+            "0000000000000000000000000000000b",
+            "00000000000000000000000000000010",
+        ];
+        let sorted: Vec<String> = ids.iter().map(|id| keys::entry_sort(at, id)).collect();
+        for (n, sk) in sorted.iter().enumerate() {
+            let bound = keys::below(sk);
+            for (m, other) in sorted.iter().enumerate() {
+                assert_eq!(*other <= bound, m < n, "{other} against the bound below {sk}");
+            }
+        }
+    }
 
     #[test]
     fn reads_fail_closed_and_changes_keep_their_answer() {

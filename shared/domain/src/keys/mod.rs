@@ -98,9 +98,31 @@ pub fn team_users_index_sort(created_on: DateTime<Utc>, user: UserId) -> String 
     format!("{}#{user}", created_on.to_rfc3339_opts(SecondsFormat::Micros, true))
 }
 
-/// The team's count of active users (what `GET /v2/user` answers as `total`), changed in the
-/// same transaction as every change of the active set.
-pub fn team_user_count(team: TeamId) -> Key {
+/// Shards of the team's count of active users: every change of a listed user writes one of
+/// them, so one team's changes spread over this many partitions (about 1,000 writes a second
+/// each on DynamoDB) instead of queueing on one item.
+pub const TEAM_USER_COUNT_SHARDS: u8 = 16;
+
+/// One shard of the team's count of active users (what `GET /v2/user` answers as `total` is
+/// the sum of the shards), changed in the same transaction as every change of the active set.
+/// Each shard is its own partition.
+pub fn team_user_count(team: TeamId, shard: u8) -> Key {
+    Key::new(format!("TEAM#{team}#COUNT#{shard:02}"), "COUNT#USERS")
+}
+
+/// Every shard of the team's count, shard 0 first.
+pub fn team_user_counts(team: TeamId) -> Vec<Key> {
+    (0..TEAM_USER_COUNT_SHARDS).map(|shard| team_user_count(team, shard)).collect()
+}
+
+/// The shard of the count that a user's changes write: always the same for one user.
+pub fn team_user_count_shard(user: UserId) -> u8 {
+    user.as_uuid().as_bytes()[15] % TEAM_USER_COUNT_SHARDS
+}
+
+/// The team's single counter item of before the shards: deleted when the shards are created
+/// (the team is then counted once from its index).
+pub fn team_user_count_unsharded(team: TeamId) -> Key {
     Key::new(format!("TEAM#{team}"), "COUNT#USERS")
 }
 

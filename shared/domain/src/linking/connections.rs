@@ -358,7 +358,7 @@ pub async fn commit(
         // A bulk import tells kept pages once per message (`users::listed_changed`).
         let counter = ops.len();
         if new.import_op.is_none() {
-            ops.push(users::listed_change(team));
+            ops.push(users::listed_change(team, user_id));
         }
         match deps.table.transact(ops).await {
             Ok(()) => {
@@ -437,7 +437,7 @@ pub async fn deregister(
         ];
         ops.extend(pending.write_op());
         let counter = ops.len();
-        ops.push(users::listed_change(team));
+        ops.push(users::listed_change(team, user_id));
         match deps.table.transact(ops).await {
             Ok(()) => {
                 tracing::info!(team_id = %team, user_id = %user_id, provider, "connection removed");

@@ -25,6 +25,6 @@ pub use scheduler::{Schedule, Scheduler, SchedulerError};
 pub use table::{
     Add, Condition, Cursor, Index, IndexKey, Item, Key, MAX_BATCH, MAX_ITEM_BYTES, Page, Query, RawItem,
     RawPage, SkRange, StoreError, Table, TextItem, WriteOp, add_to_field, query_all, to_body, validate_batch,
-    validate_put_all, validate_put_all_text,
+    validate_get_many, validate_put_all, validate_put_all_text,
 };
 pub use webhook::WebhookSender;

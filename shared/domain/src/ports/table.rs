@@ -474,6 +474,14 @@ pub fn validate_put_all_text(items: &[TextItem]) -> Result<(), StoreError> {
     distinct_keys(items.iter().map(|i| &i.key))
 }
 
+/// The keys of one [`Table::get_many`]: at most [`MAX_BATCH`], each once.
+pub fn validate_get_many(keys: &[Key]) -> Result<(), StoreError> {
+    if keys.len() > MAX_BATCH {
+        return Err(StoreError::Invalid(format!("at most {MAX_BATCH} keys per batch read")));
+    }
+    distinct_keys(keys.iter())
+}
+
 fn distinct_keys<'a>(keys: impl Iterator<Item = &'a Key>) -> Result<(), StoreError> {
     let mut seen = std::collections::HashSet::new();
     for key in keys {
@@ -505,6 +513,15 @@ pub trait Table: Send + Sync + 'static {
     /// `Value`; this default goes through `get`.
     async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
         Ok(self.get(key).await?.map(|item| RawItem::from_item(&item)))
+    }
+
+    /// Several items at once, each as [`Table::get`] reads it, answered in the order of `keys`
+    /// (at most [`MAX_BATCH`], each key once). Not a snapshot: each item is read as it is when
+    /// its read happens. DynamoDB reads them in one BatchGetItem (one round trip); this default
+    /// reads them concurrently.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        validate_get_many(keys)?;
+        futures_util::future::try_join_all(keys.iter().map(|k| self.get(k))).await
     }
 
     /// Writes one item if `condition` holds.

@@ -1,13 +1,13 @@
 //! Pages of a team's user list kept as their JSON answer by the process that served them, so
-//! that asking again for a page nobody changed costs one read (the team's counter item) instead
-//! of reading, decoding and writing out up to 500 users.
+//! that asking again for a page nobody changed costs one read (the team's counter shards, in
+//! one batch read: one round trip) instead of reading, decoding and writing out up to 500 users.
 //!
-//! A kept page is trusted only while the counter item's version is the one it was read under.
-//! Every write that changes what a page shows moves that version in the same transaction:
-//! creating, deleting and restoring a user ([`super::count_change`]), and changing a listed one
-//! (PATCH, a connection made or removed: [`super::listed_change`]). Erasure removes users who
-//! have already left the list. So a page is answered from here only if no such write committed
-//! since it was read.
+//! A kept page is trusted only while the counter's version (the sum of its shards' versions,
+//! [`super::ListedUsers`]) is the one it was read under. Every write that changes what a page
+//! shows moves one shard's version in the same transaction: creating, deleting and restoring a
+//! user ([`super::count_change`]), and changing a listed one (PATCH, a connection made or
+//! removed: [`super::listed_change`]). Erasure removes users who have already left the list. So
+//! a page is answered from here only if no such write committed since it was read.
 //!
 //! When the process keeps an answer of the page, the counter is read first and the page only
 //! if the version moved; otherwise both are read at once (page 1), as an uncached listing does,

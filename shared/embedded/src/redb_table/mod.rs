@@ -312,6 +312,23 @@ impl Table for RedbTable {
         }
     }
 
+    /// Every key in one read transaction (a snapshot, which the port does not promise).
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        wearlab_domain::ports::validate_get_many(keys)?;
+        for key in keys {
+            check_part(&key.pk)?;
+            check_part(&key.sk)?;
+        }
+        let txn = self.db.begin_read().map_err(unavailable)?;
+        let items = txn.open_table(ITEMS).map_err(unavailable)?;
+        keys.iter()
+            .map(|key| match items.get(primary(key).as_slice()).map_err(unavailable)? {
+                Some(v) => Ok(Some(decode(v.value())?)),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
     async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
         check_part(&key.pk)?;
         check_part(&key.sk)?;
