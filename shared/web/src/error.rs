@@ -58,50 +58,13 @@ impl Inputs {
     /// A route whose use case validates its body only.
     pub const BODY: Inputs = Inputs { query: &[], path: &[] };
 
-    /// The refusal as an answer, each validation issue under the input it came from.
+    /// The one mapping of a refusal to its answer, each validation issue under the input it
+    /// came from.
     pub fn locate(&self, e: DomainError) -> ApiError {
         match e {
             DomainError::Validation(issues) => {
                 ApiError::Validation(issues.into_iter().map(|i| self.locate_issue(i)).collect())
             }
-            other => ApiError::from_refusal(other),
-        }
-    }
-
-    fn locate_issue(&self, mut issue: ValidationIssue) -> ValidationIssue {
-        let first = match issue.loc.first() {
-            Some(LocPart::Key(k)) => Some(k.as_str()),
-            _ => None,
-        };
-        let place = match first {
-            Some(f) if self.query.contains(&f) => "query",
-            Some(f) if self.path.contains(&f) => "path",
-            _ => "body",
-        };
-        issue.loc.insert(0, place.into());
-        issue
-    }
-}
-
-impl ApiError {
-    /// One offending input, already located (`["path", "order_id"]`): for checks the web layer
-    /// makes itself before any use case runs.
-    pub fn invalid(loc: &[&str], msg: impl Into<String>, kind: &str) -> ApiError {
-        ApiError::Validation(vec![wearlab_domain::common::error::issue(loc, msg, kind)])
-    }
-}
-
-impl From<DomainError> for ApiError {
-    fn from(e: DomainError) -> Self {
-        Inputs::BODY.locate(e)
-    }
-}
-
-impl ApiError {
-    /// Every refusal but a validation one (which [`Inputs::locate`] places).
-    fn from_refusal(e: DomainError) -> Self {
-        match e {
-            DomainError::Validation(issues) => Inputs::BODY.locate(DomainError::Validation(issues)),
             DomainError::NotFound(m) => ApiError::NotFound(m),
             DomainError::ClientUserIdTaken { user_id, created_on } => {
                 ApiError::ClientUserIdTaken(ConflictDetail {
@@ -131,6 +94,34 @@ impl ApiError {
             DomainError::Scheduler(e) => ApiError::Unavailable(e.to_string()),
             DomainError::Bus(e) => ApiError::Unavailable(e.to_string()),
         }
+    }
+
+    fn locate_issue(&self, mut issue: ValidationIssue) -> ValidationIssue {
+        let first = match issue.loc.first() {
+            Some(LocPart::Key(k)) => Some(k.as_str()),
+            _ => None,
+        };
+        let place = match first {
+            Some(f) if self.query.contains(&f) => "query",
+            Some(f) if self.path.contains(&f) => "path",
+            _ => "body",
+        };
+        issue.loc.insert(0, place.into());
+        issue
+    }
+}
+
+impl ApiError {
+    /// One offending input, already located (`["path", "order_id"]`): for checks the web layer
+    /// makes itself before any use case runs.
+    pub fn invalid(loc: &[&str], msg: impl Into<String>, kind: &str) -> ApiError {
+        ApiError::Validation(vec![wearlab_domain::common::error::issue(loc, msg, kind)])
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        Inputs::BODY.locate(e)
     }
 }
 
