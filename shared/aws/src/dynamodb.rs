@@ -589,10 +589,10 @@ impl Table for DynamoDbTable {
 
     /// One strongly consistent BatchGetItem (at most 100 keys); keys DynamoDB hands back
     /// unprocessed (throttling) are asked for again after a backoff, a bounded number of times.
-    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<RawItem>>, StoreError> {
         validate_get_many(keys)?;
         let client = self.client().await;
-        let mut found: HashMap<Key, Item> = HashMap::with_capacity(keys.len());
+        let mut found: HashMap<Key, RawItem> = HashMap::with_capacity(keys.len());
         let mut pending: Vec<Attrs> = keys.iter().map(key_attrs).collect();
         for attempt in 0..CONFLICT_TRIES {
             if pending.is_empty() {
@@ -610,8 +610,8 @@ impl Table for DynamoDbTable {
                 .await
                 .map_err(|e| store_error("BatchGetItem", &e))?;
             for attrs in out.responses.and_then(|mut r| r.remove(&self.table)).unwrap_or_default() {
-                let item = decode(&attrs)?;
-                found.insert(item.key.clone(), item);
+                let item = decode_raw(&attrs)?;
+                found.insert(item.key().clone(), item);
             }
             pending = out
                 .unprocessed_keys

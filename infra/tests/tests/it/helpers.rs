@@ -327,7 +327,7 @@ impl Table for FaultyTable {
         self.inner.get_raw(key).await
     }
 
-    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<RawItem>>, StoreError> {
         self.faults()?;
         self.reads.lock().unwrap().gets += 1;
         self.inner.get_many(keys).await

@@ -57,7 +57,7 @@ impl Table for WrittenPartitions {
         self.inner.get_raw(key).await
     }
 
-    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<RawItem>>, StoreError> {
         self.inner.get_many(keys).await
     }
 

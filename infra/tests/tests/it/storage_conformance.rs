@@ -41,7 +41,10 @@ pub async fn get_many_answers_in_order(t: Arc<dyn Table>) {
     assert_eq!(read.len(), keys.len());
     for (n, (key, got)) in keys.iter().zip(&read).enumerate() {
         match got {
-            Some(item) => assert_eq!((&item.key, &item.body["n"]), (key, &json!(n)), "key {n}"),
+            Some(item) => {
+                let (body, version) = item.decode::<serde_json::Value>().unwrap();
+                assert_eq!((item.key(), &body["n"], version), (key, &json!(n), 1), "key {n}");
+            }
             None => assert_eq!(n % 3, 0, "key {n} was written"),
         }
     }

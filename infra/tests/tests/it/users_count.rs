@@ -66,7 +66,10 @@ pub(crate) async fn delete_counter(table: &dyn Table, team: TeamId) {
 /// The team's stored count (the sum of its counter shards), if every shard is stored.
 pub(crate) async fn stored_count(table: &dyn Table, team: TeamId) -> Option<i64> {
     let shards = table.get_many(&keys::team_user_counts(team)).await.unwrap();
-    shards.iter().map(|s| s.as_ref().map(|i| i.body["active"].as_i64().unwrap())).sum()
+    shards
+        .iter()
+        .map(|s| s.as_ref().map(|i| i.decode::<Value>().unwrap().0["active"].as_i64().unwrap()))
+        .sum()
 }
 
 pub(crate) fn ids_of(page: &Value) -> Vec<String> {

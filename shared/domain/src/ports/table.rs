@@ -515,13 +515,13 @@ pub trait Table: Send + Sync + 'static {
         Ok(self.get(key).await?.map(|item| RawItem::from_item(&item)))
     }
 
-    /// Several items at once, each as [`Table::get`] reads it, answered in the order of `keys`
-    /// (at most [`MAX_BATCH`], each key once). Not a snapshot: each item is read as it is when
-    /// its read happens. DynamoDB reads them in one BatchGetItem (one round trip); this default
-    /// reads them concurrently.
-    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+    /// Several items at once, each as [`Table::get_raw`] reads it (their bodies are decoded by
+    /// the caller, and only those), answered in the order of `keys` (at most [`MAX_BATCH`], each
+    /// key once). Not a snapshot: each item is read as it is when its read happens. DynamoDB
+    /// reads them in one BatchGetItem (one round trip); this default reads them concurrently.
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<RawItem>>, StoreError> {
         validate_get_many(keys)?;
-        futures_util::future::try_join_all(keys.iter().map(|k| self.get(k))).await
+        futures_util::future::try_join_all(keys.iter().map(|k| self.get_raw(k))).await
     }
 
     /// Writes one item if `condition` holds.

@@ -8,7 +8,7 @@ use crate::Deps;
 use crate::common::error::DomainError;
 use crate::common::ids::{TeamId, UserId};
 use crate::keys;
-use crate::ports::{Add, Condition, Item, Key, Query, StoreError, WriteOp, query_all, to_body};
+use crate::ports::{Add, Condition, Item, Key, Query, RawItem, StoreError, WriteOp, query_all, to_body};
 
 /// Most users counted when a team without counter shards is counted once (a safety bound, far
 /// above any real team).
@@ -129,8 +129,9 @@ pub(crate) async fn listed_users(deps: &Deps, team: TeamId) -> Result<ListedUser
         if read.iter().all(Option::is_some) {
             let (mut active, mut version) = (0_i64, 0_u64);
             for item in read.iter().flatten() {
-                active = active.saturating_add(item.decode::<UserCount>()?.active);
-                version = version.saturating_add(item.version);
+                let (count, item_version) = item.decode::<UserCount>()?;
+                active = active.saturating_add(count.active);
+                version = version.saturating_add(item_version);
             }
             return Ok(ListedUsers { active: u64::try_from(active).unwrap_or(0), version });
         }
@@ -173,12 +174,12 @@ pub(crate) async fn listed_users(deps: &Deps, team: TeamId) -> Result<ListedUser
 }
 
 /// Deletes the shards read in `read`, each only if unchanged since (else the next read sees it).
-async fn remove_shards(deps: &Deps, read: &[Option<Item>]) -> Result<(), DomainError> {
-    let ops = read
-        .iter()
-        .flatten()
-        .map(|item| WriteOp::Delete { key: item.key.clone(), condition: Condition::VersionIs(item.version) })
-        .collect();
+async fn remove_shards(deps: &Deps, read: &[Option<RawItem>]) -> Result<(), DomainError> {
+    let mut ops = Vec::with_capacity(read.len());
+    for item in read.iter().flatten() {
+        let (_, version) = item.decode::<serde::de::IgnoredAny>()?;
+        ops.push(WriteOp::Delete { key: item.key().clone(), condition: Condition::VersionIs(version) });
+    }
     match deps.table.transact(ops).await {
         Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
         Err(e) => Err(e.into()),

@@ -284,6 +284,16 @@ fn run_query(db: &Database, q: &Query) -> Result<(Vec<Vec<u8>>, Option<Cursor>),
     Ok((out, next_cursor))
 }
 
+/// A stored text as a [`RawItem`]: checked as UTF-8 in one go, the body found by the scanner
+/// ([`split_stored`]); the body's parse is then the caller's one pass over it.
+fn raw(key: &Key, stored: &[u8]) -> Result<RawItem, StoreError> {
+    let json = std::str::from_utf8(stored).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(match split_stored(json) {
+        Some((version, body)) => RawItem::from_body_json(key.clone(), version, body.to_owned()),
+        None => RawItem::from_item_json(key.clone(), json.to_owned()),
+    })
+}
+
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Bound::Included(v) => Bound::Included(v.as_slice()),
@@ -313,7 +323,7 @@ impl Table for RedbTable {
     }
 
     /// Every key in one read transaction (a snapshot, which the port does not promise).
-    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+    async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<RawItem>>, StoreError> {
         wearlab_domain::ports::validate_get_many(keys)?;
         for key in keys {
             check_part(&key.pk)?;
@@ -323,7 +333,7 @@ impl Table for RedbTable {
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
         keys.iter()
             .map(|key| match items.get(primary(key).as_slice()).map_err(unavailable)? {
-                Some(v) => Ok(Some(decode(v.value())?)),
+                Some(v) => Ok(Some(raw(key, v.value())?)),
                 None => Ok(None),
             })
             .collect()
@@ -335,14 +345,7 @@ impl Table for RedbTable {
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
         match items.get(primary(key).as_slice()).map_err(unavailable)? {
-            Some(v) => {
-                // Checked as UTF-8 in one go; the body is then the caller's one pass over it.
-                let json = std::str::from_utf8(v.value()).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                Ok(Some(match split_stored(json) {
-                    Some((version, body)) => RawItem::from_body_json(key.clone(), version, body.to_owned()),
-                    None => RawItem::from_item_json(key.clone(), json.to_owned()),
-                }))
-            }
+            Some(v) => Ok(Some(raw(key, v.value())?)),
             None => Ok(None),
         }
     }
