@@ -1,9 +1,11 @@
 //! The bulk routes. Every one first authenticates and checks the team's bulk switch (403),
 //! before reading any body.
 
-use axum::Json;
+use std::sync::Arc;
+
 use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use http::StatusCode;
 use http::request::Parts;
 use serde::Deserialize;
@@ -14,7 +16,7 @@ use wearlab_domain::bulk::{
     self, export::ExportRequest, import::ImportRequest, pause::PauseRequest, trigger::TriggerRequest,
 };
 use wearlab_domain::common::ids::{TeamId, UserId};
-use wearlab_domain::ports::Cursor;
+use wearlab_domain::ports::{Cursor, Queue};
 use wearlab_domain::teams;
 use wearlab_models::DetailBody;
 use wearlab_models::bulk::{
@@ -72,12 +74,13 @@ async fn answer<T: serde::Serialize>(
     ))]
 pub async fn import(
     State(s): State<AppState>,
+    Extension(bulk_queue): Extension<Arc<dyn Queue>>,
     BulkTeam(team): BulkTeam,
     JsonBody(body): JsonBody<BulkImportBody>,
 ) -> Answer<Response> {
     let req = ImportRequest::parse(body)?;
     let wait = req.wait_for_completion;
-    let op = bulk::import::submit(&s.deps, team, req).await?;
+    let op = bulk::import::submit(&s.deps, bulk_queue.as_ref(), team, req).await?;
     answer(&s, op, wait, |user_ids_imported, user_ids_failed, failures| BulkImportResult {
         user_ids_imported,
         user_ids_failed,
@@ -98,12 +101,13 @@ pub async fn import(
     ))]
 pub async fn trigger_historical_pull(
     State(s): State<AppState>,
+    Extension(bulk_queue): Extension<Arc<dyn Queue>>,
     BulkTeam(team): BulkTeam,
     JsonBody(body): JsonBody<BulkTriggerBody>,
 ) -> Answer<Response> {
     let req = TriggerRequest::parse(body)?;
     let wait = req.wait_for_completion;
-    let op = bulk::trigger::submit(&s.deps, team, req).await?;
+    let op = bulk::trigger::submit(&s.deps, bulk_queue.as_ref(), team, req).await?;
     answer(&s, op, wait, |user_ids_triggered, user_ids_failed, failures| BulkTriggerResult {
         user_ids_triggered,
         user_ids_failed,

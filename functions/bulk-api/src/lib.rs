@@ -4,6 +4,9 @@
 
 mod handlers;
 
+use std::sync::Arc;
+
+use wearlab_domain::ports::Queue;
 use wearlab_web::{AppState, Routes, routes};
 
 /// The routes of this function with their documentation.
@@ -16,7 +19,8 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::pause))
 }
 
-/// The function as served, `/openapi.json` included. The state must carry the work queues.
-pub fn app(state: AppState) -> wearlab_web::App {
-    wearlab_web::app(routes(), state)
+/// The function as served, `/openapi.json` included, with the bulk queue its operations'
+/// messages go to.
+pub fn app(state: AppState, bulk_queue: Arc<dyn Queue>) -> wearlab_web::App {
+    wearlab_web::app(routes().provide(bulk_queue), state)
 }

@@ -5,16 +5,16 @@
 use aws_lambda_events::sqs::SqsEvent;
 use wearlab_domain::Deps;
 use wearlab_domain::bulk::{self, BulkMessage};
-use wearlab_domain::ports::{Envelope, Outcome};
+use wearlab_domain::ports::{Envelope, Outcome, Queue};
 
 fn parse(envelope: Envelope) -> Result<BulkMessage, Outcome> {
     serde_json::from_value(envelope.body).map_err(|e| Outcome::Fail(format!("not a bulk message: {e}")))
 }
 
-/// Handles one message of the bulk queue.
-pub async fn handle(deps: &Deps, envelope: Envelope) -> Outcome {
+/// Handles one message of the bulk queue; a trigger's pulls go to `pull_queue`.
+pub async fn handle(deps: &Deps, pull_queue: &dyn Queue, envelope: Envelope) -> Outcome {
     match parse(envelope) {
-        Ok(m) => bulk::handle(deps, m).await,
+        Ok(m) => bulk::handle(deps, pull_queue, m).await,
         Err(o) => o,
     }
 }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
-use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
@@ -16,7 +15,6 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let queue = Arc::new(
         wearlab_aws::sqs_queue_from_env(&[QueueName::Bulk, QueueName::Pull], deps.clock.clone()).await?,
     );
-    let deps = Deps { queue: queue.clone(), ..deps };
     let dead_letter_arn = Some(wearlab_aws::required_var("WEARLAB_BULK_DLQ_ARN")?);
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue, dlq) = (&deps, &queue, dead_letter_arn.as_deref());
@@ -29,7 +27,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
                 .await
             } else {
                 wearlab_aws::handle_sqs_batch(queue, QueueName::Bulk, event.payload, |env, _| {
-                    bulk_worker::handle(deps, env)
+                    bulk_worker::handle(deps, queue.as_ref(), env)
                 })
                 .await
             };

@@ -8,12 +8,16 @@ mod html;
 mod query;
 pub mod requisition;
 
+use std::sync::Arc;
+
+use wearlab_domain::ports::LabNetwork;
 use wearlab_web::audit::AuditLayer;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{lab_tests, markers, orders, payors, portal_page, psc};
 
-/// The routes; the lab network is the one on `Deps` (`deps.lab_network`).
+/// The routes; the orders and the portal pages take the lab network (`Extension`), which
+/// [`app`] hands them.
 #[allow(deprecated)] // GET /v3/lab_tests is deprecated but served.
 pub fn routes() -> Routes {
     Routes::new()
@@ -48,7 +52,8 @@ fn order_routes() -> Routes {
         .layer(AuditLayer)
 }
 
-/// The function as served, `/openapi.json` included.
-pub fn app(state: AppState) -> wearlab_web::App {
-    wearlab_web::app(routes(), state)
+/// The function as served, `/openapi.json` included, on the lab network that places and
+/// advances its orders.
+pub fn app(state: AppState, network: Arc<dyn LabNetwork>) -> wearlab_web::App {
+    wearlab_web::app(routes().provide(network), state)
 }

@@ -2,14 +2,11 @@
 
 use std::sync::Arc;
 
-use wearlab_domain::Deps;
-
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     wearlab_telemetry::init_tracing();
     let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
-    let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
-    let app = lab_api::app(wearlab_web::AppState::new(deps, settings));
+    let app = lab_api::app(wearlab_web::AppState::new(deps, settings), Arc::new(wearlab_sim::SimulatedLab));
     lambda_http::run(app).await
 }

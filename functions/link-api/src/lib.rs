@@ -11,6 +11,9 @@
 mod handlers;
 mod widget_html;
 
+use std::sync::Arc;
+
+use wearlab_domain::ports::Queue;
 use wearlab_web::{AppState, Routes, routes};
 
 use handlers::{catalog, link, provider_push, web};
@@ -33,14 +36,11 @@ pub fn routes() -> Routes {
         .route(provider_push::PATH, axum::routing::get(provider_push::receive).post(provider_push::receive))
 }
 
-/// The function as served, `/openapi.json` included.
-pub fn app(state: AppState) -> wearlab_web::App {
-    wearlab_web::app(routes(), state)
-}
-
-/// The routes of the deployed function: with the simulated providers' consent page only when
-/// the deployment links simulated providers (`WEARLAB_SIMULATED_PROVIDERS=true`).
-pub fn deployed_routes(simulator_pages: bool) -> Routes {
-    let routes = routes();
-    if simulator_pages { routes.merge(Routes::from(wearlab_sim::routes())) } else { routes }
+/// The deployed function, `/openapi.json` included: with the simulated providers' consent page
+/// only when the deployment links simulated providers (`WEARLAB_SIMULATED_PROVIDERS=true`), and
+/// the pull queue that the providers' pushes queue polls on.
+pub fn app(state: AppState, pull_queue: Arc<dyn Queue>, simulator_pages: bool) -> wearlab_web::App {
+    let routes = routes().provide(pull_queue);
+    let routes = if simulator_pages { routes.merge(Routes::from(wearlab_sim::routes())) } else { routes };
+    wearlab_web::app(routes, state)
 }

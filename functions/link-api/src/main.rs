@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
@@ -16,9 +15,7 @@ async fn main() -> Result<(), lambda_http::Error> {
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     // A provider's push notification queues polls on the pull queue.
     let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
-    let deps = Deps { queue, ..deps };
     let simulated = wearlab_providers::simulated_links(|k| std::env::var(k).ok())?;
-    let routes = link_api::deployed_routes(simulated);
-    let app = wearlab_web::app(routes, wearlab_web::AppState::new(deps, settings));
+    let app = link_api::app(wearlab_web::AppState::new(deps, settings), queue, simulated);
     lambda_http::run(app).await
 }

@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 use wearlab_domain::lab::{Links, advance_due};
+use wearlab_domain::ports::LabNetwork;
 use wearlab_domain::{Deps, DomainError, common::outbox};
 
 /// What one invocation did.
@@ -29,10 +30,14 @@ pub struct Outcome {
 /// base URL was kept link to `public_url` (the deployment's `WEARLAB_PUBLIC_URL`, read once at
 /// start) in their events. The orders go first, so that what they could not publish is relayed
 /// by the next run, not this one; the relay runs even when the order sweep failed (an error of
-/// either fails the invocation afterwards).
-pub async fn handle(deps: &Deps, public_url: Option<&str>) -> Result<Outcome, DomainError> {
+/// either fails the invocation afterwards). The lab network answers for the open orders.
+pub async fn handle(
+    deps: &Deps,
+    lab_network: &dyn LabNetwork,
+    public_url: Option<&str>,
+) -> Result<Outcome, DomainError> {
     // No request here: the links use the deployment's public URL (or the local default).
-    let orders = advance_due(deps, &Links::for_host(public_url, None, None)).await;
+    let orders = advance_due(deps, lab_network, &Links::for_host(public_url, None, None)).await;
     let relayed = outbox::relay(deps).await;
     let revokes = wearlab_domain::linking::revokes::retry_due(deps).await;
     if let Some(url) = public_url.filter(|u| !u.is_empty())

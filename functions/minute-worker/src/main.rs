@@ -1,22 +1,20 @@
 //! The minute-worker Lambda on the AWS adapters and the simulated lab network.
 
-use std::sync::Arc;
-
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
-use wearlab_domain::Deps;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     wearlab_telemetry::init_tracing();
     let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
-    let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
     let public_url = settings.public_url;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| {
         let (deps, public_url) = (deps.clone(), public_url.clone());
         async move {
-            minute_worker::handle(&deps, public_url.as_deref()).await.map_err(lambda_runtime::Error::from)
+            minute_worker::handle(&deps, &wearlab_sim::SimulatedLab, public_url.as_deref())
+                .await
+                .map_err(lambda_runtime::Error::from)
         }
     }))
     .await

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
-use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
@@ -14,12 +13,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let (deps, _settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let queue = Arc::new(wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?);
-    let deps = Deps { queue: queue.clone(), ..deps };
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (deps, queue) = (&deps, &queue);
         async move {
             let response = wearlab_aws::handle_sqs_batch(queue, QueueName::Pull, event.payload, |env, _| {
-                pull_worker::handle(deps, env)
+                pull_worker::handle(deps, queue.as_ref(), env)
             })
             .await;
             Ok::<_, lambda_runtime::Error>(response)

@@ -3,6 +3,9 @@
 
 mod handlers;
 
+use std::sync::Arc;
+
+use wearlab_domain::ports::Queue;
 use wearlab_web::audit::AuditLayer;
 use wearlab_web::{AppState, Routes, routes};
 
@@ -34,7 +37,8 @@ fn phi_routes() -> Routes {
         .layer(AuditLayer)
 }
 
-/// The function as served, `/openapi.json` included.
-pub fn app(state: AppState) -> wearlab_web::App {
-    wearlab_web::app(routes(), state)
+/// The function as served, `/openapi.json` included, with the pull queue that on-demand
+/// historical pulls and unfinished refreshes go to.
+pub fn app(state: AppState, pull_queue: Arc<dyn Queue>) -> wearlab_web::App {
+    wearlab_web::app(routes().provide(pull_queue), state)
 }

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 
 #[tokio::main]
@@ -12,6 +11,6 @@ async fn main() -> Result<(), lambda_http::Error> {
     let (deps, settings) =
         wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
     let queue = wearlab_aws::sqs_queue_from_env(&[QueueName::Pull], deps.clock.clone()).await?;
-    let app = user_api::app(wearlab_web::AppState::new(Deps { queue: Arc::new(queue), ..deps }, settings));
+    let app = user_api::app(wearlab_web::AppState::new(deps, settings), Arc::new(queue));
     lambda_http::run(app).await
 }

@@ -4,15 +4,15 @@
 
 use wearlab_domain::Deps;
 use wearlab_domain::ports::{Envelope, Outcome};
-use wearlab_domain::webhooks::{self, WebhookJob};
+use wearlab_domain::webhooks::{self, WebhookJob, WebhookPorts};
 
-/// Handles one queue message.
-pub async fn handle(deps: &Deps, envelope: Envelope) -> Outcome {
+/// Handles one queue message: its deliveries and retries go through `ports`.
+pub async fn handle(deps: &Deps, ports: WebhookPorts<'_>, envelope: Envelope) -> Outcome {
     let job: WebhookJob = match serde_json::from_value(envelope.body) {
         Ok(job) => job,
         Err(e) => return Outcome::Fail(format!("not a webhook job: {e}")),
     };
-    match webhooks::handle(deps, job).await {
+    match webhooks::handle(deps, ports, job).await {
         Ok(()) => Outcome::Ack,
         Err(e) => Outcome::Fail(e.to_string()),
     }

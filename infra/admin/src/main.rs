@@ -156,15 +156,15 @@ async fn deps(cli: &Cli) -> Result<Deps, String> {
         wearlab_embedded::RedbTable::open(&cli.data_dir.join("wearlab.redb")).map_err(|e| e.to_string())?,
     );
     let scheduler = Arc::new(wearlab_embedded::TableScheduler::new(table.clone()));
-    Ok(Deps::unwired(
+    Ok(Deps {
         table,
         scheduler,
-        Arc::new(SystemClock),
-        Arc::new(wearlab_embedded::MemoryBus::new()),
-        Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
+        clock: Arc::new(SystemClock),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+        providers: Arc::new(wearlab_sim::SimProviders::new(Arc::new(SystemClock))),
         // The admin commands never open sealed secrets.
-        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
-    ))
+        data_key: Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
+    })
 }
 
 fn to_json(v: &impl serde::Serialize) -> serde_json::Value {

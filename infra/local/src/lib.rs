@@ -12,7 +12,10 @@ use wearlab_domain::common::crypto::DataKey;
 use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::common::settings::{Settings, whole_number};
 use wearlab_domain::ports::providers::Providers;
-use wearlab_domain::ports::{Clock, QueueName, Scheduler, ShiftedClock, SystemClock, Table};
+use wearlab_domain::ports::{
+    Clock, LabNetwork, Queue, QueueName, Scheduler, ShiftedClock, SystemClock, Table,
+};
+use wearlab_domain::webhooks::WebhookPorts;
 use wearlab_domain::webhooks::url::UrlPolicy;
 use wearlab_domain::{Deps, DomainError, teams};
 use wearlab_embedded::{MemoryBus, RedbTable, TableQueue, TableScheduler};
@@ -51,10 +54,33 @@ fn local_var(name: &str) -> Option<String> {
     }
 }
 
+/// The ports only some functions take (they are not on [`Deps`]), all of them: this process
+/// serves every function.
+#[derive(Clone)]
+pub struct Ports {
+    /// The work queues (pull, bulk, webhook).
+    pub queue: Arc<dyn Queue>,
+    /// What a lab does with an order (the simulated lab network).
+    pub lab_network: Arc<dyn LabNetwork>,
+}
+
+impl Ports {
+    /// The queues kept on `table` (the local stack's are on its own table), and the simulated
+    /// lab network.
+    pub fn on_table(table: Arc<dyn Table>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            queue: Arc::new(TableQueue::new(table, clock)),
+            lab_network: Arc::new(wearlab_sim::SimulatedLab),
+        }
+    }
+}
+
 /// One process's adapters and workers.
 #[derive(Clone)]
 pub struct LocalStack {
     pub deps: Deps,
+    /// What POSTs the webhook worker's deliveries.
+    pub webhook_sender: Arc<HttpSender>,
     pub table: RedbTable,
     pub scheduler: TableScheduler,
     /// What the stack published, readable by tests and at `GET /local/events`.
@@ -176,11 +202,17 @@ impl LocalStack {
             bus: Arc::new(PullRuleBus { bus: bus.clone(), queue: queue.clone() }),
             providers: providers(Arc::new(wearlab_sim::SimProviders::new(clock.clone()))),
             data_key: Arc::new(data_key),
-            queue: Arc::new(queue.clone()),
-            lab_network: Arc::new(wearlab_sim::SimulatedLab),
-            webhook_sender: Arc::new(webhook_sender),
         };
-        Self { deps, table, scheduler, bus, queue, clock: shifted, settings: Settings::default() }
+        Self {
+            deps,
+            webhook_sender: Arc::new(webhook_sender),
+            table,
+            scheduler,
+            bus,
+            queue,
+            clock: shifted,
+            settings: Settings::default(),
+        }
     }
 
     /// Every API router on this stack's adapters, plus the local debug routes: `GET /local/events`
@@ -189,6 +221,11 @@ impl LocalStack {
     /// expire link tokens and portal links; takes the team's API key). Neither exists on Lambda:
     /// only this function adds them.
     pub fn app(&self, state: AppState) -> App {
+        self.app_on(state, &self.ports())
+    }
+
+    /// [`LocalStack::app`] with other queues or another lab network (tests, benchmarks).
+    pub fn app_on(&self, state: AppState, ports: &Ports) -> App {
         let bus = self.bus.clone();
         let clock = self.clock.clone();
         let debug = axum::Router::new()
@@ -218,11 +255,16 @@ impl LocalStack {
                 ),
             );
         let state = state.with_webhook_urls(UrlPolicy::LocalStack);
-        wearlab_web::app(served_routes().merge(wearlab_web::Routes::from(debug)), state)
+        wearlab_web::app(served_routes(ports).merge(wearlab_web::Routes::from(debug)), state)
     }
 
     pub fn state(&self) -> AppState {
         AppState::new(self.deps.clone(), self.settings.clone())
+    }
+
+    /// This stack's queues and the simulated lab network.
+    pub fn ports(&self) -> Ports {
+        Ports { queue: Arc::new(self.queue.clone()), lab_network: Arc::new(wearlab_sim::SimulatedLab) }
     }
 
     /// Ensures the local team exists and `key` (or a new key) opens it. Returns the key.
@@ -257,22 +299,31 @@ impl LocalStack {
 
     /// Handles the webhook queue's due messages once (fan-out and deliveries). Returns how many.
     pub async fn run_webhooks_once(&self) -> Result<usize, DomainError> {
-        let n =
-            self.queue.run_once(QueueName::Webhook, |env, _| webhook_worker::handle(&self.deps, env)).await?;
+        let ports = WebhookPorts { queue: &self.queue, sender: self.webhook_sender.as_ref() };
+        let n = self
+            .queue
+            .run_once(QueueName::Webhook, |env, _| webhook_worker::handle(&self.deps, ports, env))
+            .await?;
         Ok(n)
     }
 
     /// Handles the pull queue's due messages once (historical pulls, polls, pulls started by
     /// new connections). Returns how many.
     pub async fn run_pulls_once(&self) -> Result<usize, DomainError> {
-        let n = self.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, env)).await?;
+        let n = self
+            .queue
+            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&self.deps, &self.queue, env))
+            .await?;
         Ok(n)
     }
 
     /// Handles the bulk queue's due messages once (imports, historical pull triggers), then its
     /// dead letters (their items count as failed). Returns how many.
     pub async fn run_bulk_once(&self) -> Result<usize, DomainError> {
-        let n = self.queue.run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, env)).await?;
+        let n = self
+            .queue
+            .run_once(QueueName::Bulk, |env, _| bulk_worker::handle(&self.deps, &self.queue, env))
+            .await?;
         let dead = self
             .queue
             .run_dead_letters_once(QueueName::Bulk, |env| bulk_worker::handle_dead_letter(&self.deps, env))
@@ -304,7 +355,8 @@ impl LocalStack {
     /// What the every-minute rule does on AWS (the minute-worker): advances every open lab
     /// order whose next status change is due, then publishes events left in the outbox.
     pub async fn sweep(&self) -> Result<minute_worker::Outcome, DomainError> {
-        minute_worker::handle(&self.deps, self.settings.public_url.as_deref()).await
+        minute_worker::handle(&self.deps, &wearlab_sim::SimulatedLab, self.settings.public_url.as_deref())
+            .await
     }
 
     /// Runs the queue workers, the job poll, the data poll, the every-minute sweeps and the
@@ -365,7 +417,8 @@ impl LocalStack {
     }
 }
 
-/// Every API function's routes, documented together.
+/// Every API function's routes, documented together. Their handlers that use a queue or the
+/// lab network find it where [`app`] provides it.
 pub fn routes() -> wearlab_web::Routes {
     user_api::routes()
         .merge(link_api::routes())
@@ -375,16 +428,20 @@ pub fn routes() -> wearlab_web::Routes {
         .merge(data_api::routes())
 }
 
-/// Every router of every API function, served together, `/openapi.json` included. Webhook
-/// endpoints may be plain http to loopback here: the team's receivers run on the same machine.
-pub fn app(state: AppState) -> App {
-    wearlab_web::app(served_routes(), state.with_webhook_urls(UrlPolicy::LocalStack))
+/// Every router of every API function, served together on `ports`, `/openapi.json` included.
+/// Webhook endpoints may be plain http to loopback here: the team's receivers run on the same
+/// machine.
+pub fn app(state: AppState, ports: &Ports) -> App {
+    wearlab_web::app(served_routes(ports), state.with_webhook_urls(UrlPolicy::LocalStack))
 }
 
-/// The documented routes plus the undocumented browser pages: the simulated providers' OAuth
-/// consent page (the OAuth callback and hosted link page are part of link-api).
-fn served_routes() -> wearlab_web::Routes {
-    routes().merge(wearlab_web::Routes::from(wearlab_sim::routes()))
+/// The documented routes on `ports`, plus the undocumented browser pages: the simulated
+/// providers' OAuth consent page (the OAuth callback and hosted link page are part of link-api).
+fn served_routes(ports: &Ports) -> wearlab_web::Routes {
+    routes()
+        .provide(ports.queue.clone())
+        .provide(ports.lab_network.clone())
+        .merge(wearlab_web::Routes::from(wearlab_sim::routes()))
 }
 
 /// The local bus as deployed on AWS: every event is kept (and feeds the webhook queue), and

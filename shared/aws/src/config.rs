@@ -130,14 +130,14 @@ impl AwsEnv {
             },
         );
         let bus = EventBridgeBus::on_first_use(config, &self.event_bus_name);
-        Ok(Deps::unwired(
-            Arc::new(table),
-            Arc::new(scheduler),
-            Arc::new(SystemClock),
-            Arc::new(bus),
+        Ok(Deps {
+            table: Arc::new(table),
+            scheduler: Arc::new(scheduler),
+            clock: Arc::new(SystemClock),
+            bus: Arc::new(bus),
             providers,
-            Arc::new(data_key),
-        ))
+            data_key: Arc::new(data_key),
+        })
     }
 }
 
@@ -202,9 +202,9 @@ pub async fn sqs_dead_letters_from_env(
 /// headers on a deployment, which a caller controls), and the error names the variable, so a
 /// function with a bad value stops at start. `providers` builds the `Providers` port from the
 /// variables it is given (each `main.rs` picks the adapters with `wearlab_providers::from_vars`;
-/// this crate knows no provider adapter); the queue, the lab network and the webhook sender are
-/// the caller's choice too, set on the result when its function uses them
-/// (`Deps { queue, ..deps }`).
+/// this crate knows no provider adapter). The queue, the lab network and the webhook sender are
+/// not on [`Deps`]: a function that uses one builds it (e.g. [`sqs_queue_from_env`]) and hands
+/// it to its app or worker, whose signature asks for it.
 pub async fn deps_from_env(
     providers: impl FnOnce(&dyn Fn(&str) -> Option<String>) -> Arc<dyn Providers>,
 ) -> Result<(Deps, Settings), String> {

@@ -27,12 +27,16 @@ pub mod ports;
 use std::sync::Arc;
 
 pub use common::error::DomainError;
-use ports::{Clock, EventBus, LabNetwork, NotWired, Queue, Scheduler, Table, WebhookSender};
+use ports::{Clock, EventBus, Scheduler, Table};
 
-/// The adapters a use case may call: every port, and the one way they reach a use case (which
-/// takes `&Deps`). Built once per process (per Lambda execution environment) by its `main.rs`,
-/// which wires the ports its use cases call; the others are [`NotWired`] (see
-/// [`Deps::unwired`]).
+/// The ports every use case may call, and the one way they reach a use case (which takes
+/// `&Deps`). Built once per process (per Lambda execution environment) by its `main.rs`.
+///
+/// The ports only some functions have are not here: a use case that sends work to a queue
+/// takes the [`Queue`](ports::Queue), one that asks the lab network takes the
+/// [`LabNetwork`](ports::LabNetwork), and webhook delivery takes the
+/// [`WebhookSender`](ports::WebhookSender), each as a parameter. A function that calls such a
+/// use case without the port does not compile, and its signature says what it touches.
 #[derive(Clone)]
 pub struct Deps {
     pub table: Arc<dyn Table>,
@@ -43,38 +47,9 @@ pub struct Deps {
     pub providers: Arc<dyn ports::Providers>,
     /// Seals secrets at rest (provider credentials, MFA sessions, team OAuth secrets).
     pub data_key: Arc<common::crypto::DataKey>,
-    /// The work queues (pull, bulk, webhook): functions that enqueue or consume work.
-    pub queue: Arc<dyn Queue>,
-    /// What a lab does with an order (the simulated lab network until a real one exists).
-    pub lab_network: Arc<dyn LabNetwork>,
-    /// What POSTs a signed event to a team's endpoint (the webhook worker's HTTP client).
-    pub webhook_sender: Arc<dyn WebhookSender>,
 }
 
 impl Deps {
-    /// The ports every function uses; the queue, the lab network and the webhook sender are
-    /// [`NotWired`] until the caller sets those its use cases call (`Deps { queue, ..deps }`).
-    pub fn unwired(
-        table: Arc<dyn Table>,
-        scheduler: Arc<dyn Scheduler>,
-        clock: Arc<dyn Clock>,
-        bus: Arc<dyn EventBus>,
-        providers: Arc<dyn ports::Providers>,
-        data_key: Arc<common::crypto::DataKey>,
-    ) -> Self {
-        Self {
-            table,
-            scheduler,
-            clock,
-            bus,
-            providers,
-            data_key,
-            queue: Arc::new(NotWired),
-            lab_network: Arc::new(NotWired),
-            webhook_sender: Arc::new(NotWired),
-        }
-    }
-
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.clock.now()
     }

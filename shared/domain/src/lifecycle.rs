@@ -17,7 +17,9 @@ use crate::linking::{self, connections};
 use crate::pipeline::pull::{PollJob, Polled};
 use crate::pipeline::{self, Job, PullMessage};
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Outgoing, Query, QueueName, Schedule, StoreError, WriteOp, query_all};
+use crate::ports::{
+    Condition, Item, Outgoing, Query, Queue, QueueName, Schedule, StoreError, WriteOp, query_all,
+};
 use crate::users::{
     self, Deletion, ErasureDue, ErasureJob, Reservation, UserRecord, load, load_active, not_found,
 };
@@ -249,11 +251,12 @@ pub const FIRST_REFRESH_DAYS: u64 = 30;
 /// Refreshes the user's connected sources: the poll of each connection (the same incremental
 /// fetch, storage and `daily.data.*` events), all at once, fetching until `timeout`. A source
 /// whose resources are not all fetched by then is in progress: a poll job of it goes to the pull
-/// queue, which finishes it. Answers per `provider/resource` what was refreshed, what is in
+/// queue (`queue`), which finishes it. Answers per `provider/resource` what was refreshed, what is in
 /// progress and what failed. The ninth refresh of a user within an hour is refused (429) until
 /// the oldest leaves the hour.
 pub async fn refresh(
     deps: &Deps,
+    queue: &dyn Queue,
     team: TeamId,
     user_id: UserId,
     timeout: std::time::Duration,
@@ -331,7 +334,7 @@ pub async fn refresh(
             continue;
         }
         let message = Outgoing::now(PullMessage::Job(Job::Poll(job)).body());
-        match deps.queue.send(QueueName::Pull, vec![message]).await {
+        match queue.send(QueueName::Pull, vec![message]).await {
             Ok(()) => result.in_progress_sources.extend(entries(&provider, pending)),
             Err(e) => {
                 tracing::warn!(user_id = %user_id, provider, error = %e, "unfinished refresh not queued");

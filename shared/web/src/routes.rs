@@ -84,6 +84,14 @@ impl Routes {
         self
     }
 
+    /// Hands `port` to every route registered so far: their handlers take it as
+    /// `Extension<T>`. The ports only some functions have (a queue, the lab network: not on
+    /// `Deps`) reach their handlers so, and a function's `app` takes each one its routes use,
+    /// so a function built without one does not compile.
+    pub fn provide<T: Clone + Send + Sync + 'static>(self, port: T) -> Self {
+        self.layer(axum::Extension(port))
+    }
+
     /// The routes' own document: their operations and schemas, nothing shared yet.
     pub(crate) fn build_docs(docs: &[AddDocs]) -> utoipa::openapi::OpenApi {
         docs.iter().fold(DocRouter::new(), |router, add| add(router)).into_openapi()

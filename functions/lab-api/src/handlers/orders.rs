@@ -1,16 +1,19 @@
 //! `/v3/order`, `/v3/order/{order_id}` and its cancel, result and requisition, `/v3/orders`.
 
-use axum::Json;
+use std::sync::Arc;
+
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::lab::orders::{self, Links, NewOrder, OrderFilter};
 use wearlab_domain::lab::test_catalog::PageSpec;
+use wearlab_domain::ports::LabNetwork;
 use wearlab_models::DetailBody;
 use wearlab_models::lab::{CreateOrderBody, Order, OrderPage, OrderResults, PostOrderResponse};
 use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, Parsed, QueryParams};
@@ -24,11 +27,12 @@ pub fn order_id(raw: &str) -> Result<uuid::Uuid, ApiError> {
 
 /// What every API-key route of one order (`/v3/order/{order_id}/...`) starts from: the team of
 /// the key (401 first), the order id of the path (422 when it is not a UUID) and where links in
-/// the answer point.
+/// the answer point, and the lab network that answers for the order.
 pub struct OrderCall {
     pub team: TeamId,
     pub id: uuid::Uuid,
     pub links: Links,
+    pub network: Arc<dyn LabNetwork>,
 }
 
 impl FromRequestParts<AppState> for OrderCall {
@@ -38,7 +42,11 @@ impl FromRequestParts<AppState> for OrderCall {
         let AuthTeam(team) = AuthTeam::from_request_parts(parts, state).await?;
         // The routes have the one parameter; a path that does not give it is not an order id.
         let raw = Path::<String>::from_request_parts(parts, state).await.map(|p| p.0).unwrap_or_default();
-        Ok(Self { team, id: order_id(&raw)?, links: state.public_links(&parts.headers) })
+        // lab-api's `app` takes the network and hands it to every route (`Routes::provide`).
+        let Extension(network) = Extension::<Arc<dyn LabNetwork>>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok(Self { team, id: order_id(&raw)?, links: state.public_links(&parts.headers), network })
     }
 }
 
@@ -51,11 +59,12 @@ impl FromRequestParts<AppState> for OrderCall {
     ))]
 pub async fn create(
     State(s): State<AppState>,
+    Extension(network): Extension<Arc<dyn LabNetwork>>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     Parsed(new): Parsed<NewOrder>,
 ) -> Result<Json<PostOrderResponse>, ApiError> {
-    let order = orders::create(&s.deps, team, new, &s.public_links(&headers)).await?;
+    let order = orders::create(&s.deps, network.as_ref(), team, new, &s.public_links(&headers)).await?;
     Ok(Json(PostOrderResponse::success(order, "Order created.")))
 }
 
@@ -67,7 +76,7 @@ pub async fn create(
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
 pub async fn get(State(s): State<AppState>, o: OrderCall) -> Result<Json<Order>, ApiError> {
-    Ok(Json(orders::get(&s.deps, o.team, o.id, &o.links).await?))
+    Ok(Json(orders::get(&s.deps, o.network.as_ref(), o.team, o.id, &o.links).await?))
 }
 
 /// Newest or oldest first.
@@ -119,6 +128,7 @@ pub struct ListParams {
     responses((status = 200, description = "A page of orders.", body = OrderPage)))]
 pub async fn list(
     State(s): State<AppState>,
+    Extension(network): Extension<Arc<dyn LabNetwork>>,
     AuthTeam(team): AuthTeam,
     headers: HeaderMap,
     QueryParams(p): QueryParams<ListParams>,
@@ -143,7 +153,7 @@ pub async fn list(
         end_date: p.end_date,
         ascending: matches!(p.order_direction, Some(Direction::Asc)),
     };
-    Ok(Json(orders::list(&s.deps, team, &filter, spec, &s.public_links(&headers)).await?))
+    Ok(Json(orders::list(&s.deps, network.as_ref(), team, &filter, spec, &s.public_links(&headers)).await?))
 }
 
 /// Cancels an order the lab has not started processing.
@@ -155,7 +165,7 @@ pub async fn list(
         (status = 404, description = "No such order in this team.", body = DetailBody),
     ))]
 pub async fn cancel(State(s): State<AppState>, o: OrderCall) -> Result<Json<PostOrderResponse>, ApiError> {
-    let order = orders::cancel(&s.deps, o.team, o.id, &o.links).await?;
+    let order = orders::cancel(&s.deps, o.network.as_ref(), o.team, o.id, &o.links).await?;
     Ok(Json(PostOrderResponse::success(order, "Order cancelled.")))
 }
 
@@ -167,7 +177,7 @@ pub async fn cancel(State(s): State<AppState>, o: OrderCall) -> Result<Json<Post
         (status = 404, description = "No such order in this team, or no results yet.", body = DetailBody),
     ))]
 pub async fn result(State(s): State<AppState>, o: OrderCall) -> Result<Json<OrderResults>, ApiError> {
-    Ok(Json(orders::results(&s.deps, o.team, o.id, &o.links).await?))
+    Ok(Json(orders::results(&s.deps, o.network.as_ref(), o.team, o.id, &o.links).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

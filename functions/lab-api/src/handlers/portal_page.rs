@@ -4,6 +4,9 @@
 //! checked on every visit. No API key: the link is the authorization. Every answer goes
 //! through `wearlab_web::pages` for its headers and CSRF check.
 
+use std::sync::Arc;
+
+use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +16,7 @@ use uuid::Uuid;
 use wearlab_domain::common::hosted::PageKind;
 use wearlab_domain::lab::portal::{self, Access, Denied};
 use wearlab_domain::lab::verification::{self, Channel, Checked, DEVICE_COOKIE, RESEND_AFTER, Requested};
+use wearlab_domain::ports::LabNetwork;
 use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
 use wearlab_web::{AppState, QueryParams};
 
@@ -45,10 +49,16 @@ fn denied(d: Denied) -> Response {
 }
 
 /// The portal's first page: the order the link names, else every order of the user.
-async fn home(s: &AppState, headers: &HeaderMap, access: &Access, paths: &LinkPaths) -> PageAnswer {
+async fn home(
+    s: &AppState,
+    network: &dyn LabNetwork,
+    headers: &HeaderMap,
+    access: &Access,
+    paths: &LinkPaths,
+) -> PageAnswer {
     let links = s.public_links(headers);
     if let Some(order_id) = access.order_id {
-        return match portal::order_view(&s.deps, access, order_id, &links).await? {
+        return match portal::order_view(&s.deps, network, access, order_id, &links).await? {
             Some(v) => Ok(html::order_page(&v, paths, false).into_response()),
             None => Ok(Page::message(
                 StatusCode::NOT_FOUND,
@@ -58,19 +68,20 @@ async fn home(s: &AppState, headers: &HeaderMap, access: &Access, paths: &LinkPa
             .into_response()),
         };
     }
-    let view = portal::view(&s.deps, access, &links).await?;
+    let view = portal::view(&s.deps, network, access, &links).await?;
     Ok(html::portal_page(&view, paths).into_response())
 }
 
 async fn order(
     s: &AppState,
+    network: &dyn LabNetwork,
     headers: &HeaderMap,
     access: &Access,
     paths: &LinkPaths,
     id: &str,
 ) -> PageAnswer {
     let found = match Uuid::parse_str(id) {
-        Ok(id) => portal::order_view(&s.deps, access, id, &s.public_links(headers)).await?,
+        Ok(id) => portal::order_view(&s.deps, network, access, id, &s.public_links(headers)).await?,
         Err(_) => None,
     };
     Ok(match found {
@@ -92,11 +103,12 @@ async fn order(
     ))]
 pub async fn by_token(
     State(s): State<AppState>,
+    Extension(network): Extension<Arc<dyn LabNetwork>>,
     headers: HeaderMap,
     QueryParams(p): QueryParams<PortalParams>,
 ) -> PageAnswer {
     match portal::check_token(&s.deps, &p.token).await? {
-        Ok(access) => home(&s, &headers, &access, &LinkPaths::Launch(p.token)).await,
+        Ok(access) => home(&s, network.as_ref(), &headers, &access, &LinkPaths::Launch(p.token)).await,
         Err(d) => Ok(denied(d)),
     }
 }
@@ -104,13 +116,16 @@ pub async fn by_token(
 /// One order of a launch link's user.
 pub async fn order_by_token(
     State(s): State<AppState>,
+    Extension(network): Extension<Arc<dyn LabNetwork>>,
     headers: HeaderMap,
     Path(order_id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> PageAnswer {
     let token = query_param(q.as_deref(), "token").unwrap_or_default();
     match portal::check_token(&s.deps, &token).await? {
-        Ok(access) => order(&s, &headers, &access, &LinkPaths::Launch(token), &order_id).await,
+        Ok(access) => {
+            order(&s, network.as_ref(), &headers, &access, &LinkPaths::Launch(token), &order_id).await
+        }
         Err(d) => Ok(denied(d)),
     }
 }
@@ -165,9 +180,14 @@ async fn verify_start(s: &AppState, access: &Access, error: Option<&str>) -> Pag
             phone number to send a code to.", content_type = "text/html", body = String),
         (status = 410, description = "The link has expired.", content_type = "text/html", body = String),
     ))]
-pub async fn by_code(State(s): State<AppState>, headers: HeaderMap, Path(code): Path<String>) -> PageAnswer {
+pub async fn by_code(
+    State(s): State<AppState>,
+    Extension(network): Extension<Arc<dyn LabNetwork>>,
+    headers: HeaderMap,
+    Path(code): Path<String>,
+) -> PageAnswer {
     match checked_short(&s, &headers, &code).await? {
-        Ok(access) => home(&s, &headers, &access, &LinkPaths::Short(code)).await,
+        Ok(access) => home(&s, network.as_ref(), &headers, &access, &LinkPaths::Short(code)).await,
         Err(page) => Ok(page),
     }
 }
@@ -175,11 +195,14 @@ pub async fn by_code(State(s): State<AppState>, headers: HeaderMap, Path(code): 
 /// One order of a communications link's user.
 pub async fn order_by_code(
     State(s): State<AppState>,
+    Extension(network): Extension<Arc<dyn LabNetwork>>,
     headers: HeaderMap,
     Path((code, order_id)): Path<(String, String)>,
 ) -> PageAnswer {
     match checked_short(&s, &headers, &code).await? {
-        Ok(access) => order(&s, &headers, &access, &LinkPaths::Short(code), &order_id).await,
+        Ok(access) => {
+            order(&s, network.as_ref(), &headers, &access, &LinkPaths::Short(code), &order_id).await
+        }
         Err(page) => Ok(page),
     }
 }

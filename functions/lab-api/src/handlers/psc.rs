@@ -53,7 +53,7 @@ pub async fn info(State(s): State<AppState>, o: OrderCall, uri: Uri) -> Result<J
     let radius = psc::parse_radius(q.string("radius").as_deref()).map_err(|e| QUERY.locate(e))?;
     let caps = psc::parse_capabilities(&q.all_strings("capabilities")).map_err(|e| QUERY.locate(e))?;
     q.finish()?;
-    Ok(Json(psc::for_order(&s.deps, o.team, o.id, radius, &caps, &o.links).await?))
+    Ok(Json(psc::for_order(&s.deps, o.network.as_ref(), o.team, o.id, radius, &caps, &o.links).await?))
 }
 
 /// The search's inputs: all in the query.

@@ -1,12 +1,15 @@
 //! The providers' push endpoint: no API key (the provider's signature or handshake token is
 //! the proof), not in the OpenAPI document (providers call it, not clients).
 
-use axum::Json;
+use std::sync::Arc;
+
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use http::{HeaderMap, Method, StatusCode};
 use wearlab_domain::pipeline::push::{self, PushReply};
+use wearlab_domain::ports::Queue;
 use wearlab_domain::ports::providers::PushRequest;
 use wearlab_web::{ApiError, AppState};
 
@@ -14,6 +17,7 @@ pub const PATH: &str = "/v2/provider_webhooks/{provider}";
 
 pub async fn receive(
     State(s): State<AppState>,
+    Extension(pull_queue): Extension<Arc<dyn Queue>>,
     Path(provider): Path<String>,
     method: Method,
     RawQuery(query): RawQuery,
@@ -29,7 +33,7 @@ pub async fn receive(
             .collect(),
         body: body.to_vec(),
     };
-    Ok(match push::receive(&s.deps, &provider, &request).await? {
+    Ok(match push::receive(&s.deps, pull_queue.as_ref(), &provider, &request).await? {
         PushReply::Handshake { status, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
             match body {

@@ -1,10 +1,13 @@
 //! A user's provider connections: list, deregister one, pull its history again.
 
-use axum::Json;
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
+use axum::{Extension, Json};
 use http::StatusCode;
 use wearlab_domain::linking::{connections, known_provider};
 use wearlab_domain::pipeline;
+use wearlab_domain::ports::Queue;
 use wearlab_models::data::HistoricalPullStarted;
 use wearlab_models::{DetailBody, SuccessBody, UserConnections};
 use wearlab_web::{ApiError, AppState, AuthTeam, path_user_id};
@@ -58,11 +61,12 @@ pub async fn deregister(
     ))]
 pub async fn historical_pull(
     State(s): State<AppState>,
+    Extension(pull_queue): Extension<Arc<dyn Queue>>,
     AuthTeam(team): AuthTeam,
     Path((user_id, provider)): Path<(String, String)>,
 ) -> Result<(StatusCode, Json<HistoricalPullStarted>), ApiError> {
     let user_id = path_user_id(&user_id)?;
     let provider = known_provider(&provider)?.slug.clone();
-    let pull_id = pipeline::pull::start(&s.deps, team, user_id, &provider).await?;
+    let pull_id = pipeline::pull::start(&s.deps, pull_queue.as_ref(), team, user_id, &provider).await?;
     Ok((StatusCode::ACCEPTED, Json(HistoricalPullStarted { user_id: user_id.as_uuid(), provider, pull_id })))
 }

@@ -1,6 +1,8 @@
 //! One function per endpoint: parse, call one use case, answer. Each is documented for the
 //! OpenAPI document; shared answers (401, 422, 413) are added in `wearlab_web::openapi`.
 
+use std::sync::Arc;
+
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -9,6 +11,7 @@ use utoipa::IntoParams;
 use wearlab_domain::common::idempotency::Completion;
 use wearlab_domain::common::ids::ClientUserId;
 use wearlab_domain::lifecycle::{self, UndoTarget};
+use wearlab_domain::ports::Queue;
 use wearlab_domain::users::{self, NewUser, UserChanges};
 use wearlab_models::{
     ConflictBody, CreateUserBody, DetailBody, PatchUserBody, RefreshResult, SuccessBody, User, UserPage,
@@ -192,6 +195,7 @@ pub struct RefreshParams {
     ))]
 pub async fn refresh(
     State(s): State<AppState>,
+    Extension(pull_queue): Extension<Arc<dyn Queue>>,
     AuthTeam(team): AuthTeam,
     Path(user_id): Path<String>,
     QueryParams(p): QueryParams<RefreshParams>,
@@ -199,5 +203,5 @@ pub async fn refresh(
     let user_id = path_user_id(&user_id)?;
     let timeout = lifecycle::refresh_timeout(p.timeout)
         .map_err(|e| Inputs { query: &["timeout"], path: &[] }.locate(e))?;
-    Ok(Json(lifecycle::refresh(&s.deps, team, user_id, timeout).await?))
+    Ok(Json(lifecycle::refresh(&s.deps, pull_queue.as_ref(), team, user_id, timeout).await?))
 }

@@ -22,7 +22,7 @@ use tower::ServiceExt;
 use wearlab_domain::common::settings::Settings;
 use wearlab_domain::linking::team_apps::{NewOauthApp, put_oauth_app};
 use wearlab_domain::ports::QueueName;
-use wearlab_domain::{Deps, teams};
+use wearlab_domain::teams;
 use wearlab_local::{LOCAL_TEAM_ID, LocalStack};
 use wearlab_models::OauthAppBody;
 use wearlab_web::AppState;
@@ -135,10 +135,8 @@ async fn main() {
                 HashMap::from([(QueueName::Bulk, url)]),
                 stack.deps.clock.clone(),
             );
-            let app = stack.app(AppState::new(
-                Deps { queue: Arc::new(sqs.clone()), ..stack.deps.clone() },
-                Settings::default(),
-            ));
+            let ports = wearlab_local::Ports { queue: Arc::new(sqs.clone()), ..stack.ports() };
+            let app = stack.app_on(AppState::new(stack.deps.clone(), Settings::default()), &ports);
             let users: Vec<String> = (0..10_000).map(|_| uuid::Uuid::new_v4().to_string()).collect();
             let started = Instant::now();
             let (status, _) = send(&app, &key, "POST", "/v2/link/bulk_import", import_body(&users)).await;

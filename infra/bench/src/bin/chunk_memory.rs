@@ -77,7 +77,7 @@ async fn main() {
     for _ in 0..1_000 {
         let n = stack
             .queue
-            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env))
+            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env))
             .await
             .expect("pull queue");
         messages += n;

@@ -57,8 +57,9 @@ async fn main() -> Result<(), Error> {
     r?;
 
     // Whole requests: warm auth cache (after one request that fills it) and no cache.
-    let warm = wearlab_local::app(AppState::new(deps.clone(), Settings::default()));
-    let uncached = wearlab_local::app(AppState::without_auth_cache(deps.clone()));
+    let ports = wearlab_local::Ports::on_table(deps.table.clone(), deps.clock.clone());
+    let warm = wearlab_local::app(AppState::new(deps.clone(), Settings::default()), &ports);
+    let uncached = wearlab_local::app(AppState::without_auth_cache(deps.clone()), &ports);
     let (_, cold_first) =
         counted(&table, call(&warm, Method::GET, &format!("/v2/user/{}", user_id.as_uuid()), &key, None))
             .await;

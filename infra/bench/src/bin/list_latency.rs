@@ -157,8 +157,10 @@ async fn on_moto(users: usize, n: usize) -> Result<(), Box<dyn std::error::Error
     }
     let fill = filling.elapsed();
     let user_id = first.expect("one user at least");
+    let ports = wearlab_local::Ports::on_table(deps.table.clone(), deps.clock.clone());
     let app = wearlab_local::app(
         AppState::new((*deps).clone(), Settings::default()).with_default_rate_limit(MAX_REQUESTS_PER_MINUTE),
+        &ports,
     );
     let (list_path, get_path) = (format!("/v2/user?limit={LIMIT}"), format!("/v2/user/{user_id}"));
     let call = |path: &str| send(&app, request(Method::GET, path, &key, None));

@@ -114,7 +114,7 @@ async fn entries_are_kept_for_the_configured_retention() {
         (name == "WEARLAB_AUDIT_RETENTION_DAYS").then(|| "30".to_owned())
     })
     .unwrap();
-    let t = TestApp { app: wearlab_local::app(wearlab_web::AppState::new(t.deps.clone(), settings)), ..t };
+    let t = TestApp { app: t.app_on(wearlab_web::AppState::new(t.deps.clone(), settings)), ..t };
     let user = t.create_user("retained").await;
     assert_eq!(t.get(&format!("/v2/user/{user}/info/latest")).await.status, StatusCode::NOT_FOUND);
     let stored = stored_entries(&t).await;

@@ -376,7 +376,7 @@ async fn duplicate_and_crashed_deliveries_import_once() {
     assert_eq!(held.len(), 1, "four recipes travel in one message");
     stack.queue.send(QueueName::Bulk, vec![Outgoing::now(held[0].envelope.body.clone())]).await.unwrap();
     // A worker handles the held copy, then crashes before acknowledging it.
-    let outcome = bulk_worker::handle(&t.deps, held[0].envelope.clone()).await;
+    let outcome = bulk_worker::handle(&t.deps, &stack.queue, held[0].envelope.clone()).await;
     assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
     // The duplicate, and the crashed copy after its lease runs out, change nothing.
     drain(&t).await;
@@ -780,7 +780,7 @@ mod on_sqs {
         let event: aws_lambda_events::sqs::SqsEvent =
             serde_json::from_value(json!({"Records": records})).unwrap();
         let response = wearlab_aws::handle_sqs_batch(&sqs, QueueName::Bulk, event, |env, _| {
-            bulk_worker::handle(&t.deps, env)
+            bulk_worker::handle(&t.deps, &sqs, env)
         })
         .await;
         assert!(response.batch_item_failures.is_empty());

@@ -5,21 +5,22 @@
 
 use chrono::Duration;
 use http::{Method, StatusCode};
-use wearlab_domain::{Deps, common::fair_use};
+use wearlab_domain::common::fair_use;
 use wearlab_web::App;
 
 use crate::helpers::{Answer, TestApp};
 use crate::users_on_dynamodb::on_moto;
 
 /// An instance of the API (its own process-local state) with `limit` requests per minute.
-fn instance(deps: &Deps, limit: u32) -> App {
-    wearlab_local::app(crate::helpers::state(deps).with_default_rate_limit(limit))
+fn instance(t: &TestApp, limit: u32) -> App {
+    t.app_on(crate::helpers::state(&t.deps).with_default_rate_limit(limit))
 }
 
 async fn list(t: &TestApp, app: &App, key: &str) -> Answer {
     TestApp {
         app: app.clone(),
         deps: t.deps.clone(),
+        ports: t.ports.clone(),
         clock: t.clock.clone(),
         key: key.into(),
         team: t.team,
@@ -34,7 +35,7 @@ fn header(a: &Answer, name: &str) -> String {
 }
 
 async fn a_team_over_its_limit_is_refused_alone(t: TestApp) {
-    let app = instance(&t.deps, 5);
+    let app = instance(&t, 5);
     let other = t.other_team_key().await;
     for remaining in (0..5).rev() {
         let a = list(&t, &app, &t.key).await;
@@ -72,7 +73,7 @@ async fn a_team_over_its_limit_is_refused_alone_embedded() {
 }
 
 async fn the_limit_is_shared_by_instances_on_one_table(t: TestApp) {
-    let (a, b) = (instance(&t.deps, 10), instance(&t.deps, 10));
+    let (a, b) = (instance(&t, 10), instance(&t, 10));
     for _ in 0..6 {
         assert_eq!(list(&t, &a, &t.key).await.status, StatusCode::OK);
     }
@@ -95,7 +96,7 @@ async fn the_limit_is_shared_by_instances_on_one_table_on_dynamodb() {
 
 /// Concurrent requests of one team on two instances never get more than the limit through.
 async fn concurrent_requests_stay_within_the_limit(t: TestApp) {
-    let (a, b) = (instance(&t.deps, 200), instance(&t.deps, 200));
+    let (a, b) = (instance(&t, 200), instance(&t, 200));
     let sends = (0..300).map(|i| {
         let app = if i % 2 == 0 { a.clone() } else { b.clone() };
         let t = &t;
@@ -124,14 +125,14 @@ async fn concurrent_requests_stay_within_the_limit_on_dynamodb() {
 #[tokio::test]
 async fn the_operators_limit_of_a_team_applies() {
     let t = TestApp::embedded().await;
-    let app = instance(&t.deps, 100);
+    let app = instance(&t, 100);
     let other = t.other_team_key().await;
     assert_eq!(header(&list(&t, &app, &t.key).await, "ratelimit-limit"), "100");
     fair_use::set_team_limit(&t.deps, t.team, Some(2)).await.unwrap();
     assert_eq!(fair_use::team_limit(&t.deps, t.team).await.unwrap(), Some(2));
     // A fresh instance reads it at once: the first instance took a block of 2 (100 / 50) of
     // this minute, so the team is at its new limit already.
-    let fresh = instance(&t.deps, 100);
+    let fresh = instance(&t, 100);
     let a = list(&t, &fresh, &t.key).await;
     assert_eq!((a.status, header(&a, "ratelimit-limit")), (StatusCode::TOO_MANY_REQUESTS, "2".into()));
     // A running instance reads it within a minute (a new window here).

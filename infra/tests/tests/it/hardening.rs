@@ -130,8 +130,7 @@ async fn links_follow_the_configured_public_url() {
         (name == "WEARLAB_PUBLIC_URL").then(|| "https://api.example.com/".to_owned())
     })
     .unwrap();
-    let app = wearlab_local::app(wearlab_web::AppState::new(t.deps.clone(), settings));
-    let t = TestApp { app, ..t };
+    let t = TestApp { app: t.app_on(wearlab_web::AppState::new(t.deps.clone(), settings)), ..t };
     let user = t.create_user("links-public").await;
     let body = serde_json::json!({"user_id": user}).to_string();
     for headers in [vec![("host", "127.0.0.1:9999")], vec![("host", "evil.test")], vec![]] {

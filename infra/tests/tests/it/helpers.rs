@@ -10,10 +10,10 @@ use serde_json::Value;
 use tower::ServiceExt;
 use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::ports::{
-    Add, Condition, Item, Key, ManualClock, Page, Query, RawItem, RawPage, StoreError, Table, WriteOp,
+    Add, Condition, Item, Key, ManualClock, Page, Query, Queue, RawItem, RawPage, StoreError, Table, WriteOp,
 };
 use wearlab_domain::{Deps, teams};
-use wearlab_local::LocalStack;
+use wearlab_local::{LocalStack, Ports};
 use wearlab_web::{App, AppState};
 
 pub const API_KEY_HEADER: &str = "x-service-api-key";
@@ -31,6 +31,9 @@ pub fn start_time() -> chrono::DateTime<Utc> {
 
 pub struct TestApp {
     pub deps: Deps,
+    /// The work queues and the lab network the app and the workers run on (the queues on the
+    /// app's table unless the test chose others: [`TestApp::with_queue`]).
+    pub ports: Ports,
     pub clock: Arc<ManualClock>,
     pub app: App,
     pub key: String,
@@ -65,18 +68,36 @@ impl TestApp {
     }
 
     /// The same app (and `deps`) with other work queues.
-    pub fn with_queue(self, queue: Arc<dyn wearlab_domain::ports::Queue>) -> Self {
-        let deps = Deps { queue, ..self.deps };
-        let app = wearlab_local::app(state(&deps));
+    pub fn with_queue(self, queue: Arc<dyn Queue>) -> Self {
+        let ports = Ports { queue, ..self.ports };
+        let app = wearlab_local::app(state(&self.deps), &ports);
+        Self { app, ports, ..self }
+    }
+
+    /// The same team, key and ports on other `deps` (a wrapped table, another bus), the app
+    /// rebuilt on them.
+    pub fn with_deps(self, deps: Deps) -> Self {
+        let app = wearlab_local::app(state(&deps), &self.ports);
         Self { app, deps, ..self }
+    }
+
+    /// The app on `state` (other settings) and this test's ports.
+    pub fn app_on(&self, state: AppState) -> App {
+        wearlab_local::app(state, &self.ports)
+    }
+
+    /// The pull queue's (or any queue's) port, for calling a worker as its Lambda does.
+    pub fn queue(&self) -> &dyn Queue {
+        self.ports.queue.as_ref()
     }
 
     /// Any adapters, with a fresh team and key.
     pub async fn on(deps: Deps, clock: Arc<ManualClock>) -> Self {
         let team = teams::create_team(&deps, "Test team").await.unwrap();
         let key = teams::issue_key(&deps, team.team_id, "test").await.unwrap().secret;
-        let app = wearlab_local::app(state(&deps));
-        Self { deps, clock, app, key, team: team.team_id, stack: None }
+        let ports = Ports::on_table(deps.table.clone(), deps.clock.clone());
+        let app = wearlab_local::app(state(&deps), &ports);
+        Self { deps, ports, clock, app, key, team: team.team_id, stack: None }
     }
 
     /// The events the embedded stack published, oldest first (every team's).

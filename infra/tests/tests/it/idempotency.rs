@@ -111,8 +111,7 @@ impl Table for CommitThenFail {
 pub async fn a_create_that_committed_before_its_answer_was_lost_replays_it(t: TestApp) {
     let table = Arc::new(CommitThenFail { inner: t.deps.table.clone(), armed: true.into() });
     let deps = Deps { table, ..t.deps.clone() };
-    let app = wearlab_local::app(crate::helpers::state(&deps));
-    let t = TestApp { app, deps, ..t };
+    let t = t.with_deps(deps);
     let lost = post_with_key(&t, "crash-1", r#"{"client_user_id": "crash-1"}"#).await;
     assert!(lost.status.is_server_error(), "{}", lost.status);
     let retry = post_with_key(&t, "crash-1", r#"{"client_user_id": "crash-1"}"#).await;

@@ -11,6 +11,7 @@ mod contract;
 mod crash;
 mod docs_names;
 mod fair_use;
+mod function_ports;
 mod hardening;
 mod helpers;
 mod hosted;

@@ -48,8 +48,11 @@ async fn workouts_of_user(body: Value) -> Vec<Value> {
     let a = t.post("/v2/link/connect/demo", json!({"user_id": user, "provider": "fitbit"})).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     for _ in 0..50 {
-        let n =
-            stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env)).await.unwrap();
+        let n = stack
+            .queue
+            .run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env))
+            .await
+            .unwrap();
         if n == 0 {
             break;
         }

@@ -736,7 +736,8 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
         with_providers(FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }).await;
     let user = user_with(&t, "pl-dense").await;
     connect(&t, &user, "oura").await;
-    let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
+    let run =
+        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
     for _ in 0..50 {
         if run().await.unwrap() == 0 {
             break;
@@ -809,7 +810,7 @@ async fn a_day_of_one_second_samples_is_stored_in_parts(t: TestApp) {
         team_id: t.team.as_uuid(),
         data: json!({"user_id": user, "provider": {"slug": "oura", "name": "Oura", "logo": null}}),
     };
-    let outcome = wearlab_domain::pipeline::handle(&t.deps, PullMessage::Event(created)).await;
+    let outcome = wearlab_domain::pipeline::handle(&t.deps, t.queue(), PullMessage::Event(created)).await;
     assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
     // The densified day is the last of the pulled range: today.
     let day = t.deps.now().date_naive().to_string();
@@ -870,7 +871,8 @@ async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk
     .await;
     let user = user_with(&t, "pl-9").await;
     connect(&t, &user, "oura").await;
-    let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
+    let run =
+        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
     run().await.unwrap();
     let heartrate = |t: &TestApp| {
         stack
@@ -916,7 +918,8 @@ async fn pipeline_refresh_leaves_a_slow_source_in_progress_and_the_pull_worker_f
             .await;
     let run_pull_worker = || async {
         for _ in 0..50 {
-            let run = stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
+            let run =
+                stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
             if run.await.unwrap() == 0 {
                 break;
             }
@@ -971,7 +974,8 @@ async fn pipeline_pull_poll_and_reads_on_dynamodb() {
         data: json!({"user_id": user, "provider": {"slug": "oura", "name": "Oura", "logo": null}}),
     };
     for _ in 0..2 {
-        let outcome = wearlab_domain::pipeline::handle(&t.deps, PullMessage::Event(created.clone())).await;
+        let outcome =
+            wearlab_domain::pipeline::handle(&t.deps, t.queue(), PullMessage::Event(created.clone())).await;
         assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
     }
     let items = data_items(&t, &user).await;
@@ -987,9 +991,11 @@ async fn pipeline_pull_poll_and_reads_on_dynamodb() {
     assert_eq!(b.body["groups"]["oura"][0]["data"].as_array().unwrap().len(), 3 * 24);
     // The scheduled poll finds the connection through the index and polls it.
     t.clock.advance(Duration::days(1));
-    let outcome = wearlab_domain::pipeline::handle(&t.deps, PullMessage::Job(Job::PollAll {})).await;
+    let outcome =
+        wearlab_domain::pipeline::handle(&t.deps, t.queue(), PullMessage::Job(Job::PollAll {})).await;
     assert_eq!(outcome, wearlab_domain::ports::Outcome::Ack);
-    let n = queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&t.deps, env)).await.unwrap();
+    let n =
+        queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&t.deps, t.queue(), env)).await.unwrap();
     assert_eq!(n, 1);
     let items = data_items(&t, &user).await;
     assert_eq!(items.iter().filter(|(sk, _)| sk.starts_with("DATA#TS#heartrate#")).count(), 11);
@@ -1003,9 +1009,9 @@ async fn pipeline_pull_on_demand_runs_again() {
     drain(&t).await;
     let uid = UserId::parse(&user).unwrap();
     let start = wearlab_domain::pipeline::pull::start;
-    assert!(start(&t.deps, t.team, uid, "fitbit").await.is_err(), "no fitbit connection");
+    assert!(start(&t.deps, t.queue(), t.team, uid, "fitbit").await.is_err(), "no fitbit connection");
     t.clock.advance(Duration::hours(1));
-    start(&t.deps, t.team, uid, "oura").await.unwrap();
+    start(&t.deps, t.queue(), t.team, uid, "oura").await.unwrap();
     drain(&t).await;
     let c = counts(&events(&t, "historical."));
     assert_eq!(c.get("historical.data.sleep.created"), Some(&2), "{c:?}");
@@ -1125,7 +1131,8 @@ async fn pipeline_a_provider_that_keeps_failing_backs_off_then_marks_the_connect
     connect(&t, &failing, "oura").await;
     let other = user_with(&t, "pl-other").await;
     connect(&t, &other, "freestyle_libre").await;
-    let run = || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, env));
+    let run =
+        || stack.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(&deps, &stack.queue, env));
     let mine = |t: &TestApp, event_type: &str| {
         stack
             .bus

@@ -58,25 +58,32 @@ async fn env(storage: Storage, vars: Vec<(&'static str, String)>) -> Env {
 async fn on_table(table: Arc<dyn Table>, clock: Arc<ManualClock>, vars: Vec<(&'static str, String)>) -> Env {
     let queue = TableQueue::new(table.clone(), clock.clone());
     let sim: Arc<dyn Providers> = Arc::new(wearlab_sim::SimProviders::new(clock.clone()));
-    let deps = Deps::unwired(
-        table.clone(),
-        Arc::new(wearlab_embedded::TableScheduler::new(table)),
-        clock.clone(),
-        Arc::new(wearlab_embedded::MemoryBus::new()),
-        deployment(vars)(sim),
-        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
-    );
-    let deps = Deps { queue: Arc::new(queue.clone()), ..deps };
-    Env { t: TestApp::on(deps, clock).await, queue }
+    let deps = Deps {
+        table: table.clone(),
+        scheduler: Arc::new(wearlab_embedded::TableScheduler::new(table)),
+        clock: clock.clone(),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+        providers: deployment(vars)(sim),
+        data_key: Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
+    };
+    Env { t: TestApp::on(deps, clock).await.with_queue(Arc::new(queue.clone())), queue }
 }
 
 /// The same storage, team and key under another configuration of providers (a redeploy).
 async fn redeployed(e: &Env, vars: Vec<(&'static str, String)>) -> Env {
     let sim: Arc<dyn Providers> = Arc::new(wearlab_sim::SimProviders::new(e.t.clock.clone()));
     let deps = Deps { providers: deployment(vars)(sim), ..e.t.deps.clone() };
-    let app = wearlab_local::app(crate::helpers::state(&deps));
-    let t =
-        TestApp { deps, clock: e.t.clock.clone(), app, key: e.t.key.clone(), team: e.t.team, stack: None };
+    let ports = e.t.ports.clone();
+    let app = wearlab_local::app(crate::helpers::state(&deps), &ports);
+    let t = TestApp {
+        deps,
+        ports,
+        clock: e.t.clock.clone(),
+        app,
+        key: e.t.key.clone(),
+        team: e.t.team,
+        stack: None,
+    };
     Env { t, queue: e.queue.clone() }
 }
 
@@ -85,10 +92,16 @@ impl Env {
     async fn drain(&self) {
         let deps = &self.t.deps;
         for _ in 0..50 {
-            let bulk =
-                self.queue.run_once(QueueName::Bulk, |env, _| bulk_worker::handle(deps, env)).await.unwrap();
-            let pulls =
-                self.queue.run_once(QueueName::Pull, |env, _| pull_worker::handle(deps, env)).await.unwrap();
+            let bulk = self
+                .queue
+                .run_once(QueueName::Bulk, |env, _| bulk_worker::handle(deps, &self.queue, env))
+                .await
+                .unwrap();
+            let pulls = self
+                .queue
+                .run_once(QueueName::Pull, |env, _| pull_worker::handle(deps, &self.queue, env))
+                .await
+                .unwrap();
             if bulk + pulls == 0 {
                 break;
             }

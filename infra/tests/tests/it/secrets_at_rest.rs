@@ -68,15 +68,14 @@ async fn app(moto: bool) -> (TestApp, Store, Option<tempdir::Dir>) {
         let table = Arc::new(wearlab_embedded::RedbTable::open(&path).unwrap());
         (table, Store::File(path), Some(dir))
     };
-    let deps = Deps::unwired(
-        table.clone(),
-        Arc::new(wearlab_embedded::TableScheduler::new(table)),
-        clock.clone(),
-        Arc::new(wearlab_embedded::MemoryBus::new()),
-        wearlab_sim::providers(),
-        Arc::new(DataKey::ephemeral()),
-    );
-    let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
+    let deps = Deps {
+        table: table.clone(),
+        scheduler: Arc::new(wearlab_embedded::TableScheduler::new(table)),
+        clock: clock.clone(),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+        providers: wearlab_sim::providers(),
+        data_key: Arc::new(DataKey::ephemeral()),
+    };
     (TestApp::on(deps, clock).await, store, dir)
 }
 

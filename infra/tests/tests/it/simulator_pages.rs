@@ -60,7 +60,7 @@ async fn the_consent_page_redirects_only_to_this_apis_callback() {
 async fn a_deployed_link_api_serves_the_consent_page_only_when_simulation_is_configured() {
     let t = TestApp::embedded().await;
     let deployed = |t: &TestApp, pages: bool| {
-        wearlab_web::app(link_api::deployed_routes(pages), crate::helpers::state(&t.deps))
+        link_api::app(crate::helpers::state(&t.deps), t.ports.queue.clone(), pages)
     };
     let t = TestApp { app: deployed(&t, false), ..t };
     assert_eq!(browse(&t, &consent_path(CALLBACK, None)).await.status, StatusCode::NOT_FOUND);

@@ -24,15 +24,14 @@ pub async fn on_moto() -> (TestApp, Arc<wearlab_aws::DynamoDbTable>, aws_sdk_sch
         },
     );
     let clock = Arc::new(ManualClock::new(start_time()));
-    let deps = Deps::unwired(
-        table.clone(),
-        Arc::new(scheduler),
-        clock.clone(),
-        Arc::new(wearlab_embedded::MemoryBus::new()),
-        Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
-        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
-    );
-    let deps = Deps { lab_network: Arc::new(wearlab_sim::SimulatedLab), ..deps };
+    let deps = Deps {
+        table: table.clone(),
+        scheduler: Arc::new(scheduler),
+        clock: clock.clone(),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+        providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
+        data_key: Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
+    };
     (TestApp::on(deps, clock).await, table, sched)
 }
 

@@ -142,12 +142,14 @@ async fn the_attempts_list_says_only_that_the_destination_is_not_allowed() {
         UrlPolicy::Production,
         GuardedResolver::with_answers(UrlPolicy::Production, &[("rebound.example.com", LOOPBACK)]),
     );
-    let deps = wearlab_domain::Deps { webhook_sender: std::sync::Arc::new(sender), ..t.deps.clone() };
     let stack = t.stack.as_ref().unwrap();
+    let ports = wearlab_domain::webhooks::WebhookPorts { queue: &stack.queue, sender: &sender };
     for _ in 0..3 {
         stack
             .queue
-            .run_once(wearlab_domain::ports::QueueName::Webhook, |env, _| webhook_worker::handle(&deps, env))
+            .run_once(wearlab_domain::ports::QueueName::Webhook, |env, _| {
+                webhook_worker::handle(&t.deps, ports, env)
+            })
             .await
             .unwrap();
     }

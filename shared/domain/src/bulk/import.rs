@@ -21,7 +21,7 @@ use crate::keys::bulk as keys;
 use crate::linking::connections::{self, Committed, NewConnection};
 use crate::linking::team_apps;
 use crate::ports::providers::{OauthClient, ProviderAccount, ProviderCredentials, ProviderError};
-use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, QueueName};
+use crate::ports::{MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueName};
 
 /// Longest token and provider user id accepted.
 const MAX_TOKEN: usize = 8 * 1024;
@@ -139,9 +139,14 @@ fn pack(recipes: Vec<Packed>) -> Vec<Vec<Packed>> {
     out
 }
 
-/// Records the operation and queues its recipes (sealed: they carry tokens). The answer
-/// does not wait for any import.
-pub async fn submit(deps: &Deps, team: TeamId, req: ImportRequest) -> Result<OpRef, DomainError> {
+/// Records the operation and queues its recipes (sealed: they carry tokens) on the bulk queue
+/// (`queue`). The answer does not wait for any import.
+pub async fn submit(
+    deps: &Deps,
+    queue: &dyn Queue,
+    team: TeamId,
+    req: ImportRequest,
+) -> Result<OpRef, DomainError> {
     let slug = req.provider.slug.as_str();
     if team_apps::team_client(deps, team, slug).await?.is_none() {
         return Err(no_app(slug));
@@ -160,7 +165,7 @@ pub async fn submit(deps: &Deps, team: TeamId, req: ImportRequest) -> Result<OpR
         })
         .collect();
     let count = messages.len();
-    if let Err(e) = deps.queue.send(QueueName::Bulk, messages).await {
+    if let Err(e) = queue.send(QueueName::Bulk, messages).await {
         abandon(deps, &op, total).await;
         return Err(DomainError::Busy(format!("the import could not be queued ({e}); submit it again")));
     }

@@ -30,7 +30,7 @@ use crate::common::provider_catalog::ProviderInfo;
 use crate::keys::bulk as keys;
 use crate::linking::known_provider;
 use crate::ports::to_body;
-use crate::ports::{Cursor, Outcome, Query, StoreError};
+use crate::ports::{Cursor, Outcome, Query, Queue, StoreError};
 
 /// The longest a request with `wait_for_completion` waits for its operation.
 pub const WAIT_LIMIT: Duration = Duration::from_secs(20);
@@ -123,13 +123,13 @@ pub async fn wait(deps: &Deps, op: &OpRef) -> Result<Option<Results>, DomainErro
     Ok(None)
 }
 
-/// Handles one message of the bulk queue.
-pub async fn handle(deps: &Deps, message: BulkMessage) -> Outcome {
+/// Handles one message of the bulk queue; a trigger's pulls go to `queue` (the pull queue).
+pub async fn handle(deps: &Deps, queue: &dyn Queue, message: BulkMessage) -> Outcome {
     let result = match &message {
         BulkMessage::Import { op, chunk, items, recipes } => {
             import::import_chunk(deps, op, *chunk, *items, recipes).await
         }
-        BulkMessage::Trigger { op, user_ids, .. } => trigger::trigger_chunk(deps, op, user_ids).await,
+        BulkMessage::Trigger { op, user_ids, .. } => trigger::trigger_chunk(deps, queue, op, user_ids).await,
     };
     result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))
 }

@@ -14,7 +14,7 @@ use crate::common::provider_catalog::ProviderInfo;
 use crate::keys::bulk as keys;
 use crate::linking::connections;
 use crate::pipeline::{Job, PullJob, PullMessage};
-use crate::ports::{Key, Outcome, Outgoing, QueueName};
+use crate::ports::{Key, Outcome, Outgoing, Queue, QueueName};
 use crate::users;
 
 /// Users per message: the worker records the users it cannot trigger in one transaction
@@ -35,8 +35,13 @@ impl TriggerRequest {
     }
 }
 
-/// Records the operation and queues its users.
-pub async fn submit(deps: &Deps, team: TeamId, req: TriggerRequest) -> Result<OpRef, DomainError> {
+/// Records the operation and queues its users on the bulk queue (`queue`).
+pub async fn submit(
+    deps: &Deps,
+    queue: &dyn Queue,
+    team: TeamId,
+    req: TriggerRequest,
+) -> Result<OpRef, DomainError> {
     let slug = req.provider.slug.as_str();
     let total = req.user_ids.len() as u64;
     let op = begin(deps, team, BulkOpType::LinkBulkHistoricalTrigger, slug, total).await?;
@@ -50,7 +55,7 @@ pub async fn submit(deps: &Deps, team: TeamId, req: TriggerRequest) -> Result<Op
             )
         })
         .collect();
-    if let Err(e) = deps.queue.send(QueueName::Bulk, messages).await {
+    if let Err(e) = queue.send(QueueName::Bulk, messages).await {
         abandon(deps, &op, total).await;
         return Err(DomainError::Busy(format!("the trigger could not be queued ({e}); submit it again")));
     }
@@ -89,11 +94,12 @@ async fn not_triggerable(
     Ok(None)
 }
 
-/// Queues the pulls of one message's users; users without an active, unpaused connection to
+/// Queues the pulls of one message's users on the pull queue (`queue`); users without an active, unpaused connection to
 /// the provider fail at once, and so does everyone when the provider is demo only here (a
 /// simulated connection kept from before is not pulled in bulk as if it were real).
 pub(crate) async fn trigger_chunk(
     deps: &Deps,
+    queue: &dyn Queue,
     op: &OpRef,
     user_ids: &[UserId],
 ) -> Result<Outcome, DomainError> {
@@ -122,7 +128,7 @@ pub(crate) async fn trigger_chunk(
     }
     let queued = jobs.len();
     if !jobs.is_empty() {
-        deps.queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+        queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
     }
     record(deps, op, failed_results(op, &failed), false).await?;
     tracing::info!(op_id = %op.op_id, queued, failed = failed.len(), "bulk trigger message done");

@@ -21,6 +21,7 @@ use crate::common::error::{DomainError, Found};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::signing;
 use crate::keys::lab as keys;
+use crate::ports::LabNetwork;
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, WriteOp};
 use crate::users::load_active;
@@ -272,10 +273,15 @@ pub struct View {
 }
 
 /// The page's content for an opened link.
-pub async fn view(deps: &Deps, access: &Access, links: &Links) -> Result<View, DomainError> {
+pub async fn view(
+    deps: &Deps,
+    network: &dyn LabNetwork,
+    access: &Access,
+    links: &Links,
+) -> Result<View, DomainError> {
     let first_name =
         super::demographics::find(deps, access.user_id).await?.map(|d| d.first_name).unwrap_or_default();
-    let mut orders = orders::of_user(deps, access.user_id, links).await?;
+    let mut orders = orders::of_user(deps, network, access.user_id, links).await?;
     if let Some(focus) = access.order_id {
         orders.retain(|o| o.id == focus);
     }
@@ -311,6 +317,7 @@ pub struct OrderView {
 /// One order of the link's user: `None` when it is not theirs, or the link opens another one.
 pub async fn order_view(
     deps: &Deps,
+    network: &dyn LabNetwork,
     access: &Access,
     order_id: Uuid,
     links: &Links,
@@ -320,7 +327,7 @@ pub async fn order_view(
     {
         return Ok(None);
     }
-    let order = orders::get(deps, access.team_id, order_id, links).await?;
+    let order = orders::get(deps, network, access.team_id, order_id, links).await?;
     let centers = if order.collection_method == CollectionMethod::WalkInTest {
         match psc::near(&order.patient_address.zip, order.lab.id, psc::DEFAULT_RADIUS, &[]) {
             Ok(mut centers) => {
@@ -333,7 +340,7 @@ pub async fn order_view(
     } else {
         Centers::NotNeeded
     };
-    let results = match orders::results(deps, access.team_id, order_id, links).await {
+    let results = match orders::results(deps, network, access.team_id, order_id, links).await {
         Ok(r) => Some(r),
         Err(DomainError::NotFound(_)) => None,
         Err(e) => return Err(e),

@@ -17,6 +17,7 @@ use super::validate::zip5;
 use crate::Deps;
 use crate::common::error::DomainError;
 use crate::common::ids::TeamId;
+use crate::ports::LabNetwork;
 
 /// The radii a search may use, in miles.
 pub const RADII: [u32; 5] = [10, 20, 25, 50, 100];
@@ -130,13 +131,14 @@ pub fn near(
 /// GET /v3/order/{order_id}/psc/info.
 pub async fn for_order(
     deps: &Deps,
+    network: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     radius: u32,
     capabilities: &[PscCapability],
     links: &Links,
 ) -> Result<PscInfo, DomainError> {
-    let rec = orders::record(deps, team, order_id, links).await?;
+    let rec = orders::record(deps, network, team, order_id, links).await?;
     let lab = catalog().lab(rec.lab_id).expect("orders name known labs");
     Ok(PscInfo {
         lab_id: lab.id,

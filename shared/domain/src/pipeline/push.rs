@@ -18,7 +18,7 @@ use crate::linking::{known_provider, refresh};
 use crate::pipeline::pull::PollJob;
 use crate::pipeline::{Job, PullMessage};
 use crate::ports::providers::{OauthClient, ProviderError, PushNotice, PushOutcome, PushRequest};
-use crate::ports::{Condition, Item, Key, Outgoing, QueueName, StoreError};
+use crate::ports::{Condition, Item, Key, Outgoing, Queue, QueueName, StoreError};
 use sha2::{Digest, Sha256};
 
 /// Most connections one notice may name (one provider user linked in several teams).
@@ -41,7 +41,14 @@ struct Named {
     app: Option<OauthClient>,
 }
 
-pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Result<PushReply, DomainError> {
+/// Receives a provider's push: verified, its notices become polls of the connections they name,
+/// sent to `queue`.
+pub async fn receive(
+    deps: &Deps,
+    queue: &dyn Queue,
+    provider: &str,
+    request: &PushRequest,
+) -> Result<PushReply, DomainError> {
     let slug = &known_provider(provider)?.slug;
     if !deps.providers.pushes(slug) {
         return Err(DomainError::NotFound(format!(
@@ -125,7 +132,7 @@ pub async fn receive(deps: &Deps, provider: &str, request: &PushRequest) -> Resu
     let notices = notices_read;
     let polls = messages.len();
     if !messages.is_empty()
-        && let Err(e) = deps.queue.send(QueueName::Pull, messages).await
+        && let Err(e) = queue.send(QueueName::Pull, messages).await
     {
         // Not queued: the provider's retry of this delivery must be read again.
         if let Some(seen) = seen {

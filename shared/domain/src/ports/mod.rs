@@ -6,7 +6,6 @@
 pub mod bus;
 pub mod clock;
 pub mod lab_network;
-pub mod not_wired;
 pub mod providers;
 pub mod queue;
 pub mod scheduler;
@@ -18,7 +17,6 @@ pub use bus::{BusError, EventBus, EventEnvelope};
 pub use clock::ManualClock;
 pub use clock::{Clock, ShiftedClock, SystemClock};
 pub use lab_network::LabNetwork;
-pub use not_wired::NotWired;
 pub use providers::Providers;
 pub use queue::{Envelope, MESSAGE_BUDGET, Outcome, Outgoing, Queue, QueueError, QueueName, Received};
 pub use scheduler::{Schedule, Scheduler, SchedulerError};

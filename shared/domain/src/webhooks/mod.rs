@@ -21,7 +21,7 @@ use crate::common::limits;
 use crate::common::metrics::Delivery;
 use crate::keys::webhooks as keys;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Outgoing, Query, QueueName, WriteOp, query_all};
+use crate::ports::{Condition, Item, Outgoing, Query, Queue, QueueName, WebhookSender, WriteOp, query_all};
 use url::UrlPolicy;
 
 /// Waits before each retry: attempt 1 is immediate, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -201,18 +201,27 @@ pub fn sign(
     ])
 }
 
+/// What delivering webhooks needs besides [`Deps`]: the webhook queue (the fan-out's jobs and
+/// the retries go to it) and what POSTs a signed event to an endpoint.
+#[derive(Clone, Copy)]
+pub struct WebhookPorts<'a> {
+    pub queue: &'a dyn Queue,
+    pub sender: &'a dyn WebhookSender,
+}
+
 /// Handles one job from the webhook queue. Always succeeds unless storage or the queue fails
 /// (then the message returns to the queue): the retry schedule is kept by this function.
-pub async fn handle(deps: &Deps, job: WebhookJob) -> Result<(), DomainError> {
+pub async fn handle(deps: &Deps, ports: WebhookPorts<'_>, job: WebhookJob) -> Result<(), DomainError> {
     match job {
-        WebhookJob::Event(event) => fan_out(deps, event).await,
+        WebhookJob::Event(event) => fan_out(deps, ports.queue, event).await,
         WebhookJob::Deliver { endpoint_id, team_id, message_id, attempt, event } => {
-            deliver(deps, team_id, &endpoint_id, &message_id, attempt, event).await
+            let job = Job { team: team_id, endpoint_id: &endpoint_id, message_id: &message_id, attempt };
+            deliver(deps, ports, job, event).await
         }
     }
 }
 
-async fn fan_out(deps: &Deps, event: EventEnvelope) -> Result<(), DomainError> {
+async fn fan_out(deps: &Deps, queue: &dyn Queue, event: EventEnvelope) -> Result<(), DomainError> {
     let team = TeamId::from_uuid(event.team_id);
     let message_id = message_id(&event);
     let jobs: Vec<Outgoing> = list_endpoints(deps, team)
@@ -230,7 +239,7 @@ async fn fan_out(deps: &Deps, event: EventEnvelope) -> Result<(), DomainError> {
         })
         .collect();
     if !jobs.is_empty() {
-        deps.queue.send(QueueName::Webhook, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+        queue.send(QueueName::Webhook, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
     }
     Ok(())
 }
@@ -243,14 +252,21 @@ fn waiting(deps: &Deps, event: &EventEnvelope, message_id: &str) -> EventEnvelop
     event
 }
 
+/// Which attempt of which message to which endpoint a delivery job is.
+struct Job<'a> {
+    team: TeamId,
+    endpoint_id: &'a str,
+    message_id: &'a str,
+    attempt: u32,
+}
+
 async fn deliver(
     deps: &Deps,
-    team: TeamId,
-    endpoint_id: &str,
-    message_id: &str,
-    attempt: u32,
+    ports: WebhookPorts<'_>,
+    job: Job<'_>,
     event: EventEnvelope,
 ) -> Result<(), DomainError> {
+    let Job { team, endpoint_id, message_id, attempt } = job;
     let now = deps.now();
     let record = |outcome: &str, status_code: Option<u16>, error: Option<String>| Attempt {
         message_id: message_id.to_owned(),
@@ -281,7 +297,7 @@ async fn deliver(
     event_secrets::open(&deps.data_key, &mut plain, message_id)?;
     let body = serde_json::to_vec(&plain).expect("events serialize");
     let headers = sign(&secret, message_id, now, &body).map_err(DomainError::Rejected)?;
-    let result = deps.webhook_sender.post(&endpoint.url, headers, body).await;
+    let result = ports.sender.post(&endpoint.url, headers, body).await;
     match result {
         Ok(status) if (200..300).contains(&status) => {
             let expiry = Some((now + chrono::Duration::days(RECORD_DAYS)).timestamp());
@@ -318,7 +334,8 @@ async fn deliver(
                 event,
             };
             let at = now + chrono::Duration::from_std(wait).expect("small");
-            deps.queue
+            ports
+                .queue
                 .send(QueueName::Webhook, vec![Outgoing::at(to_body(&next), at)])
                 .await
                 .map_err(|e| DomainError::Busy(e.to_string()))

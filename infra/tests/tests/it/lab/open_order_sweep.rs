@@ -48,7 +48,13 @@ async fn stored_status(deps: &Deps, user: &str, order_id: &str) -> String {
 /// What one sweep run of the worker does, with events going to `bus`.
 async fn sweep(deps: &Deps, bus: Arc<dyn EventBus>) -> usize {
     let deps = Deps { bus, ..deps.clone() };
-    advance_due(&deps, &Links { base_url: "https://fallback.example.test".into() }).await.unwrap()
+    advance_due(
+        &deps,
+        &wearlab_sim::SimulatedLab,
+        &Links { base_url: "https://fallback.example.test".into() },
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -147,17 +153,17 @@ async fn the_minute_worker_advances_orders_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     let bus = MemoryBus::new();
     let deps = Deps { bus: Arc::new(bus.clone()), ..t.deps.clone() };
-    let t = TestApp { app: wearlab_local::app(crate::helpers::state(&deps)), deps, ..t };
+    let t = t.with_deps(deps);
     let (user, id) = place_through_public_host(&t, "sweep-moto").await;
 
     t.clock.advance(Duration::minutes(1));
-    let outcome = minute_worker::handle(&t.deps, None).await.unwrap();
+    let outcome = minute_worker::handle(&t.deps, &wearlab_sim::SimulatedLab, None).await.unwrap();
     assert_eq!(outcome.orders, 1);
     assert_eq!(stored_status(&t.deps, &user, &id).await, "received.walk_in_test.requisition_created");
     let events = order_events(&bus, &id);
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[1].0, "labtest.order.updated");
-    assert_eq!(minute_worker::handle(&t.deps, None).await.unwrap().orders, 0);
+    assert_eq!(minute_worker::handle(&t.deps, &wearlab_sim::SimulatedLab, None).await.unwrap().orders, 0);
 }
 
 #[tokio::test]
@@ -171,7 +177,7 @@ async fn the_minute_worker_relays_even_when_the_order_sweep_fails() {
 
     let open_orders = wearlab_domain::keys::lab::OPEN_ORDERS_INDEX.to_owned();
     table.set(Faults { failing_query_pk: Some(open_orders), ..Faults::default() });
-    let run = minute_worker::handle(&t.deps, None).await;
+    let run = minute_worker::handle(&t.deps, &wearlab_sim::SimulatedLab, None).await;
     assert!(matches!(run, Err(DomainError::Store(StoreError::Unavailable(_)))), "the run fails: {run:?}");
     let events = order_events(&stack.bus, &id);
     assert_eq!(events.len(), 2, "the relay ran anyway: {events:?}");
@@ -179,5 +185,9 @@ async fn the_minute_worker_relays_even_when_the_order_sweep_fails() {
     assert_eq!(events[1].1, "received.walk_in_test.requisition_created");
 
     table.set(Faults::default());
-    assert_eq!(minute_worker::handle(&t.deps, None).await.unwrap().relayed, 0, "relayed once");
+    assert_eq!(
+        minute_worker::handle(&t.deps, &wearlab_sim::SimulatedLab, None).await.unwrap().relayed,
+        0,
+        "relayed once"
+    );
 }

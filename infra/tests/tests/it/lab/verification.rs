@@ -337,8 +337,7 @@ async fn one_code_checked_at_once_many_times_is_answered_by_its_rules_on_dynamod
     let (moto, _, _) = crate::users_on_dynamodb::on_moto().await;
     let bus = wearlab_embedded::MemoryBus::new();
     let deps = wearlab_domain::Deps { bus: std::sync::Arc::new(bus.clone()), ..moto.deps.clone() };
-    let app = wearlab_local::app(crate::helpers::state(&deps));
-    let t = std::sync::Arc::new(TestApp { deps, app, ..moto });
+    let t = std::sync::Arc::new(moto.with_deps(deps));
     let codes = move || {
         bus.published()
             .into_iter()

@@ -13,14 +13,14 @@ use wearlab_domain::ports::{Condition, Item, ManualClock, Query, Table, query_al
 
 fn deps(table: Arc<dyn Table>) -> Deps {
     let clock = Arc::new(ManualClock::new(crate::helpers::start_time()));
-    Deps::unwired(
-        table.clone(),
-        Arc::new(wearlab_embedded::TableScheduler::new(table)),
-        clock.clone(),
-        Arc::new(wearlab_embedded::MemoryBus::new()),
-        Arc::new(wearlab_sim::SimProviders::new(clock)),
-        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
-    )
+    Deps {
+        table: table.clone(),
+        scheduler: Arc::new(wearlab_embedded::TableScheduler::new(table)),
+        clock: clock.clone(),
+        bus: Arc::new(wearlab_embedded::MemoryBus::new()),
+        providers: Arc::new(wearlab_sim::SimProviders::new(clock)),
+        data_key: Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
+    }
 }
 
 /// A marker as written before the index existed: no GSI1 entry.

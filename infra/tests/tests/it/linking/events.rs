@@ -116,9 +116,9 @@ async fn connection_created_reaches_an_sqs_queue_through_an_eventbridge_rule() {
     let clock = Arc::new(ManualClock::new(start_time()));
     let (_, sched) = wearlab_aws::clients_for_endpoint(&moto_endpoint()).await;
     wearlab_aws::ensure_schedule_group(&sched, "default").await.unwrap();
-    let deps = Deps::unwired(
-        Arc::new(moto_table().await),
-        Arc::new(wearlab_aws::EventBridgeScheduler::new(
+    let deps = Deps {
+        table: Arc::new(moto_table().await),
+        scheduler: Arc::new(wearlab_aws::EventBridgeScheduler::new(
             sched,
             wearlab_aws::SchedulerTarget {
                 group: "default".into(),
@@ -126,11 +126,11 @@ async fn connection_created_reaches_an_sqs_queue_through_an_eventbridge_rule() {
                 role_arn: "arn:aws:iam::123456789012:role/wearlab-scheduler".into(),
             },
         )),
-        clock.clone(),
-        Arc::new(wearlab_aws::EventBridgeBus::new(eb.clone(), &bus_name)),
-        Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
-        Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
-    );
+        clock: clock.clone(),
+        bus: Arc::new(wearlab_aws::EventBridgeBus::new(eb.clone(), &bus_name)),
+        providers: Arc::new(wearlab_sim::SimProviders::new(clock.clone())),
+        data_key: Arc::new(wearlab_domain::common::crypto::DataKey::ephemeral()),
+    };
     let t = TestApp::on(deps, clock).await;
     let user = t.create_user("ev-moto").await;
     connect_password(&t, &user, "renpho", "jane").await;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use wearlab_sim::SimulatedLab;
 
 use chrono::Duration;
 use http::StatusCode;
@@ -58,16 +59,20 @@ async fn a_failed_revoke_is_retried_by_the_sweep_with_backoff_and_reaches_the_pr
     let body = left[0].body.to_string();
     assert!(!body.contains("sim:zwift"), "credentials kept sealed: {body}");
 
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 0, "not due yet");
+    assert_eq!(minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes, 0, "not due yet");
     t.clock.advance(BACKOFF[0] + Duration::seconds(1));
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 1, "second attempt, fails");
+    assert_eq!(
+        minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes,
+        1,
+        "second attempt, fails"
+    );
     assert_eq!(providers.revoked.load(Ordering::SeqCst), 0);
     assert_eq!(pending(&t, &user).await.len(), 1);
     t.clock.advance(BACKOFF[1] + Duration::seconds(1));
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 1);
+    assert_eq!(minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes, 1);
     assert_eq!(providers.revoked.load(Ordering::SeqCst), 1, "reached the provider");
     assert!(pending(&t, &user).await.is_empty());
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 0, "revoked once");
+    assert_eq!(minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes, 0, "revoked once");
 }
 
 #[tokio::test]
@@ -104,7 +109,7 @@ async fn revokes_stored_but_never_attempted_are_done_by_the_sweep() {
     let staged = Pending::new(&deps, t.team, uid, &conns).unwrap();
     deps.table.transact(staged.write_op().into_iter().collect()).await.unwrap();
     assert_eq!(pending(&t, &user).await.len(), 1);
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 1);
+    assert_eq!(minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes, 1);
     assert_eq!(providers.revoked.load(Ordering::SeqCst), 2);
     assert!(pending(&t, &user).await.is_empty());
 }
@@ -123,9 +128,9 @@ async fn a_failed_revoke_is_retried_from_the_due_index_on_dynamodb() {
     assert_eq!(t.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
     assert_eq!(providers.revoked.load(Ordering::SeqCst), 1, "one of the two went through");
     assert_eq!(pending(&t, &user).await.len(), 1);
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 0, "not due yet");
+    assert_eq!(minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes, 0, "not due yet");
     t.clock.advance(BACKOFF[0] + Duration::seconds(1));
-    assert_eq!(minute_worker::handle(&deps, None).await.unwrap().revokes, 1);
+    assert_eq!(minute_worker::handle(&deps, &SimulatedLab, None).await.unwrap().revokes, 1);
     assert_eq!(providers.revoked.load(Ordering::SeqCst), 2);
     assert!(pending(&t, &user).await.is_empty());
 }
@@ -137,7 +142,10 @@ async fn concurrent_sweeps_revoke_once() {
     connect_demo(&t, &user, "oura").await;
     assert_eq!(t.delete(&format!("/v2/user/{user}/oura")).await.status, StatusCode::OK);
     t.clock.advance(BACKOFF[0] + Duration::seconds(1));
-    let (a, b) = tokio::join!(minute_worker::handle(&deps, None), minute_worker::handle(&deps, None));
+    let (a, b) = tokio::join!(
+        minute_worker::handle(&deps, &SimulatedLab, None),
+        minute_worker::handle(&deps, &SimulatedLab, None)
+    );
     assert_eq!(a.unwrap().revokes + b.unwrap().revokes, 1, "one sweep claimed the item");
     assert_eq!(providers.revoked.load(Ordering::SeqCst), 1);
     assert!(pending(&t, &user).await.is_empty());

@@ -281,7 +281,8 @@ async fn a_notification_polls_every_connection_of_the_google_user() {
 
     r.t.clock.advance(chrono::Duration::hours(1));
     let request = r.fake.signed_push(Some(PUSH_SECRET), fake::NOTIFICATION);
-    let reply = wearlab_domain::pipeline::push::receive(deps, "google_health", &request).await.unwrap();
+    let reply =
+        wearlab_domain::pipeline::push::receive(deps, r.t.queue(), "google_health", &request).await.unwrap();
     let polls = wearlab_domain::pipeline::push::PushReply::Accepted { polls: 2 };
     assert_eq!(reply, polls, "the connection of {user} and of {user2}");
 }

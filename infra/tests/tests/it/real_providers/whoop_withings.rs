@@ -304,7 +304,7 @@ async fn a_whoop_push_polls_only_the_team_whose_secret_signed_it() {
             Utc::now().timestamp_millis(),
             WEBHOOK_SLEEP_UPDATED.as_bytes(),
         );
-        let reply = push::receive(deps, "whoop_v2", &request).await;
+        let reply = push::receive(deps, r.t.queue(), "whoop_v2", &request).await;
         assert_eq!(
             reply.unwrap(),
             PushReply::Accepted { polls: 1 },

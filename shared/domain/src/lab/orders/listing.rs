@@ -12,6 +12,7 @@ use crate::common::ids::{TeamId, UserId};
 use crate::common::signing;
 use crate::keys::lab as keys;
 use crate::lab::test_catalog::PageSpec;
+use crate::ports::LabNetwork;
 use crate::ports::lab_network::status_group;
 use crate::ports::{Query, query_all};
 
@@ -52,6 +53,7 @@ impl OrderFilter {
 /// advanced first, so status filters see current statuses.
 pub async fn list(
     deps: &Deps,
+    network: &dyn LabNetwork,
     team: TeamId,
     filter: &OrderFilter,
     spec: PageSpec,
@@ -66,7 +68,7 @@ pub async fn list(
         if filter.user_id.is_some_and(|u| u != rec.user_id) {
             continue;
         }
-        let rec = advance(deps, rec, item.version, links).await?.0;
+        let rec = advance(deps, network, rec, item.version, links).await?.0;
         if filter.matches(&rec) {
             records.push(rec);
         }
@@ -86,12 +88,17 @@ pub async fn list(
 }
 
 /// Every order of one user, newest first, advanced to now (the portal page).
-pub async fn of_user(deps: &Deps, user_id: UserId, links: &Links) -> Result<Vec<Order>, DomainError> {
+pub async fn of_user(
+    deps: &Deps,
+    network: &dyn LabNetwork,
+    user_id: UserId,
+    links: &Links,
+) -> Result<Vec<Order>, DomainError> {
     let q = Query::partition(crate::keys::user_partition(user_id)).prefix(keys::ORDER_PREFIX);
     let mut out = Vec::new();
     for item in query_all(deps.table.as_ref(), q, 1_000).await? {
         let rec: OrderRecord = item.decode()?;
-        out.push(advance(deps, rec, item.version, links).await?.0);
+        out.push(advance(deps, network, rec, item.version, links).await?.0);
     }
     out.sort_by_key(|o| std::cmp::Reverse(o.created_at));
     let key = signing::key(deps).await?;

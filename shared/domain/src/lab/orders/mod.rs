@@ -26,6 +26,7 @@ use crate::common::ids::{TeamId, UserId};
 use crate::common::outbox::Staged;
 use crate::common::signing;
 use crate::keys::lab as keys;
+use crate::ports::LabNetwork;
 use crate::ports::lab_network::{LabRequest, status_group};
 use crate::ports::{Condition, StoreError, WriteOp};
 use crate::users::load_active;
@@ -50,7 +51,13 @@ pub const EVENT_UPDATED: &str = "labtest.order.updated";
 
 /// Places an order for an active user of the team. One user read, the lab call, one
 /// transaction (order + pointer), then `labtest.order.created`.
-pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> Result<Order, DomainError> {
+pub async fn create(
+    deps: &Deps,
+    network: &dyn LabNetwork,
+    team: TeamId,
+    new: NewOrder,
+    links: &Links,
+) -> Result<Order, DomainError> {
     let (user, _) = load_active(deps, team, new.user_id).await?;
     if new.billing_type == BillingType::CommercialInsurance
         && super::insurance::find_latest(deps, new.user_id, true).await?.is_none()
@@ -73,7 +80,7 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> 
         patient_zip: new.patient_address.zip.clone(),
         placed_at: now,
     };
-    let placement = deps.lab_network.place(&request).await.map_err(lab_error)?;
+    let placement = network.place(&request).await.map_err(lab_error)?;
     let mut rec = OrderRecord {
         id,
         team_id: team,
@@ -98,7 +105,7 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> 
         base_url: Some(links.base_url.clone()),
     };
     rec.push_event(placement.status, now);
-    rec.next_due = deps.lab_network.poll(&rec.lab_ref(), now).await.map_err(lab_error)?.next_due;
+    rec.next_due = network.poll(&rec.lab_ref(), now).await.map_err(lab_error)?.next_due;
     let key = signing::key(deps).await?;
     let order = rec.to_wire(links, &key, now);
     let created = Staged::new(deps, rec.user_id, vec![envelope(&rec, EVENT_CREATED, &order)]);
@@ -112,13 +119,19 @@ pub async fn create(deps: &Deps, team: TeamId, new: NewOrder, links: &Links) -> 
     tracing::info!(team_id = %team, user_id = %rec.user_id, order_id = %id, "lab order placed");
     created.publish(deps).await;
     // A lab whose first changes are immediate moves the order at once.
-    let (rec, _) = advance(deps, rec, 1, links).await?;
+    let (rec, _) = advance(deps, network, rec, 1, links).await?;
     Ok(rec.to_wire(links, &key, now))
 }
 
 /// Reads an order, advanced to now.
-pub async fn get(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Result<Order, DomainError> {
-    let (rec, _) = load_synced(deps, team, order_id, links).await?;
+pub async fn get(
+    deps: &Deps,
+    network: &dyn LabNetwork,
+    team: TeamId,
+    order_id: Uuid,
+    links: &Links,
+) -> Result<Order, DomainError> {
+    let (rec, _) = load_synced(deps, network, team, order_id, links).await?;
     let key = signing::key(deps).await?;
     Ok(rec.to_wire(links, &key, deps.now()))
 }
@@ -126,11 +139,12 @@ pub async fn get(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Re
 /// The stored order of the team, advanced to now (for PSC look-ups and requisitions).
 pub async fn record(
     deps: &Deps,
+    network: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     links: &Links,
 ) -> Result<OrderRecord, DomainError> {
-    Ok(load_synced(deps, team, order_id, links).await?.0)
+    Ok(load_synced(deps, network, team, order_id, links).await?.0)
 }
 
 /// Whether `order_id` is an order of `user_id`.
@@ -139,13 +153,19 @@ pub async fn belongs_to(deps: &Deps, user_id: UserId, order_id: Uuid) -> Result<
 }
 
 /// Cancels an order the lab has not started processing (400 otherwise).
-pub async fn cancel(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) -> Result<Order, DomainError> {
-    let (rec, v) = load_synced(deps, team, order_id, links).await?;
+pub async fn cancel(
+    deps: &Deps,
+    network: &dyn LabNetwork,
+    team: TeamId,
+    order_id: Uuid,
+    links: &Links,
+) -> Result<Order, DomainError> {
+    let (rec, v) = load_synced(deps, network, team, order_id, links).await?;
     if status_group(&rec.status) == "cancelled" {
         return Err(DomainError::Rejected(format!("Order {order_id} is already cancelled.")));
     }
     let now = deps.now();
-    let update = deps.lab_network.cancel(&rec.lab_ref(), now).await.map_err(lab_error)?;
+    let update = network.cancel(&rec.lab_ref(), now).await.map_err(lab_error)?;
     let mut next = rec.clone();
     next.push_event(update.status, update.at);
     next.next_due = None;
@@ -175,11 +195,12 @@ pub async fn cancel(deps: &Deps, team: TeamId, order_id: Uuid, links: &Links) ->
 /// The order's results as reported so far (404 before the lab reports any).
 pub async fn results(
     deps: &Deps,
+    network: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     links: &Links,
 ) -> Result<OrderResults, DomainError> {
-    let rec = record(deps, team, order_id, links).await?;
+    let rec = record(deps, network, team, order_id, links).await?;
     let item = deps.table.get(&keys::order_results(rec.user_id, order_id)).await?.ok_or_else(|| {
         DomainError::NotFound(format!("Results of order {order_id} are not available yet."))
     })?;

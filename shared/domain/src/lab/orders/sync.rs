@@ -11,6 +11,7 @@ use crate::common::ids::TeamId;
 use crate::common::outbox::Staged;
 use crate::common::signing;
 use crate::keys::lab as keys;
+use crate::ports::LabNetwork;
 use crate::ports::lab_network::LabError;
 use crate::ports::{Condition, Item, Query, StoreError, WriteOp, query_all, to_body};
 use crate::users::load_active;
@@ -26,12 +27,13 @@ pub(super) fn lab_error(e: LabError) -> DomainError {
 /// results, cancel, PSC look-ups).
 pub(super) async fn load_synced(
     deps: &Deps,
+    network: &dyn LabNetwork,
     team: TeamId,
     order_id: Uuid,
     links: &Links,
 ) -> Result<(OrderRecord, u64), DomainError> {
     let (rec, version) = load(deps, team, order_id).await?;
-    advance(deps, rec, version, links).await
+    advance(deps, network, rec, version, links).await
 }
 
 /// A read advances the order: whoever reads an order (one order, a listing, the portal) or
@@ -43,6 +45,7 @@ pub(super) async fn load_synced(
 /// the outbox), then the events are published. A concurrent advance wins: its state is read.
 pub(super) async fn advance(
     deps: &Deps,
+    network: &dyn LabNetwork,
     rec: OrderRecord,
     version: u64,
     links: &Links,
@@ -51,7 +54,7 @@ pub(super) async fn advance(
     if rec.next_due.is_none_or(|d| d > now) {
         return Ok((rec, version));
     }
-    let poll = deps.lab_network.poll(&rec.lab_ref(), now).await.map_err(lab_error)?;
+    let poll = network.poll(&rec.lab_ref(), now).await.map_err(lab_error)?;
     let mut next = rec.clone();
     let first_new = next.events.len();
     for u in poll.updates {
@@ -66,7 +69,7 @@ pub(super) async fn advance(
         WriteOp::Put { item: next.pointer_item(), condition: Condition::None },
     ];
     if next.events.len() > first_new
-        && let Some(report) = deps.lab_network.results(&next.lab_ref(), now).await.map_err(lab_error)?
+        && let Some(report) = network.results(&next.lab_ref(), now).await.map_err(lab_error)?
     {
         let item =
             Item::new(keys::order_results(next.user_id, next.id), to_body(&ResultsRecord::from(report)));
@@ -103,7 +106,11 @@ pub(super) async fn advance(
 /// reads it. Each order's links point where it was placed (`fallback` for orders stored
 /// without that). Returns how many due orders were looked at (at most [`SWEEP_MAX`]); an order
 /// of a deleted user is left alone (its erasure removes it).
-pub async fn advance_due(deps: &Deps, fallback: &Links) -> Result<usize, DomainError> {
+pub async fn advance_due(
+    deps: &Deps,
+    network: &dyn LabNetwork,
+    fallback: &Links,
+) -> Result<usize, DomainError> {
     let now = deps.now();
     let upper = keys::open_orders_index_sort(now, Uuid::max());
     let q = Query::gsi1(keys::OPEN_ORDERS_INDEX).between("", upper);
@@ -121,7 +128,7 @@ pub async fn advance_due(deps: &Deps, fallback: &Links) -> Result<usize, DomainE
         n += 1;
         // One order the lab cannot answer for must not hold up the others; the next sweep
         // (or a read) tries it again.
-        if let Err(e) = advance(deps, rec, v, links.as_ref().unwrap_or(fallback)).await {
+        if let Err(e) = advance(deps, network, rec, v, links.as_ref().unwrap_or(fallback)).await {
             tracing::warn!(order_id = %order_id, error = %e, "open order not advanced");
         }
     }

@@ -25,7 +25,7 @@ use crate::linking::refresh;
 use crate::ports::providers::{
     DateRange, FetchedResource, ProviderAccount, ProviderError, Providers, RateWindow, RequestGate,
 };
-use crate::ports::{Outcome, Outgoing, QueueName};
+use crate::ports::{Outcome, Outgoing, Queue, QueueName};
 use crate::users::{self, UserRecord};
 
 pub use historical::{CHUNK_DAYS, CHUNK_RECORDS, FIRST_SERIES_CHUNK_DAYS, PROVIDER_FAILURE_BUDGET, pull};
@@ -54,9 +54,11 @@ pub struct PollJob {
     pub since: Option<NaiveDate>,
 }
 
-/// Queues a historical pull of the user's connection to `provider` (on demand). Returns its id.
+/// Queues a historical pull of the user's connection to `provider` (on demand) on `queue`.
+/// Returns its id.
 pub async fn start(
     deps: &Deps,
+    queue: &dyn Queue,
     team: TeamId,
     user_id: UserId,
     provider: &str,
@@ -79,24 +81,25 @@ pub async fn start(
         pull_id: pull_id.clone(),
         bulk_op: None,
     };
-    send(deps, Job::Pull(job)).await?;
+    send(queue, Job::Pull(job)).await?;
     Ok(pull_id)
 }
 
-async fn send(deps: &Deps, job: Job) -> Result<(), DomainError> {
-    deps.queue
+async fn send(queue: &dyn Queue, job: Job) -> Result<(), DomainError> {
+    queue
         .send(QueueName::Pull, vec![Outgoing::now(PullMessage::Job(job).body())])
         .await
         .map_err(|e| DomainError::Busy(e.to_string()))
 }
 
-/// Handles one message of the pull queue.
-pub async fn handle(deps: &Deps, message: PullMessage) -> Outcome {
+/// Handles one message of the pull queue; the queue takes the polls a poll of every connection
+/// sends.
+pub async fn handle(deps: &Deps, queue: &dyn Queue, message: PullMessage) -> Outcome {
     let result = match message {
         PullMessage::Event(e) => on_event(deps, e).await,
         PullMessage::Job(Job::Pull(job)) => metered_pull(deps, &job).await,
         PullMessage::Job(Job::Poll(job)) => poll(deps, &job).await.map(|()| Outcome::Ack),
-        PullMessage::Job(Job::PollAll {}) => poll_all(deps).await.map(|_| Outcome::Ack),
+        PullMessage::Job(Job::PollAll {}) => poll_all(deps, queue).await.map(|_| Outcome::Ack),
     };
     result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))
 }

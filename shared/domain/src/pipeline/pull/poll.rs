@@ -19,7 +19,7 @@ use crate::linking::connections::ConnectionRecord;
 use crate::linking::refresh;
 use crate::ports::providers::{DateRange, ProviderAccount, ProviderError};
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Outgoing, Query, QueueName, StoreError};
+use crate::ports::{Condition, Item, Outgoing, Query, Queue, QueueName, StoreError};
 use crate::users::UserRecord;
 use wearlab_models::ConnectionStatus;
 
@@ -73,8 +73,8 @@ pub(super) async fn begin(
 }
 
 /// The scheduled run: one poll job per polled connection, read shard by shard from the poll
-/// index. Returns how many were sent.
-pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
+/// index and sent to `queue`. Returns how many were sent.
+pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainError> {
     let mut sent = 0;
     for partition in keys::poll_index_partitions() {
         let mut cursor = None;
@@ -97,7 +97,7 @@ pub async fn poll_all(deps: &Deps) -> Result<usize, DomainError> {
             }
             sent += jobs.len();
             if !jobs.is_empty() {
-                deps.queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
+                queue.send(QueueName::Pull, jobs).await.map_err(|e| DomainError::Busy(e.to_string()))?;
             }
             match page.next_cursor {
                 Some(c) => cursor = Some(c),
