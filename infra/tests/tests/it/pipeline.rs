@@ -238,8 +238,13 @@ async fn pipeline_read_api_refusals() {
     assert_eq!(error_locs(&a.body), vec![vec!["query".to_owned(), "end_date".to_owned()]]);
     let a = t.get(&format!("/v2/summary/sleep/{user}")).await;
     assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "start_date is required");
-    let a = t.get(&format!("/v2/timeseries/{user}/not_a_thing/grouped?start_date=2026-02-01")).await;
-    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    // Not a resource, a summary, the connection marker: none is a timeseries, each refused at
+    // the path's `resource`.
+    for resource in ["not_a_thing", "sleep", "connection"] {
+        let a = t.get(&format!("/v2/timeseries/{user}/{resource}/grouped?start_date=2026-02-01")).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{resource}");
+        assert_eq!(error_locs(&a.body), vec![vec!["path".to_owned(), "resource".to_owned()]], "{resource}");
+    }
     let a = t
         .get(&format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-02-01&next_cursor=zzz"))
         .await;
