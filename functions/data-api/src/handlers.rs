@@ -7,11 +7,11 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::pipeline::read::{self, Days};
-use wearlab_models::DetailBody;
 use wearlab_models::data::{
     ActivityResponse, BodyResponse, GroupedTimeseries, MealResponse, ProfileQuery, ProfileSummary,
     SleepCycleResponse, SleepResponse, SummaryQuery, TimeseriesQuery, WorkoutsResponse,
 };
+use wearlab_models::{DetailBody, Resource};
 use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, QueryParams, path_user_id};
 
 type Answer<T> = Result<T, ApiError>;
@@ -42,8 +42,8 @@ impl FromRequestParts<AppState> for SummaryCall {
 
 impl SummaryCall {
     /// The user's `resource` summaries of those days.
-    async fn read<T: DeserializeOwned>(self, s: &AppState, resource: &str) -> Answer<Vec<T>> {
-        read::summaries(&s.deps, self.team, self.user, resource, self.days, self.provider.as_deref())
+    async fn read<T: DeserializeOwned>(self, s: &AppState, resource: Resource) -> Answer<Vec<T>> {
+        read::summaries(&s.deps, self.team, self.user, &resource, self.days, self.provider.as_deref())
             .await
             .map_err(|e| READ.locate(e))
     }
@@ -57,7 +57,7 @@ impl SummaryCall {
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
 pub async fn activity(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<ActivityResponse>> {
-    Ok(Json(ActivityResponse { activity: call.read(&s, "activity").await? }))
+    Ok(Json(ActivityResponse { activity: call.read(&s, Resource::Activity).await? }))
 }
 
 /// Sleep sessions of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -68,7 +68,7 @@ pub async fn activity(State(s): State<AppState>, call: SummaryCall) -> Answer<Js
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
 pub async fn sleep(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<SleepResponse>> {
-    Ok(Json(SleepResponse { sleep: call.read(&s, "sleep").await? }))
+    Ok(Json(SleepResponse { sleep: call.read(&s, Resource::Sleep).await? }))
 }
 
 /// Sleep cycles (hypnograms; they replace the deprecated hypnogram timeseries) of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -79,7 +79,7 @@ pub async fn sleep(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
 pub async fn sleep_cycle(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<SleepCycleResponse>> {
-    Ok(Json(SleepCycleResponse { sleep_cycle: call.read(&s, "sleep_cycle").await? }))
+    Ok(Json(SleepCycleResponse { sleep_cycle: call.read(&s, Resource::SleepCycle).await? }))
 }
 
 /// Workouts of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -90,7 +90,7 @@ pub async fn sleep_cycle(State(s): State<AppState>, call: SummaryCall) -> Answer
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
 pub async fn workouts(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<WorkoutsResponse>> {
-    Ok(Json(WorkoutsResponse { workouts: call.read(&s, "workouts").await? }))
+    Ok(Json(WorkoutsResponse { workouts: call.read(&s, Resource::Workouts).await? }))
 }
 
 /// Body measurements of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -101,7 +101,7 @@ pub async fn workouts(State(s): State<AppState>, call: SummaryCall) -> Answer<Js
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
 pub async fn body(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<BodyResponse>> {
-    Ok(Json(BodyResponse { body: call.read(&s, "body").await? }))
+    Ok(Json(BodyResponse { body: call.read(&s, Resource::Body).await? }))
 }
 
 /// Meals of the user from `start_date` to `end_date` (inclusive), oldest first.
@@ -112,7 +112,7 @@ pub async fn body(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<B
         (status = 404, description = "No such user in this team.", body = DetailBody),
     ))]
 pub async fn meal(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<MealResponse>> {
-    Ok(Json(MealResponse { meals: call.read(&s, "meal").await? }))
+    Ok(Json(MealResponse { meals: call.read(&s, Resource::Meal).await? }))
 }
 
 /// The user's profile (height, birth year) from one provider.
@@ -146,7 +146,9 @@ pub async fn profile(
 pub async fn timeseries(
     State(s): State<AppState>,
     AuthTeam(team): AuthTeam,
-    Path((user_id, resource)): Path<(String, String)>,
+    // The resource is read by its wire name here; one that is not a timeseries is refused by
+    // the read (422, `resource`).
+    Path((user_id, resource)): Path<(String, Resource)>,
     QueryParams(q): QueryParams<TimeseriesQuery>,
 ) -> Answer<Json<GroupedTimeseries>> {
     let user = path_user_id(&user_id)?;

@@ -285,7 +285,7 @@ pub async fn refresh(
         in_progress_sources: vec![],
         failed_sources: vec![],
     };
-    let entries = |provider: &str, resources: Vec<String>| -> Vec<String> {
+    let entries = |provider: &str, resources: Vec<wearlab_models::Resource>| -> Vec<String> {
         resources.into_iter().map(|r| format!("{provider}/{r}")).collect()
     };
     // Each poll runs to the deadline and no further, and all are awaited here: nothing outlives

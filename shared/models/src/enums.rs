@@ -39,6 +39,15 @@ macro_rules! open_enum {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = std::convert::Infallible;
+
+            /// Never fails: a value this version does not know is kept as `Other`.
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Ok(Self::from(s))
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())

@@ -83,6 +83,20 @@ open_enum!(
     }
 );
 
+/// Resources sort by their wire names (a map keyed by resource lists them as a map keyed by
+/// the names did).
+impl Ord for Resource {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Resource {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 open_enum!(
     /// State of a user's connection to a provider.
     ConnectionStatus {
@@ -257,6 +271,21 @@ mod tests {
         assert_eq!(back["auth_type"], "telepathy");
         assert_eq!(back["supported_resources"][1], "dreams");
         assert_eq!(back["availability"], "by_appointment");
+    }
+
+    #[test]
+    fn a_resource_is_read_and_written_by_its_wire_name() {
+        let r: Resource = serde_json::from_str(r#""sleep_cycle""#).unwrap();
+        assert_eq!(r, Resource::SleepCycle);
+        assert_eq!("sleep_cycle".parse::<Resource>(), Ok(Resource::SleepCycle));
+        assert_eq!(serde_json::to_string(&Resource::BloodOxygen).unwrap(), r#""blood_oxygen""#);
+        assert_eq!(Resource::Vo2Max.to_string(), "vo2_max");
+        let mut sorted = [Resource::Workouts, Resource::Other("dreams".into()), Resource::Activity];
+        sorted.sort();
+        assert_eq!(
+            sorted.iter().map(Resource::as_str).collect::<Vec<_>>(),
+            ["activity", "dreams", "workouts"]
+        );
     }
 
     #[test]

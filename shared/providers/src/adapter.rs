@@ -6,6 +6,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::description::Api;
 
@@ -21,7 +22,7 @@ pub trait Adapter: Send + Sync + 'static {
     }
 
     /// The catalog resources `fetch` fills; nothing else is offered for this provider.
-    fn resources(&self) -> &'static [&'static str] {
+    fn resources(&self) -> &'static [Resource] {
         self.api().description.resources
     }
 
@@ -64,7 +65,7 @@ pub trait Adapter: Send + Sync + 'static {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError>;

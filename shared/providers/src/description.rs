@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, OauthClient, ProviderCredentials, ProviderError, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::config::{AppConfig, Endpoints};
 use crate::http;
@@ -24,7 +25,7 @@ pub struct ProviderDescription {
     /// (`WEARLAB_PROVIDER_<SLUG>_*`).
     pub slug: &'static str,
     /// The catalog resources the adapter fills; nothing else is offered for this provider.
-    pub resources: &'static [&'static str],
+    pub resources: &'static [Resource],
     /// The published limits for one OAuth application (all its users together).
     pub app_limits: &'static [RateWindow],
     /// The published limits for one of its users; most providers publish none.
@@ -208,7 +209,7 @@ mod tests {
 
     static EXAMPLE: ProviderDescription = ProviderDescription {
         slug: "example",
-        resources: &["sleep"],
+        resources: &[Resource::Sleep],
         app_limits: &[],
         user_limits: &[],
         authorize_url: "https://example.com/oauth/authorize",

@@ -14,6 +14,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
@@ -35,7 +36,7 @@ const LIMITS: &[RateWindow] = &[RateWindow { requests: 60_000, window_secs: 3600
 
 /// Only the glucose series: Dexcom's `devices` are not a series the pipeline models (it stores
 /// `{timestamp, value}` samples), and events, calibrations and alerts have no catalog resource.
-const RESOURCES: &[&str] = &["glucose"];
+const RESOURCES: &[Resource] = &[Resource::Glucose];
 
 /// Days asked per `egvs` call. Dexcom's largest window is not in the facts (§9 Endpoints: max
 /// window unknown): a week of five-minute readings is about 2,000 records per answer, and a
@@ -265,17 +266,17 @@ impl Adapter for Dexcom {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "glucose" => self.egvs(gate, token, range).await?,
+            Resource::Glucose => self.egvs(gate, token, range).await?,
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
-        tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        tracing::debug!(provider = SLUG, resource = %resource, records = records.len(), "fetched");
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// Dexcom publishes no revoke endpoint (§9 Refresh rotation / revoke: unknown): nothing is

@@ -18,6 +18,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderError,
     PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
@@ -45,8 +46,16 @@ const LIMITS: &[RateWindow] = &[
 const USER_LIMITS: &[RateWindow] = &[RateWindow { requests: 300, window_secs: 60 }];
 
 /// The catalog resources this adapter fills; `fetch` refuses any other.
-const RESOURCES: &[&str] =
-    &["sleep", "workouts", "body", "heartrate", "hrv", "blood_oxygen", "steps", "distance"];
+const RESOURCES: &[Resource] = &[
+    Resource::Sleep,
+    Resource::Workouts,
+    Resource::Body,
+    Resource::Heartrate,
+    Resource::Hrv,
+    Resource::BloodOxygen,
+    Resource::Steps,
+    Resource::Distance,
+];
 
 /// GH-DISC `dataPoints.list` `pageSize`: at most 10000, and at most 25 for `exercise` and `sleep`.
 pub const PAGE_SIZE: u32 = 10_000;
@@ -550,16 +559,16 @@ fn workout_record(p: &Value) -> Option<Value> {
 }
 
 /// The catalog resources a notice of `data_type` changes (kebab case; snake case read too).
-pub fn resources_of(data_type: &str) -> &'static [&'static str] {
+pub fn resources_of(data_type: &str) -> &'static [Resource] {
     match data_type.replace('_', "-").as_str() {
-        "steps" => &["steps"],
-        "distance" => &["distance"],
-        "heart-rate" => &["heartrate"],
-        "weight" | "body-fat" => &["body"],
-        "daily-heart-rate-variability" => &["hrv"],
-        "daily-oxygen-saturation" => &["blood_oxygen"],
-        "exercise" => &["workouts"],
-        "sleep" => &["sleep"],
+        "steps" => &[Resource::Steps],
+        "distance" => &[Resource::Distance],
+        "heart-rate" => &[Resource::Heartrate],
+        "weight" | "body-fat" => &[Resource::Body],
+        "daily-heart-rate-variability" => &[Resource::Hrv],
+        "daily-oxygen-saturation" => &[Resource::BloodOxygen],
+        "exercise" => &[Resource::Workouts],
+        "sleep" => &[Resource::Sleep],
         _ => &[],
     }
 }
@@ -651,7 +660,7 @@ pub fn read_push(push_token: Option<&str>, keys: &tink::PublicKeyset, request: &
     let Ok(n) = serde_json::from_value::<Notification>(body) else {
         return PushOutcome::Refused("unreadable push body".into());
     };
-    let resources: Vec<String> = resources_of(&n.data.data_type).iter().map(|r| (*r).to_owned()).collect();
+    let resources = resources_of(&n.data.data_type).to_vec();
     if resources.is_empty() {
         return PushOutcome::Notices(vec![]);
     }
@@ -677,22 +686,24 @@ impl Adapter for GoogleHealth {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "steps" => self.series(gate, token, "steps", range, steps, "count").await?,
-            "distance" => self.series(gate, token, "distance", range, distance, "m").await?,
-            "heartrate" => self.series(gate, token, "heart-rate", range, heart_rate, "bpm").await?,
-            "hrv" => self.series(gate, token, "daily-heart-rate-variability", range, daily_hrv, "ms").await?,
-            "blood_oxygen" => {
+            Resource::Steps => self.series(gate, token, "steps", range, steps, "count").await?,
+            Resource::Distance => self.series(gate, token, "distance", range, distance, "m").await?,
+            Resource::Heartrate => self.series(gate, token, "heart-rate", range, heart_rate, "bpm").await?,
+            Resource::Hrv => {
+                self.series(gate, token, "daily-heart-rate-variability", range, daily_hrv, "ms").await?
+            }
+            Resource::BloodOxygen => {
                 self.series(gate, token, "daily-oxygen-saturation", range, daily_spo2, "%").await?
             }
-            "body" => self.body(gate, token, range).await?,
-            "sleep" => sleep_records(&self.points(gate, token, "sleep", range).await?),
-            "workouts" => {
+            Resource::Body => self.body(gate, token, range).await?,
+            Resource::Sleep => sleep_records(&self.points(gate, token, "sleep", range).await?),
+            Resource::Workouts => {
                 let mut w: Vec<Value> = self
                     .points(gate, token, "exercise", range)
                     .await?
@@ -706,7 +717,7 @@ impl Adapter for GoogleHealth {
                 return Err(ProviderError::Unsupported(format!("{SLUG} does not provide {other}")));
             }
         };
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// Google's revocation endpoint (`POST token=...`, form encoded): the refresh token when the

@@ -106,7 +106,7 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
 mod tests {
     use super::*;
     use wearlab_domain::ports::providers::AuthorizeRequest;
-    use wearlab_models::ProviderAvailability;
+    use wearlab_models::{ProviderAvailability, Resource};
 
     fn request() -> AuthorizeRequest {
         AuthorizeRequest { client_id: "id".into(), redirect_uri: "https://w/cb".into(), state: "s".into() }
@@ -136,7 +136,6 @@ mod tests {
     fn every_adapter_is_listed_with_exactly_the_resources_it_fills() {
         use wearlab_domain::common::provider_catalog::catalog;
         use wearlab_domain::pipeline::normalize::is_modelled;
-        use wearlab_models::Resource;
         let all = adapters(|_| None);
         assert!(all.len() >= 3);
         // Configured or not, the listing is the adapter's: demo connections of a provider with an
@@ -150,21 +149,17 @@ mod tests {
                 let slug = adapter.slug();
                 let entry =
                     listed.iter().find(|e| e.slug == slug).unwrap_or_else(|| panic!("{slug} not listed"));
-                let data: Vec<&str> = entry
-                    .supported_resources
-                    .iter()
-                    .filter(|r| **r != Resource::Connection)
-                    .map(Resource::as_str)
-                    .collect();
-                assert_eq!(data, adapter.resources(), "{slug}");
+                let data: Vec<&Resource> =
+                    entry.supported_resources.iter().filter(|r| **r != Resource::Connection).collect();
+                assert_eq!(data, adapter.resources().iter().collect::<Vec<_>>(), "{slug}");
                 for r in adapter.resources() {
-                    assert!(Resource::known(r).is_some(), "{slug}: {r} is not a documented resource");
+                    assert!(!matches!(r, Resource::Other(_)), "{slug}: {r} is not a documented resource");
                     assert!(is_modelled(r), "{slug}: {r} is not stored by the pipeline");
                 }
                 let pulled = wearlab_domain::pipeline::pull::data_resources(providers.as_ref(), slug);
                 let mut pulled_sorted = pulled.clone();
                 pulled_sorted.sort();
-                let mut filled: Vec<String> = adapter.resources().iter().map(|r| (*r).to_owned()).collect();
+                let mut filled = adapter.resources().to_vec();
                 filled.sort();
                 assert_eq!(pulled_sorted, filled, "{slug}: the pull fetches what the adapter fills");
             }
@@ -225,10 +220,9 @@ mod tests {
             AppConfig::from_vars(google_health::SLUG, google_health::GoogleHealth::endpoints(), |_| None),
             google_health::GoogleUrls::real(),
         );
-        let mut expected: Vec<&str> = adapter.resources().to_vec();
-        expected.push("connection");
-        let listed: Vec<&str> = entry.supported_resources.iter().map(|r| r.as_str()).collect();
-        assert_eq!(listed, expected);
+        let mut expected = adapter.resources().to_vec();
+        expected.push(Resource::Connection);
+        assert_eq!(entry.supported_resources, expected);
 
         let configured = from_vars(wearlab_sim::providers(), |k| {
             k.starts_with("WEARLAB_PROVIDER_GOOGLE_HEALTH_CLIENT_").then(|| "x".to_owned())

@@ -14,6 +14,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
@@ -32,16 +33,16 @@ const LIMITS: &[RateWindow] = &[RateWindow { requests: 5000, window_secs: 300 }]
 
 /// The catalog resources this adapter fills (the catalog's other Oura resources come back
 /// empty: Oura publishes no series for them).
-const RESOURCES: &[&str] = &[
-    "profile",
-    "activity",
-    "sleep",
-    "workouts",
-    "heartrate",
-    "hrv",
-    "respiratory_rate",
-    "blood_oxygen",
-    "body_temperature_delta",
+const RESOURCES: &[Resource] = &[
+    Resource::Profile,
+    Resource::Activity,
+    Resource::Sleep,
+    Resource::Workouts,
+    Resource::Heartrate,
+    Resource::Hrv,
+    Resource::RespiratoryRate,
+    Resource::BloodOxygen,
+    Resource::BodyTemperatureDelta,
 ];
 
 /// Oura answers at most 30 days of heart rate per request.
@@ -395,13 +396,13 @@ struct Subscription {
 }
 
 /// The catalog resources a notice of `data_type` changes.
-fn resources_of(data_type: &str) -> &'static [&'static str] {
+fn resources_of(data_type: &str) -> &'static [Resource] {
     match data_type {
-        "sleep" => &["sleep", "hrv", "respiratory_rate"],
-        "daily_activity" => &["activity"],
-        "workout" => &["workouts"],
-        "daily_spo2" => &["blood_oxygen"],
-        "daily_readiness" => &["body_temperature_delta"],
+        "sleep" => &[Resource::Sleep, Resource::Hrv, Resource::RespiratoryRate],
+        "daily_activity" => &[Resource::Activity],
+        "workout" => &[Resource::Workouts],
+        "daily_spo2" => &[Resource::BloodOxygen],
+        "daily_readiness" => &[Resource::BodyTemperatureDelta],
         _ => &[],
     }
 }
@@ -454,45 +455,45 @@ impl Adapter for Oura {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "profile" => {
+            Resource::Profile => {
                 vec![profile_record(&self.personal_info(gate, token).await?, Utc::now().date_naive())]
             }
-            "activity" => self
+            Resource::Activity => self
                 .days(gate, token, "daily_activity", range)
                 .await?
                 .iter()
                 .filter_map(activity_record)
                 .collect(),
             // Every sleep period, naps too: each is its own sleep summary.
-            "sleep" => self
+            Resource::Sleep => self
                 .days(gate, token, "sleep", range)
                 .await?
                 .iter()
                 .filter(|d| is_sleep(d))
                 .filter_map(sleep_record)
                 .collect(),
-            "hrv" => main_sleeps(self.days(gate, token, "sleep", range).await?)
+            Resource::Hrv => main_sleeps(self.days(gate, token, "sleep", range).await?)
                 .iter()
                 .flat_map(|d| d.get("hrv").map(|s| samples(s, "ms")).unwrap_or_default())
                 .collect(),
-            "respiratory_rate" => main_sleeps(self.days(gate, token, "sleep", range).await?)
+            Resource::RespiratoryRate => main_sleeps(self.days(gate, token, "sleep", range).await?)
                 .iter()
                 .filter_map(|d| {
                     Some(json!({"timestamp": d.get("bedtime_start")?.as_str()?,
                         "value": num(d, "average_breath")?, "unit": "bpm"}))
                 })
                 .collect(),
-            "workouts" => {
+            Resource::Workouts => {
                 self.days(gate, token, "workout", range).await?.iter().filter_map(workout_record).collect()
             }
-            "heartrate" => self.heartrate(gate, token, range).await?,
-            "blood_oxygen" => self
+            Resource::Heartrate => self.heartrate(gate, token, range).await?,
+            Resource::BloodOxygen => self
                 .days(gate, token, "daily_spo2", range)
                 .await?
                 .iter()
@@ -501,7 +502,7 @@ impl Adapter for Oura {
                     Some(json!({"timestamp": noon(day(d)?), "value": avg, "unit": "%"}))
                 })
                 .collect(),
-            "body_temperature_delta" => self
+            Resource::BodyTemperatureDelta => self
                 .days(gate, token, "daily_readiness", range)
                 .await?
                 .iter()
@@ -514,7 +515,7 @@ impl Adapter for Oura {
             // calories_active, connection) have no Oura series: nothing, not an error.
             _ => vec![],
         };
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// `POST /oauth/revoke?access_token=`, an expired access token refreshed first
@@ -615,7 +616,7 @@ impl Adapter for Oura {
         let Ok(n) = serde_json::from_slice::<Notice>(&request.body) else {
             return PushOutcome::Refused("unreadable push body".into());
         };
-        let resources: Vec<String> = resources_of(&n.data_type).iter().map(|r| (*r).to_owned()).collect();
+        let resources = resources_of(&n.data_type).to_vec();
         if resources.is_empty() {
             return PushOutcome::Notices(vec![]);
         }

@@ -34,6 +34,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount, ProviderError, PushNotice,
     PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
@@ -51,7 +52,15 @@ pub const SCOPES: &str = "accesslink.read_all";
 pub const SIGNATURE_HEADER: &str = "polar-webhook-signature";
 
 /// The catalog resources `fetch` fills.
-const RESOURCES: &[&str] = &["profile", "body", "activity", "sleep", "workouts", "heartrate", "hrv"];
+const RESOURCES: &[Resource] = &[
+    Resource::Profile,
+    Resource::Body,
+    Resource::Activity,
+    Resource::Sleep,
+    Resource::Workouts,
+    Resource::Heartrate,
+    Resource::Hrv,
+];
 
 /// Polar's published limits are 500 requests per 15 minutes and 5,000 per 24 hours, each grown
 /// by 20 and 100 per registered user (PROVIDERS.md section 6, from OW's Polar page). Only the
@@ -550,14 +559,14 @@ fn sent_at(body: &[u8]) -> Option<DateTime<Utc>> {
 }
 
 /// The catalog resources a delivery of `event` changes.
-fn resources_of(event: &str) -> &'static [&'static str] {
+fn resources_of(event: &str) -> &'static [Resource] {
     match event {
-        "EXERCISE" => &["workouts"],
+        "EXERCISE" => &[Resource::Workouts],
         // Nightly Recharge has no event of its own: it is made from the night's measurements.
-        "SLEEP" => &["sleep", "hrv"],
-        "CONTINUOUS_HEART_RATE" => &["heartrate"],
-        "ACTIVITY_SUMMARY" => &["activity"],
-        "PHYSICAL_INFORMATION" => &["profile", "body"],
+        "SLEEP" => &[Resource::Sleep, Resource::Hrv],
+        "CONTINUOUS_HEART_RATE" => &[Resource::Heartrate],
+        "ACTIVITY_SUMMARY" => &[Resource::Activity],
+        "PHYSICAL_INFORMATION" => &[Resource::Profile, Resource::Body],
         _ => &[],
     }
 }
@@ -607,26 +616,26 @@ impl Adapter for Polar {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let token = account.credentials.access_token.expose();
         let records = match resource {
-            "workouts" if !listed(range, EXERCISES_LIST_DAYS) => vec![],
-            "sleep" | "hrv" if !listed(range, NIGHTS_LIST_DAYS) => vec![],
-            "workouts" => {
+            Resource::Workouts if !listed(range, EXERCISES_LIST_DAYS) => vec![],
+            Resource::Sleep | Resource::Hrv if !listed(range, NIGHTS_LIST_DAYS) => vec![],
+            Resource::Workouts => {
                 let docs = self.get(gate, token, "/v3/exercises", &[]).await?;
                 workout_records(parse::<Option<Vec<Exercise>>>(docs)?.unwrap_or_default(), range)
             }
-            "activity" => {
+            Resource::Activity => {
                 activity_records(self.ranged(gate, token, "/v3/users/activities", range).await?, range)?
             }
-            "sleep" => sleep_records(&self.nights(gate, token).await?, range),
-            "heartrate" => self.heartrate(gate, token, range).await?,
-            "hrv" => self.hrv(gate, token, range).await?,
-            "profile" => vec![profile_record(&self.physical_info(gate, token).await?)],
-            "body" => {
+            Resource::Sleep => sleep_records(&self.nights(gate, token).await?, range),
+            Resource::Heartrate => self.heartrate(gate, token, range).await?,
+            Resource::Hrv => self.hrv(gate, token, range).await?,
+            Resource::Profile => vec![profile_record(&self.physical_info(gate, token).await?)],
+            Resource::Body => {
                 let today = Utc::now().date_naive();
                 if !in_range(range, today) {
                     vec![]
@@ -637,8 +646,8 @@ impl Adapter for Polar {
             }
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
-        tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        tracing::debug!(provider = SLUG, resource = %resource, records = records.len(), "fetched");
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// `DELETE /v3/users/{user-id}` (POLAR-SPEC `deleteUser`), which also revokes the token. A
@@ -728,7 +737,7 @@ impl Adapter for Polar {
         let Some(user) = delivery.user_id else {
             return PushOutcome::Refused("a push without user_id".into());
         };
-        let resources: Vec<String> = resources_of(&delivery.event).iter().map(|r| (*r).to_owned()).collect();
+        let resources = resources_of(&delivery.event).to_vec();
         if resources.is_empty() {
             return PushOutcome::Notices(vec![]);
         }

@@ -13,7 +13,7 @@ use wearlab_domain::ports::providers::{
     PasswordLogin, ProviderAccount, ProviderCredentials, ProviderError, Providers, PushOutcome, PushRequest,
     RateWindow, RequestGate,
 };
-use wearlab_models::ProviderAvailability;
+use wearlab_models::{ProviderAvailability, Resource};
 
 use crate::adapter::Adapter;
 use crate::config::AppConfig;
@@ -29,7 +29,7 @@ pub struct RealProviders {
     sim: Arc<dyn Providers>,
     routes: HashMap<&'static str, Route>,
     /// Providers with an adapter in this build, active or not, with the resources it fills.
-    available: HashMap<&'static str, &'static [&'static str]>,
+    available: HashMap<&'static str, &'static [Resource]>,
     /// Whether providers without an active adapter may be linked to the simulator
     /// (`WEARLAB_SIMULATED_PROVIDERS`); demo connections are offered either way.
     simulated_links: bool,
@@ -179,7 +179,7 @@ impl Providers for RealProviders {
         &self,
         provider: &str,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
@@ -295,7 +295,7 @@ impl Providers for RealProviders {
         self.real(provider, credentials).is_none()
     }
 
-    fn resources(&self, provider: &str) -> Option<&'static [&'static str]> {
+    fn resources(&self, provider: &str) -> Option<&'static [Resource]> {
         self.available.get(provider).copied()
     }
 

@@ -38,6 +38,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
@@ -64,10 +65,17 @@ pub const STREAM_KEYS: &str = "time,heartrate,watts,cadence,distance";
 const LIMITS: &[RateWindow] =
     &[RateWindow { requests: 100, window_secs: 900 }, RateWindow { requests: 1_000, window_secs: 86_400 }];
 
-const RESOURCES: &[&str] = &["profile", "workouts", "workout_stream", "heartrate", "distance"];
+const RESOURCES: &[Resource] = &[
+    Resource::Profile,
+    Resource::Workouts,
+    Resource::WorkoutStream,
+    Resource::Heartrate,
+    Resource::Distance,
+];
 
 /// The resources an activity fills (a push about one fetches them again).
-const ACTIVITY_RESOURCES: &[&str] = &["workouts", "workout_stream", "heartrate", "distance"];
+const ACTIVITY_RESOURCES: &[Resource] =
+    &[Resource::Workouts, Resource::WorkoutStream, Resource::Heartrate, Resource::Distance];
 
 /// A provider that keeps answering full pages is cut off here (a loop, not data).
 const MAX_PAGES: usize = 500;
@@ -256,7 +264,7 @@ impl Strava {
         &self,
         gate: &dyn RequestGate,
         credentials: &ProviderCredentials,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
     ) -> Result<Vec<Value>, ProviderError> {
         let mut rows = Vec::new();
@@ -534,7 +542,7 @@ impl Streams {
     }
 
     /// The rows of `resource` for `activity`.
-    fn rows(&self, resource: &str, activity: &Activity) -> Vec<Value> {
+    fn rows(&self, resource: &Resource, activity: &Activity) -> Vec<Value> {
         let zone = activity.zone();
         let at = |i: usize| -> Option<String> {
             let offset = self.time.get(i).copied().flatten()?;
@@ -551,13 +559,13 @@ impl Streams {
             values.iter().enumerate().filter_map(|(i, v)| row(i, (*v)?, unit)).collect()
         };
         match resource {
-            "heartrate" => series(&self.heartrate, "bpm"),
-            "workout_stream" => {
+            Resource::Heartrate => series(&self.heartrate, "bpm"),
+            Resource::WorkoutStream => {
                 let mut rows = series(&self.watts, "W");
                 rows.extend(series(&self.cadence, "rpm"));
                 rows
             }
-            "distance" => {
+            Resource::Distance => {
                 // Cumulative metres -> metres since the previous sample (a gap carries over).
                 let mut last = 0.0;
                 self.distance
@@ -656,7 +664,7 @@ pub fn read_push(verification_token: Option<&str>, request: &PushRequest) -> Pus
     });
     PushOutcome::Notices(vec![PushNotice {
         external_user_id: owner,
-        resources: ACTIVITY_RESOURCES.iter().map(|r| (*r).to_owned()).collect(),
+        resources: ACTIVITY_RESOURCES.to_vec(),
         range,
     }])
 }
@@ -699,25 +707,27 @@ impl Adapter for Strava {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let records = match resource {
-            "workouts" => {
+            Resource::Workouts => {
                 self.readable_activities(gate, c, range).await?.iter().filter_map(Activity::record).collect()
             }
-            "heartrate" | "distance" | "workout_stream" => self.stream_rows(gate, c, resource, range).await?,
-            "profile" => {
+            Resource::Heartrate | Resource::Distance | Resource::WorkoutStream => {
+                self.stream_rows(gate, c, resource, range).await?
+            }
+            Resource::Profile => {
                 // Read for its id only: Strava's athlete has no field of Wearlab's profile.
                 let _: AthleteRef = self.get(gate, c, "/athlete", &[]).await?.json(SLUG)?;
                 vec![json!({})]
             }
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
-        tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        tracing::debug!(provider = SLUG, resource = %resource, records = records.len(), "fetched");
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// `POST /oauth/deauthorize`, an expired access token refreshed first

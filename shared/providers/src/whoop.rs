@@ -32,6 +32,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
@@ -55,13 +56,21 @@ pub const PUSH_MAX_SKEW_SECS: i64 = 300;
 /// A provider that keeps answering with a next page is cut off here (a loop, not data).
 const MAX_PAGES: usize = 10_000;
 
-const RESOURCES: &[&str] =
-    &["profile", "body", "sleep", "respiratory_rate", "workouts", "hrv", "blood_oxygen", "body_temperature"];
+const RESOURCES: &[Resource] = &[
+    Resource::Profile,
+    Resource::Body,
+    Resource::Sleep,
+    Resource::RespiratoryRate,
+    Resource::Workouts,
+    Resource::Hrv,
+    Resource::BloodOxygen,
+    Resource::BodyTemperature,
+];
 
 /// The resources a recovery fills.
-const RECOVERY_RESOURCES: &[&str] = &["hrv", "blood_oxygen", "body_temperature"];
+const RECOVERY_RESOURCES: &[Resource] = &[Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature];
 /// The resources a sleep fills.
-const SLEEP_RESOURCES: &[&str] = &["sleep", "respiratory_rate"];
+const SLEEP_RESOURCES: &[Resource] = &[Resource::Sleep, Resource::RespiratoryRate];
 
 const LIMITS: &[RateWindow] =
     &[RateWindow { requests: 100, window_secs: 60 }, RateWindow { requests: 10_000, window_secs: 86_400 }];
@@ -414,10 +423,15 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
 }
 
 /// A recovery resource's rows, each at the end of the sleep the recovery belongs to.
-fn recovery_rows(resource: &str, recoveries: &[Recovery], sleeps: &[Sleep], range: DateRange) -> Vec<Value> {
+fn recovery_rows(
+    resource: &Resource,
+    recoveries: &[Recovery],
+    sleeps: &[Sleep],
+    range: DateRange,
+) -> Vec<Value> {
     let (pick, unit): (fn(&RecoveryScore) -> Option<f64>, &str) = match resource {
-        "hrv" => (|s| s.hrv_rmssd_milli, "ms"),
-        "blood_oxygen" => (|s| s.spo2_percentage, "%"),
+        Resource::Hrv => (|s| s.hrv_rmssd_milli, "ms"),
+        Resource::BloodOxygen => (|s| s.spo2_percentage, "%"),
         _ => (|s| s.skin_temp_celsius, "°C"),
     };
     let rows = recoveries
@@ -485,9 +499,9 @@ pub fn read_push(client: &OauthClient, request: &PushRequest, now: DateTime<Utc>
     let Ok(event) = serde_json::from_slice::<Event>(&request.body) else {
         return refused("has an unreadable body");
     };
-    let resources: &[&str] = match event.kind.split_once('.').map(|(family, _)| family) {
+    let resources: &[Resource] = match event.kind.split_once('.').map(|(family, _)| family) {
         Some("sleep") => SLEEP_RESOURCES,
-        Some("workout") => &["workouts"],
+        Some("workout") => &[Resource::Workouts],
         Some("recovery") => RECOVERY_RESOURCES,
         _ => &[],
     };
@@ -496,7 +510,7 @@ pub fn read_push(client: &OauthClient, request: &PushRequest, now: DateTime<Utc>
     }
     PushOutcome::Notices(vec![PushNotice {
         external_user_id: event.user_id.to_string(),
-        resources: resources.iter().map(|r| (*r).to_owned()).collect(),
+        resources: resources.to_vec(),
         range: None,
     }])
 }
@@ -524,37 +538,41 @@ impl Adapter for Whoop {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
         let c = &account.credentials;
         let w = window(range);
         let records = match resource {
-            "sleep" => sleep_records(&self.collection(gate, c, "/v2/activity/sleep", w).await?, range),
-            "respiratory_rate" => {
+            Resource::Sleep => {
+                sleep_records(&self.collection(gate, c, "/v2/activity/sleep", w).await?, range)
+            }
+            Resource::RespiratoryRate => {
                 respiratory_rows(&self.collection(gate, c, "/v2/activity/sleep", w).await?, range)
             }
-            "workouts" => workout_records(&self.collection(gate, c, "/v2/activity/workout", w).await?, range),
-            r if RECOVERY_RESOURCES.contains(&r) => {
+            Resource::Workouts => {
+                workout_records(&self.collection(gate, c, "/v2/activity/workout", w).await?, range)
+            }
+            r if RECOVERY_RESOURCES.contains(r) => {
                 let recoveries: Vec<Recovery> = self.collection(gate, c, "/v2/recovery", w).await?;
                 let sleeps: Vec<Sleep> = self.collection(gate, c, "/v2/activity/sleep", w).await?;
                 recovery_rows(r, &recoveries, &sleeps, range)
             }
-            "body" => {
+            Resource::Body => {
                 let body: Body = self
                     .api
                     .get_json(gate, c.access_token.expose(), "/v2/user/measurement/body", &[])
                     .await?;
                 body_records(&body, range, Utc::now().date_naive())
             }
-            "profile" => profile_records(
+            Resource::Profile => profile_records(
                 &self.api.get_json(gate, c.access_token.expose(), "/v2/user/measurement/body", &[]).await?,
             ),
             other => return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {other}"))),
         };
-        tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        tracing::debug!(provider = SLUG, resource = %resource, records = records.len(), "fetched");
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// `DELETE /v2/user/access`, an expired access token refreshed first

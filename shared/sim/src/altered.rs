@@ -9,7 +9,7 @@ use chrono::NaiveDate;
 use serde_json::Value;
 use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::*;
-use wearlab_models::ProviderAvailability;
+use wearlab_models::{ProviderAvailability, Resource};
 
 /// What an [`Altered`] changes about the providers it wraps. Each default changes nothing.
 #[async_trait]
@@ -18,7 +18,7 @@ pub trait Alteration: Send + Sync + 'static {
     async fn before_fetch(
         &self,
         _provider: &str,
-        _resource: &str,
+        _resource: &Resource,
         _range: DateRange,
     ) -> Result<(), ProviderError> {
         Ok(())
@@ -28,7 +28,7 @@ pub trait Alteration: Send + Sync + 'static {
     fn after_fetch(
         &self,
         _provider: &str,
-        _resource: &str,
+        _resource: &Resource,
         _range: DateRange,
         fetched: FetchedResource,
     ) -> FetchedResource {
@@ -114,7 +114,7 @@ impl<A: Alteration> Providers for Altered<A> {
         &self,
         p: &str,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
@@ -187,7 +187,7 @@ impl<A: Alteration> Providers for Altered<A> {
         self.inner.simulates(p, credentials)
     }
 
-    fn resources(&self, p: &str) -> Option<&'static [&'static str]> {
+    fn resources(&self, p: &str) -> Option<&'static [Resource]> {
         self.inner.resources(p)
     }
 

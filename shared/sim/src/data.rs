@@ -7,7 +7,9 @@
 use chrono::{Datelike, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use wearlab_domain::pipeline::normalize;
 use wearlab_domain::ports::providers::DateRange;
+use wearlab_models::Resource;
 
 /// A number in `[lo, hi)` that depends only on the inputs.
 fn value(parts: &[&str], lo: f64, hi: f64) -> f64 {
@@ -38,40 +40,40 @@ fn round(v: f64, places: i32) -> f64 {
 }
 
 /// Unit, range and decimals of an hourly sample of `resource`.
-fn series(resource: &str) -> (&'static str, f64, f64, i32) {
+fn series(resource: &Resource) -> (&'static str, f64, f64, i32) {
     match resource {
-        "heartrate" => ("bpm", 52.0, 110.0, 0),
-        "hrv" => ("ms", 25.0, 95.0, 1),
-        "glucose" => ("mmol/L", 4.2, 9.5, 1),
-        "blood_oxygen" => ("%", 93.0, 99.5, 1),
-        "blood_pressure" => ("mmHg", 105.0, 135.0, 0),
-        "respiratory_rate" => ("bpm", 12.0, 19.0, 1),
-        "steps" => ("count", 0.0, 1400.0, 0),
-        "calories_active" | "calories_basal" => ("kcal", 5.0, 120.0, 0),
-        "distance" | "workout_distance" => ("m", 0.0, 1100.0, 0),
-        "floors_climbed" => ("count", 0.0, 4.0, 0),
-        "weight" => ("kg", 61.0, 62.5, 2),
-        "fat" => ("percent", 18.0, 24.0, 1),
-        "body_temperature" | "basal_body_temperature" => ("°C", 36.2, 37.3, 2),
-        "body_temperature_delta" => ("°C", -0.6, 0.6, 2),
-        "stress_level" => ("percent", 5.0, 80.0, 0),
-        "vo2_max" => ("mL/kg/min", 38.0, 46.0, 1),
-        "water" => ("mL", 0.0, 400.0, 0),
-        "caffeine" => ("mg", 0.0, 80.0, 0),
-        "insulin_injection" => ("unit", 0.0, 6.0, 1),
-        "carbohydrates" => ("g", 0.0, 60.0, 0),
+        Resource::Heartrate => ("bpm", 52.0, 110.0, 0),
+        Resource::Hrv => ("ms", 25.0, 95.0, 1),
+        Resource::Glucose => ("mmol/L", 4.2, 9.5, 1),
+        Resource::BloodOxygen => ("%", 93.0, 99.5, 1),
+        Resource::BloodPressure => ("mmHg", 105.0, 135.0, 0),
+        Resource::RespiratoryRate => ("bpm", 12.0, 19.0, 1),
+        Resource::Steps => ("count", 0.0, 1400.0, 0),
+        Resource::CaloriesActive | Resource::CaloriesBasal => ("kcal", 5.0, 120.0, 0),
+        Resource::Distance | Resource::WorkoutDistance => ("m", 0.0, 1100.0, 0),
+        Resource::FloorsClimbed => ("count", 0.0, 4.0, 0),
+        Resource::Weight => ("kg", 61.0, 62.5, 2),
+        Resource::Fat => ("percent", 18.0, 24.0, 1),
+        Resource::BodyTemperature | Resource::BasalBodyTemperature => ("°C", 36.2, 37.3, 2),
+        Resource::BodyTemperatureDelta => ("°C", -0.6, 0.6, 2),
+        Resource::StressLevel => ("percent", 5.0, 80.0, 0),
+        Resource::Vo2Max => ("mL/kg/min", 38.0, 46.0, 1),
+        Resource::Water => ("mL", 0.0, 400.0, 0),
+        Resource::Caffeine => ("mg", 0.0, 80.0, 0),
+        Resource::InsulinInjection => ("unit", 0.0, 6.0, 1),
+        Resource::Carbohydrates => ("g", 0.0, 60.0, 0),
         _ => ("count", 0.0, 100.0, 1),
     }
 }
 
-fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Option<Value> {
+fn summary(provider: &str, account: &str, resource: &Resource, day: NaiveDate) -> Option<Value> {
     let d = day.to_string();
-    let v = |field: &str, lo: f64, hi: f64| value(&[provider, account, resource, &d, field], lo, hi);
+    let v = |field: &str, lo: f64, hi: f64| value(&[provider, account, resource.as_str(), &d, field], lo, hi);
     let at = |h: u32, m: u32| {
         Utc.from_utc_datetime(&day.and_time(NaiveTime::from_hms_opt(h, m, 0).unwrap_or_default()))
     };
     Some(match resource {
-        "activity" => json!({
+        Resource::Activity => json!({
             "date": d,
             "steps": round(v("steps", 2500.0, 16000.0), 0),
             "calories_active": round(v("cal", 150.0, 900.0), 0),
@@ -81,7 +83,7 @@ fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Opt
             "low_minutes": round(v("low", 60.0, 240.0), 0),
             "high_minutes": round(v("high", 0.0, 75.0), 0),
         }),
-        "sleep" | "sleep_cycle" => {
+        Resource::Sleep | Resource::SleepCycle => {
             let start = at(22, 0) + chrono::Duration::minutes(v("start", 0.0, 120.0) as i64);
             let duration = v("duration", 5.5 * 3600.0, 9.0 * 3600.0) as i64;
             let deep = (duration as f64 * v("deep", 0.12, 0.25)) as i64;
@@ -103,7 +105,7 @@ fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Opt
                 "stages": stages(duration, deep, rem, awake),
             })
         }
-        "workouts" => {
+        Resource::Workouts => {
             if v("any", 0.0, 1.0) < 0.4 {
                 return None;
             }
@@ -120,12 +122,12 @@ fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Opt
                 "average_hr": round(v("hr", 105.0, 160.0), 0),
             })
         }
-        "body" => json!({
+        Resource::Body => json!({
             "date": d,
             "weight_kg": round(v("w", 61.0, 62.5), 2),
             "fat_percent": round(v("f", 18.0, 24.0), 1),
         }),
-        "meal" => json!({
+        Resource::Meal => json!({
             "date": d,
             "name": "Daily total",
             "energy_kcal": round(v("kcal", 1500.0, 2800.0), 0),
@@ -133,7 +135,7 @@ fn summary(provider: &str, account: &str, resource: &str, day: NaiveDate) -> Opt
             "protein_g": round(v("prot", 50.0, 140.0), 0),
             "fat_g": round(v("fat", 40.0, 110.0), 0),
         }),
-        "menstrual_cycle" => json!({"date": d, "cycle_day": (day.ordinal0() % 28) + 1}),
+        Resource::MenstrualCycle => json!({"date": d, "cycle_day": (day.ordinal0() % 28) + 1}),
         _ => return None,
     })
 }
@@ -166,10 +168,10 @@ fn stages(duration: i64, deep: i64, rem: i64, awake: i64) -> Value {
 /// The provider's view at `now`: sleep sessions and workouts that have not ended yet are not
 /// there, and today's activity so far grows through the day (so a poll sees it change), in
 /// proportion to the part of the day (UTC) gone by.
-pub(crate) fn as_of(resource: &str, records: &mut Vec<Value>, now: chrono::DateTime<Utc>) {
+pub(crate) fn as_of(resource: &Resource, records: &mut Vec<Value>, now: chrono::DateTime<Utc>) {
     let end_field = match resource {
-        "sleep" | "sleep_cycle" => Some("bedtime_stop"),
-        "workouts" => Some("time_end"),
+        Resource::Sleep | Resource::SleepCycle => Some("bedtime_stop"),
+        Resource::Workouts => Some("time_end"),
         _ => None,
     };
     if let Some(field) = end_field {
@@ -181,7 +183,7 @@ pub(crate) fn as_of(resource: &str, records: &mut Vec<Value>, now: chrono::DateT
         });
         return;
     }
-    if resource != "activity" {
+    if *resource != Resource::Activity {
         return;
     }
     let today = now.date_naive().to_string();
@@ -200,16 +202,15 @@ pub(crate) fn as_of(resource: &str, records: &mut Vec<Value>, now: chrono::DateT
     }
 }
 
-fn is_summary(resource: &str) -> bool {
-    matches!(
-        resource,
-        "activity" | "sleep" | "sleep_cycle" | "workouts" | "body" | "meal" | "menstrual_cycle"
-    )
+/// Whether `resource` gives one record per day: the pipeline's summaries, and the menstrual
+/// cycle (which Wearlab does not model yet).
+fn is_daily(resource: &Resource) -> bool {
+    normalize::is_summary(resource) || *resource == Resource::MenstrualCycle
 }
 
 /// The records of `resource` for every day of `range`.
-pub(crate) fn records(provider: &str, account: &str, resource: &str, range: DateRange) -> Vec<Value> {
-    if resource == "profile" {
+pub(crate) fn records(provider: &str, account: &str, resource: &Resource, range: DateRange) -> Vec<Value> {
+    if *resource == Resource::Profile {
         return vec![json!({
             "height_cm": round(value(&[provider, account, "height"], 155.0, 195.0), 0),
             "birth_year": round(value(&[provider, account, "birth"], 1955.0, 2004.0), 0),
@@ -217,13 +218,13 @@ pub(crate) fn records(provider: &str, account: &str, resource: &str, range: Date
     }
     let mut out = Vec::new();
     for day in range.days() {
-        if is_summary(resource) {
+        if is_daily(resource) {
             out.extend(summary(provider, account, resource, day));
             continue;
         }
         let (unit, lo, hi, places) = series(resource);
         let d = day.to_string();
-        let day_hashed = hashed(&[provider, account, resource, &d]);
+        let day_hashed = hashed(&[provider, account, resource.as_str(), &d]);
         for hour in 0..24u32 {
             // As `value(&[provider, account, resource, &d, &hour.to_string()])`, going on
             // from the day's hash; the timestamp's text as chrono writes a whole hour in UTC.
@@ -249,17 +250,20 @@ mod tests {
     #[test]
     fn hourly_samples_are_the_plain_formulas() {
         let range = DateRange { start: "2025-12-30".parse().unwrap(), end: "2026-01-02".parse().unwrap() };
-        for resource in ["heartrate", "hrv", "steps", "body_temperature_delta"] {
-            let (unit, lo, hi, places) = series(resource);
-            let records = records("oura", "demo-3f2a", resource, range);
+        for resource in [Resource::Heartrate, Resource::Hrv, Resource::Steps, Resource::BodyTemperatureDelta]
+        {
+            let (unit, lo, hi, places) = series(&resource);
+            let records = records("oura", "demo-3f2a", &resource, range);
             assert_eq!(records.len(), 4 * 24);
             for (record, (day, hour)) in
                 records.iter().zip(range.days().flat_map(|d| (0..24u32).map(move |h| (d, h))))
             {
                 let d = day.to_string();
                 let at = Utc.from_utc_datetime(&day.and_time(NaiveTime::from_hms_opt(hour, 0, 0).unwrap()));
-                let value =
-                    round(value(&["oura", "demo-3f2a", resource, &d, &hour.to_string()], lo, hi), places);
+                let value = round(
+                    value(&["oura", "demo-3f2a", resource.as_str(), &d, &hour.to_string()], lo, hi),
+                    places,
+                );
                 assert_eq!(
                     record,
                     &json!({"timestamp": at, "value": value, "unit": unit}),

@@ -29,7 +29,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, LoginOutcome, OauthClient, PasswordLogin,
     ProviderAccount, ProviderCredentials, ProviderError, Providers, RequestGate,
 };
-use wearlab_models::{AuthType, MfaMethod};
+use wearlab_models::{AuthType, MfaMethod, Resource};
 
 #[cfg(feature = "test-support")]
 pub use altered::{Alteration, Altered, one_second_samples};
@@ -374,7 +374,7 @@ impl Providers for SimProviders {
         &self,
         provider: &str,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         _gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
@@ -385,7 +385,7 @@ impl Providers for SimProviders {
         if account.credentials.expires_at.is_some_and(|t| t <= self.clock.now()) {
             return Err(ProviderError::Revoked("access token expired".into()));
         }
-        if !p.supported_resources.iter().any(|r| r.as_str() == resource) {
+        if !p.supported_resources.contains(resource) {
             return Err(ProviderError::Unsupported(format!("{provider} has no {resource}")));
         }
         if info.flags.iter().any(|f| f == FLAG_SLOW) {
@@ -396,7 +396,7 @@ impl Providers for SimProviders {
         }
         let mut records = data::records(provider, &account.external_user_id, resource, range);
         data::as_of(resource, &mut records, self.clock.now());
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     async fn deregister(
@@ -502,20 +502,23 @@ mod tests {
         };
         let d = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
         let range = DateRange { start: d("2026-01-01"), end: d("2026-01-03") };
-        let one = s.fetch("renpho", &a, "weight", range, &NoLimit).await.unwrap();
-        let two = s.fetch("renpho", &a, "weight", range, &NoLimit).await.unwrap();
+        let one = s.fetch("renpho", &a, &Resource::Weight, range, &NoLimit).await.unwrap();
+        let two = s.fetch("renpho", &a, &Resource::Weight, range, &NoLimit).await.unwrap();
         assert_eq!(one, two);
         assert_eq!(one.records.len(), 3 * 24);
-        let body = s.fetch("renpho", &a, "body", range, &NoLimit).await.unwrap();
+        let body = s.fetch("renpho", &a, &Resource::Body, range, &NoLimit).await.unwrap();
         assert_eq!(body.records.len(), 3);
-        assert!(s.fetch("renpho", &a, "sleep", range, &NoLimit).await.is_err(), "unsupported resource");
+        assert!(
+            s.fetch("renpho", &a, &Resource::Sleep, range, &NoLimit).await.is_err(),
+            "unsupported resource"
+        );
         let LoginOutcome::Connected(bad) =
             s.password_login("renpho", login("x-fetch-error", "pw")).await.unwrap()
         else {
             panic!()
         };
         assert!(matches!(
-            s.fetch("renpho", &bad, "weight", range, &NoLimit).await,
+            s.fetch("renpho", &bad, &Resource::Weight, range, &NoLimit).await,
             Err(ProviderError::Api(_))
         ));
         let LoginOutcome::Connected(rev) =

@@ -17,6 +17,7 @@ use wearlab_domain::Deps;
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::ports::providers::{DateRange, FetchedResource};
 use wearlab_local::LocalStack;
+use wearlab_models::Resource;
 use wearlab_sim::{Alteration, Altered, one_second_samples};
 
 /// The simulator with heart rate at one sample a second.
@@ -26,11 +27,11 @@ impl Alteration for OneSecondHeartRate {
     fn after_fetch(
         &self,
         _p: &str,
-        resource: &str,
+        resource: &Resource,
         _range: DateRange,
         mut fetched: FetchedResource,
     ) -> FetchedResource {
-        if resource == "heartrate" {
+        if *resource == Resource::Heartrate {
             fetched.records = one_second_samples(fetched.records, |_| true);
         }
         fetched

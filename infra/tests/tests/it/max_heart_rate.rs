@@ -7,6 +7,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use wearlab_domain::ports::QueueName;
 use wearlab_domain::ports::providers::{DateRange, FetchedResource};
+use wearlab_models::Resource;
 use wearlab_sim::{Alteration, Altered};
 
 use crate::helpers::TestApp;
@@ -18,11 +19,11 @@ impl Alteration for NoBirthYear {
     fn after_fetch(
         &self,
         _p: &str,
-        resource: &str,
+        resource: &Resource,
         _r: DateRange,
         mut fetched: FetchedResource,
     ) -> FetchedResource {
-        if resource == "profile" {
+        if *resource == Resource::Profile {
             for record in &mut fetched.records {
                 if let Some(fields) = record.as_object_mut() {
                     fields.remove("birth_year");

@@ -12,6 +12,7 @@ use wearlab_domain::keys;
 use wearlab_domain::pipeline::{Job, PollJob, PullMessage};
 use wearlab_domain::ports::providers::{DateRange, FetchedResource, ProviderError, Providers};
 use wearlab_domain::ports::{EventEnvelope, Outgoing, Query, Queue, QueueName, query_all};
+use wearlab_models::Resource;
 
 use wearlab_sim::{Alteration, Altered, one_second_samples};
 
@@ -237,8 +238,13 @@ async fn pipeline_read_api_refusals() {
     assert_eq!(error_locs(&a.body), vec![vec!["query".to_owned(), "end_date".to_owned()]]);
     let a = t.get(&format!("/v2/summary/sleep/{user}")).await;
     assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "start_date is required");
-    let a = t.get(&format!("/v2/timeseries/{user}/not_a_thing/grouped?start_date=2026-02-01")).await;
-    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    // Not a resource, a summary, the connection marker: none is a timeseries, each refused at
+    // the path's `resource`.
+    for resource in ["not_a_thing", "sleep", "connection"] {
+        let a = t.get(&format!("/v2/timeseries/{user}/{resource}/grouped?start_date=2026-02-01")).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{resource}");
+        assert_eq!(error_locs(&a.body), vec![vec!["path".to_owned(), "resource".to_owned()]], "{resource}");
+    }
     let a = t
         .get(&format!("/v2/timeseries/{user}/heartrate/grouped?start_date=2026-02-01&next_cursor=zzz"))
         .await;
@@ -286,7 +292,13 @@ async fn pipeline_summary_reads_filter_by_provider_before_the_limit_and_never_cu
     let ops: Vec<WriteOp> = (0..=MAX_ITEMS)
         .map(|n| WriteOp::Put {
             item: Item::new(
-                keys::pipeline::summary(uid, "activity", day, "apple_health_kit", &format!("{n:06}")),
+                keys::pipeline::summary(
+                    uid,
+                    &Resource::Activity,
+                    day,
+                    "apple_health_kit",
+                    &format!("{n:06}"),
+                ),
                 template.clone(),
             ),
             condition: Condition::None,
@@ -636,11 +648,11 @@ async fn pipeline_poll_index_is_sharded_by_user_and_still_reads_the_legacy_parti
 /// samples, a provider's fetches wait while a flag is set, and the first `revoke_fails`
 /// revokes fail (`revoked` counts those reaching the simulator). Used as `Altered<FlakyProviders>`.
 pub(crate) struct FlakyProviders {
-    resource: &'static str,
+    resource: Option<Resource>,
     chunk_start: chrono::NaiveDate,
     /// Fetches of `resource`'s chunk at `chunk_start` answer the provider's 500 this many times.
     fails: std::sync::atomic::AtomicUsize,
-    densify: Option<&'static str>,
+    densify: Option<Resource>,
     /// Fetches of this provider wait while the flag is set (a slow source the test lets go).
     slow: Option<(&'static str, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
     pub(crate) revoke_fails: std::sync::atomic::AtomicUsize,
@@ -651,7 +663,7 @@ impl FlakyProviders {
     /// Nothing changed.
     pub(crate) fn plain() -> Self {
         Self {
-            resource: "",
+            resource: None,
             chunk_start: "2000-01-01".parse().unwrap(),
             fails: Default::default(),
             densify: None,
@@ -669,9 +681,14 @@ impl FlakyProviders {
 
 #[async_trait::async_trait]
 impl Alteration for FlakyProviders {
-    async fn before_fetch(&self, p: &str, resource: &str, range: DateRange) -> Result<(), ProviderError> {
+    async fn before_fetch(
+        &self,
+        p: &str,
+        resource: &Resource,
+        range: DateRange,
+    ) -> Result<(), ProviderError> {
         use std::sync::atomic::Ordering::SeqCst;
-        if resource == self.resource
+        if Some(resource) == self.resource.as_ref()
             && range.start == self.chunk_start
             && self.fails.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1)).is_ok()
         {
@@ -690,13 +707,13 @@ impl Alteration for FlakyProviders {
     fn after_fetch(
         &self,
         _p: &str,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         mut fetched: FetchedResource,
     ) -> FetchedResource {
         // Only the test clock's days are dense: a historical pull's earlier days stay hourly
         // (its chunks of one day would otherwise make every day dense).
-        if self.densify == Some(resource)
+        if self.densify.as_ref() == Some(resource)
             && (range.end - range.start).num_days() <= 7
             && range.end >= crate::helpers::start_time().date_naive()
         {
@@ -733,7 +750,8 @@ async fn pipeline_a_day_of_one_second_heart_rate_is_split_into_events_under_the_
     use wearlab_domain::pipeline::MAX_EVENT_BYTES;
 
     let (t, stack, deps) =
-        with_providers(FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }).await;
+        with_providers(FlakyProviders { densify: Some(Resource::Heartrate), ..FlakyProviders::plain() })
+            .await;
     let user = user_with(&t, "pl-dense").await;
     connect(&t, &user, "oura").await;
     let run =
@@ -843,7 +861,8 @@ async fn a_day_of_one_second_samples_is_stored_in_parts(t: TestApp) {
 #[tokio::test]
 async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts() {
     let (t, _stack, deps) =
-        with_providers(FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }).await;
+        with_providers(FlakyProviders { densify: Some(Resource::Heartrate), ..FlakyProviders::plain() })
+            .await;
     a_day_of_one_second_samples_is_stored_in_parts(TestApp::on(deps, t.clock.clone()).await).await;
 }
 
@@ -853,15 +872,15 @@ async fn pipeline_a_day_of_one_second_samples_is_stored_in_parts_on_dynamodb() {
     let queue = wearlab_embedded::TableQueue::new(table.clone(), t.clock.clone());
     let t = t.with_queue(std::sync::Arc::new(queue));
     let mut deps = t.deps.clone();
-    deps.providers =
-        FlakyProviders { densify: Some("heartrate"), ..FlakyProviders::plain() }.on(t.deps.providers.clone());
+    deps.providers = FlakyProviders { densify: Some(Resource::Heartrate), ..FlakyProviders::plain() }
+        .on(t.deps.providers.clone());
     a_day_of_one_second_samples_is_stored_in_parts(TestApp::on(deps, t.clock.clone()).await).await;
 }
 
 #[tokio::test]
 async fn pipeline_failed_chunk_is_retried_and_the_event_waits_for_the_last_chunk() {
     let (t, stack, deps) = with_providers(FlakyProviders {
-        resource: "heartrate",
+        resource: Some(Resource::Heartrate),
         // 90 days from 2025-12-02: a first chunk of one day (the series' density is not known
         // yet), then chunks of 30 (24 samples a day is sparse): the third chunk.
         chunk_start: "2026-01-02".parse().unwrap(),
@@ -1121,7 +1140,7 @@ async fn pipeline_a_provider_that_keeps_failing_backs_off_then_marks_the_connect
     use wearlab_domain::pipeline::PROVIDER_FAILURE_BUDGET;
 
     let (t, stack, deps) = with_providers(FlakyProviders {
-        resource: "heartrate",
+        resource: Some(Resource::Heartrate),
         chunk_start: "2026-01-02".parse().unwrap(),
         fails: usize::MAX.into(),
         ..FlakyProviders::plain()

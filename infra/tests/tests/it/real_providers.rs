@@ -20,6 +20,7 @@ use wearlab_domain::ports::providers::{
 };
 use wearlab_domain::ports::{Condition, Item, to_body};
 use wearlab_local::LocalStack;
+use wearlab_models::Resource;
 use wearlab_providers::fake::oura::{OuraFake, USER_ID};
 use wearlab_providers::oura::Oura;
 use wearlab_providers::{Adapter, RealProviders, Route};
@@ -224,8 +225,8 @@ async fn a_real_provider_offers_exactly_the_resources_its_adapter_fills() {
     let listed = r.t.get("/v2/providers").await;
     assert_eq!(listed.status, StatusCode::OK);
     let oura = listed.body.as_array().unwrap().iter().find(|p| p["slug"] == "oura").unwrap().clone();
-    let mut expected: Vec<&str> = filled.to_vec();
-    expected.push("connection");
+    let mut expected = filled.to_vec();
+    expected.push(Resource::Connection);
     assert_eq!(oura["supported_resources"], json!(expected));
     assert!(!oura["supported_resources"].to_string().contains("stress_level"), "not filled by the adapter");
 
@@ -235,7 +236,7 @@ async fn a_real_provider_offers_exactly_the_resources_its_adapter_fills() {
     let availability = connections.body["providers"][0]["resource_availability"].as_object().unwrap();
     let mut offered: Vec<&str> = availability.keys().map(String::as_str).collect();
     offered.sort_unstable();
-    let mut sorted = filled.to_vec();
+    let mut sorted: Vec<&str> = filled.iter().map(Resource::as_str).collect();
     sorted.sort_unstable();
     assert_eq!(offered, sorted);
 
@@ -252,8 +253,8 @@ async fn a_real_provider_offers_exactly_the_resources_its_adapter_fills() {
     announced.sort();
     let mut produced: Vec<String> = filled
         .iter()
-        .flat_map(|r| wearlab_domain::pipeline::normalize::produced(r))
-        .map(str::to_owned)
+        .flat_map(wearlab_domain::pipeline::normalize::produced)
+        .map(|r| r.to_string())
         .collect();
     produced.sort();
     assert_eq!(announced, produced);
@@ -563,7 +564,7 @@ impl<A: Adapter> Adapter for Tight<A> {
     fn slug(&self) -> &'static str {
         self.inner.slug()
     }
-    fn resources(&self) -> &'static [&'static str] {
+    fn resources(&self) -> &'static [Resource] {
         self.inner.resources()
     }
     fn app_limits(&self) -> &'static [RateWindow] {
@@ -588,7 +589,7 @@ impl<A: Adapter> Adapter for Tight<A> {
     async fn fetch(
         &self,
         a: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {

@@ -130,7 +130,7 @@ impl Catalog {
     pub fn resources_on(&self, providers: &dyn Providers, slug: &str) -> Vec<Resource> {
         let Some(info) = self.get(slug) else { return Vec::new() };
         let Some(filled) = providers.resources(slug) else { return info.supported_resources.clone() };
-        let mut out: Vec<Resource> = filled.iter().map(|r| Resource::from(*r)).collect();
+        let mut out = filled.to_vec();
         if info.supported_resources.contains(&Resource::Connection) {
             out.push(Resource::Connection);
         }

@@ -3,17 +3,18 @@
 //! entry of the user's sync item, so it goes with it.
 
 use chrono::NaiveDate;
+use wearlab_models::Resource;
 
 use crate::common::ids::{TeamId, UserId};
 use crate::ports::Key;
 
 /// A stored summary: one item per (resource, day, provider, record within the day).
-pub fn summary(user: UserId, resource: &str, date: NaiveDate, provider: &str, n: &str) -> Key {
+pub fn summary(user: UserId, resource: &Resource, date: NaiveDate, provider: &str, n: &str) -> Key {
     Key::new(super::user_partition(user), format!("DATA#SUM#{resource}#{date}#{provider}#{n}"))
 }
 
 /// Sort-key bounds of a resource's summaries from `start` to `end` (inclusive).
-pub fn summary_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (String, String) {
+pub fn summary_range(resource: &Resource, start: NaiveDate, end: NaiveDate) -> (String, String) {
     (format!("DATA#SUM#{resource}#{start}#"), format!("DATA#SUM#{resource}#{end}#~"))
 }
 
@@ -21,7 +22,7 @@ pub fn summary_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (Strin
 pub const SERIES_PREFIX: &str = "DATA#TS#";
 
 /// The samples of one resource, day and provider.
-pub fn series(user: UserId, resource: &str, date: NaiveDate, provider: &str) -> Key {
+pub fn series(user: UserId, resource: &Resource, date: NaiveDate, provider: &str) -> Key {
     Key::new(super::user_partition(user), format!("{SERIES_PREFIX}{resource}#{date}#{provider}"))
 }
 
@@ -50,7 +51,7 @@ pub fn provider_of(sk: &str) -> Option<&str> {
     sk.split('#').nth(4)
 }
 
-pub fn series_range(resource: &str, start: NaiveDate, end: NaiveDate) -> (String, String) {
+pub fn series_range(resource: &Resource, start: NaiveDate, end: NaiveDate) -> (String, String) {
     (format!("{SERIES_PREFIX}{resource}#{start}#"), format!("{SERIES_PREFIX}{resource}#{end}#~"))
 }
 
@@ -116,7 +117,7 @@ mod tests {
     #[test]
     fn series_parts_follow_their_day_and_name_it() {
         let user = UserId::new_random();
-        let day = series(user, "heartrate", "2026-03-02".parse().unwrap(), "polar");
+        let day = series(user, &Resource::Heartrate, "2026-03-02".parse().unwrap(), "polar");
         let part = series_part(&day, 12);
         assert_eq!(part.sk, "DATA#TS#heartrate#2026-03-02#polar#0012");
         assert_eq!(series_part_of(&part.sk), (12, day.sk.as_str()));
@@ -125,7 +126,7 @@ mod tests {
         sks.sort();
         assert_eq!(sks, vec![day.sk.clone(), series_part(&day, 2).sk, series_part(&day, 10).sk]);
         let (from, to) =
-            series_range("heartrate", "2026-03-02".parse().unwrap(), "2026-03-02".parse().unwrap());
+            series_range(&Resource::Heartrate, "2026-03-02".parse().unwrap(), "2026-03-02".parse().unwrap());
         assert!(from < day.sk && part.sk < to, "parts are in their day's range");
     }
 }

@@ -14,8 +14,8 @@ pub mod read;
 mod store;
 
 use serde::{Deserialize, Serialize};
-use wearlab_models::EventEnvelope;
 use wearlab_models::data::DataPullPreferences;
+use wearlab_models::{EventEnvelope, Resource};
 
 use crate::Deps;
 use crate::common::error::{DomainError, issue};
@@ -153,9 +153,9 @@ pub(crate) fn data_events(
 
 /// The event types that announce `resource` (the deprecated hypnogram ones ride on sleep_cycle
 /// for teams that switched them on).
-pub(crate) fn event_types(kind: &str, resource: &str, hypnogram: bool) -> Vec<String> {
+pub(crate) fn event_types(kind: &str, resource: &Resource, hypnogram: bool) -> Vec<String> {
     let mut out = vec![format!("{kind}.data.{resource}")];
-    if resource == "sleep_cycle" && hypnogram {
+    if *resource == Resource::SleepCycle && hypnogram {
         out.push(format!("{kind}.timeseries.hypnogram"));
     }
     out

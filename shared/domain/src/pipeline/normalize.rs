@@ -5,6 +5,7 @@
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use wearlab_models::Resource;
 use wearlab_models::data::{
     ActivitySummary, BodySummary, Macros, MealSummary, ProfileSummary, Sample, SleepCycleSummary,
     SleepSummary, SleepType, SourceContext, WorkoutSummary,
@@ -15,23 +16,31 @@ use crate::common::provider_catalog::catalog;
 use crate::ports::to_body;
 
 /// Summary resources (one record per day or per session); every other resource is a timeseries.
-pub const SUMMARIES: [&str; 7] = ["activity", "sleep", "sleep_cycle", "workouts", "body", "meal", "profile"];
-/// Resources the simulator gives that Wearlab does not model yet (not stored, no events).
-const NOT_MODELLED: [&str; 1] = ["menstrual_cycle"];
+pub const SUMMARIES: [Resource; 7] = [
+    Resource::Activity,
+    Resource::Sleep,
+    Resource::SleepCycle,
+    Resource::Workouts,
+    Resource::Body,
+    Resource::Meal,
+    Resource::Profile,
+];
 
-pub fn is_summary(resource: &str) -> bool {
-    SUMMARIES.contains(&resource)
+pub fn is_summary(resource: &Resource) -> bool {
+    SUMMARIES.contains(resource)
 }
 
-pub fn is_modelled(resource: &str) -> bool {
-    !NOT_MODELLED.contains(&resource)
+/// Whether Wearlab stores `resource` (the simulator gives the menstrual cycle, which Wearlab
+/// does not model yet: not stored, no events).
+pub fn is_modelled(resource: &Resource) -> bool {
+    *resource != Resource::MenstrualCycle
 }
 
 /// The resources that fetching `fetched` produces (a sleep fetch also gives the sleep cycle).
-pub fn produced(fetched: &str) -> Vec<&str> {
+pub fn produced(fetched: &Resource) -> Vec<Resource> {
     match fetched {
-        "sleep" => vec!["sleep", "sleep_cycle"],
-        r if is_modelled(r) => vec![r],
+        Resource::Sleep => vec![Resource::Sleep, Resource::SleepCycle],
+        r if is_modelled(r) => vec![r.clone()],
         _ => vec![],
     }
 }
@@ -51,17 +60,16 @@ pub struct Context {
 /// One thing to store.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
-    Summary { resource: &'static str, date: NaiveDate, n: String, value: Value },
-    Series { resource: String, date: NaiveDate, samples: Vec<Sample> },
+    Summary { resource: Resource, date: NaiveDate, n: String, value: Value },
+    Series { resource: Resource, date: NaiveDate, samples: Vec<Sample> },
     Profile { value: Value },
 }
 
 impl Entry {
-    pub fn resource(&self) -> &str {
+    pub fn resource(&self) -> &Resource {
         match self {
-            Entry::Summary { resource, .. } => resource,
-            Entry::Series { resource, .. } => resource,
-            Entry::Profile { .. } => "profile",
+            Entry::Summary { resource, .. } | Entry::Series { resource, .. } => resource,
+            Entry::Profile { .. } => &Resource::Profile,
         }
     }
 
@@ -154,8 +162,8 @@ fn main_sleeps(records: &[Value]) -> std::collections::BTreeMap<NaiveDate, usize
 
 /// A stored summary as this version answers it: fields added since it was stored are filled in
 /// from the rest (a sleep stored before sleeps had a `type` gets the one its length gives).
-pub fn upgrade_stored(resource: &str, v: &mut Value) {
-    if resource == "sleep" && v.get("type").is_none() {
+pub fn upgrade_stored(resource: &Resource, v: &mut Value) {
+    if *resource == Resource::Sleep && v.get("type").is_none() {
         let duration = int(v, "duration").unwrap_or(0);
         if let Some(o) = v.as_object_mut() {
             o.insert("type".into(), Value::from(sleep_type(None, duration).as_str()));
@@ -179,8 +187,8 @@ impl Context {
         date(record).or_else(|| Some(self.tz(record).local_date(time(record, "time_start")?)))
     }
 
-    fn id(&self, resource: &str, day: NaiveDate, n: &str) -> String {
-        record_id(&[&self.user_id.to_string(), &self.provider, resource, &day.to_string(), n])
+    fn id(&self, resource: &Resource, day: NaiveDate, n: &str) -> String {
+        record_id(&[&self.user_id.to_string(), &self.provider, resource.as_str(), &day.to_string(), n])
     }
 
     /// Age on `day`, from the profile's birth year or the fallback birth date.
@@ -197,27 +205,27 @@ impl Context {
     }
 
     /// Every entry of one fetched resource's records.
-    pub fn entries(&self, resource: &str, records: &[Value]) -> Vec<Entry> {
+    pub fn entries(&self, resource: &Resource, records: &[Value]) -> Vec<Entry> {
         let mut out = Vec::new();
         if !is_modelled(resource) {
             return out;
         }
-        if resource == "profile" {
+        if *resource == Resource::Profile {
             for r in records {
                 out.push(Entry::Profile { value: to_body(&self.profile(r)) });
             }
             return out;
         }
         if is_summary(resource) {
-            let main = if resource == "sleep" { main_sleeps(records) } else { Default::default() };
+            let main = if *resource == Resource::Sleep { main_sleeps(records) } else { Default::default() };
             for (i, r) in records.iter().enumerate() {
                 let Some(day) = self.day(r) else { continue };
                 let start = |k: &str| time(r, k).map(|t| t.timestamp().to_string()).unwrap_or(i.to_string());
                 let n = match resource {
-                    "workouts" => start("time_start"),
+                    Resource::Workouts => start("time_start"),
                     // A day's main sleep keeps the key a day's one sleep always had; any other
                     // sleep of the day (a nap) is keyed by its start, as workouts are.
-                    "sleep" if main.get(&day) != Some(&i) => start("bedtime_start"),
+                    Resource::Sleep if main.get(&day) != Some(&i) => start("bedtime_start"),
                     _ => "0".to_owned(),
                 };
                 self.summary(resource, day, &n, r, &mut out);
@@ -239,14 +247,14 @@ impl Context {
         }
         for (day, mut samples) in by_day {
             samples.sort_by_key(|s| s.timestamp);
-            out.push(Entry::Series { resource: resource.to_owned(), date: day, samples });
+            out.push(Entry::Series { resource: resource.clone(), date: day, samples });
         }
         out
     }
 
     fn profile(&self, r: &Value) -> ProfileSummary {
         ProfileSummary {
-            id: record_id(&[&self.user_id.to_string(), &self.provider, "profile"]),
+            id: record_id(&[&self.user_id.to_string(), &self.provider, Resource::Profile.as_str()]),
             user_id: self.user_id.as_uuid(),
             height: num(r, "height_cm").map(|cm| cm / 100.0).or_else(|| num(r, "height_m")),
             birth_year: int(r, "birth_year").map(|y| y as i32),
@@ -254,19 +262,19 @@ impl Context {
         }
     }
 
-    fn summary(&self, resource: &str, day: NaiveDate, n: &str, r: &Value, out: &mut Vec<Entry>) {
+    fn summary(&self, resource: &Resource, day: NaiveDate, n: &str, r: &Value, out: &mut Vec<Entry>) {
         let tz = self.tz(r);
         let tz_name = tz.name().to_owned();
         let offset_at = |t: DateTime<Utc>| tz.offset_seconds_at(t);
         let day_offset = offset_at(Utc.from_utc_datetime(&day.and_hms_opt(12, 0, 0).unwrap_or_default()));
         let src = source(&self.provider, Some(r));
         let user_id = self.user_id.as_uuid();
-        let mut push = |resource: &'static str, value: Value| {
+        let mut push = |resource: Resource, value: Value| {
             out.push(Entry::Summary { resource, date: day, n: n.to_owned(), value });
         };
         match resource {
-            "activity" => push(
-                "activity",
+            Resource::Activity => push(
+                Resource::Activity,
                 to_body(&ActivitySummary {
                     id: self.id(resource, day, n),
                     user_id,
@@ -283,15 +291,15 @@ impl Context {
                     source: src,
                 }),
             ),
-            "sleep" | "sleep_cycle" => {
+            Resource::Sleep | Resource::SleepCycle => {
                 let Some((start, stop, duration, sleep_type)) = sleep_facts(r) else { return };
                 let secs = |k: &str| int(r, k).unwrap_or(0);
                 let (deep, rem, light, awake) =
                     (secs("deep_s"), secs("rem_s"), secs("light_s"), secs("awake_s"));
                 push(
-                    "sleep",
+                    Resource::Sleep,
                     to_body(&SleepSummary {
-                        id: self.id("sleep", day, n),
+                        id: self.id(&Resource::Sleep, day, n),
                         user_id,
                         calendar_date: day,
                         bedtime_start: start,
@@ -312,7 +320,7 @@ impl Context {
                 );
                 if let Some(stages) = r.get("stages").and_then(Value::as_array) {
                     let mut cycle = SleepCycleSummary {
-                        id: self.id("sleep_cycle", day, n),
+                        id: self.id(&Resource::SleepCycle, day, n),
                         user_id,
                         calendar_date: day,
                         session_start: start,
@@ -338,10 +346,10 @@ impl Context {
                             _ => -1,
                         });
                     }
-                    push("sleep_cycle", to_body(&cycle));
+                    push(Resource::SleepCycle, to_body(&cycle));
                 }
             }
-            "workouts" => {
+            Resource::Workouts => {
                 let (Some(start), Some(end)) = (time(r, "time_start"), time(r, "time_end")) else { return };
                 let duration = (end - start).num_seconds().max(0);
                 let average_hr = num(r, "average_hr");
@@ -357,7 +365,7 @@ impl Context {
                     zones
                 });
                 push(
-                    "workouts",
+                    Resource::Workouts,
                     to_body(&WorkoutSummary {
                         id: self.id(resource, day, n),
                         user_id,
@@ -377,8 +385,8 @@ impl Context {
                     }),
                 );
             }
-            "body" => push(
-                "body",
+            Resource::Body => push(
+                Resource::Body,
                 to_body(&BodySummary {
                     id: self.id(resource, day, n),
                     user_id,
@@ -390,8 +398,8 @@ impl Context {
                     source: src,
                 }),
             ),
-            "meal" => push(
-                "meal",
+            Resource::Meal => push(
+                Resource::Meal,
                 to_body(&MealSummary {
                     id: self.id(resource, day, n),
                     user_id,
@@ -430,7 +438,7 @@ mod tests {
     #[test]
     fn activity_units_and_fallback_time_zone() {
         let e = ctx(None).entries(
-            "activity",
+            &Resource::Activity,
             &[json!({"date": "2026-07-01", "steps": 1000.0, "distance_m": 800.0, "low_minutes": 2.0})],
         );
         let Entry::Summary { value, .. } = &e[0] else { panic!() };
@@ -447,16 +455,18 @@ mod tests {
         // 23:30 UTC is the next morning in Berlin; in Honolulu the same instant's day is the
         // UTC one, and 08:15 UTC is the evening before there.
         let r = [json!({"time_start": "2026-07-01T23:30:00Z", "steps": 10.0})];
-        let Entry::Summary { date, value, .. } = &ctx(None).entries("activity", &r)[0] else { panic!() };
+        let Entry::Summary { date, value, .. } = &ctx(None).entries(&Resource::Activity, &r)[0] else {
+            panic!()
+        };
         assert_eq!(date.to_string(), "2026-07-02");
         assert_eq!(value["calendar_date"], "2026-07-02");
         let honolulu = Context { fallback_tz: TimeZoneId::parse("Pacific/Honolulu").unwrap(), ..ctx(None) };
         let r = [json!({"time_start": "2026-07-01T08:15:00Z", "steps": 10.0})];
-        let Entry::Summary { date, .. } = &honolulu.entries("activity", &r)[0] else { panic!() };
+        let Entry::Summary { date, .. } = &honolulu.entries(&Resource::Activity, &r)[0] else { panic!() };
         assert_eq!(date.to_string(), "2026-06-30");
         // A record's own date wins.
         let r = [json!({"date": "2026-07-01", "time_start": "2026-07-01T23:30:00Z"})];
-        let Entry::Summary { date, .. } = &ctx(None).entries("activity", &r)[0] else { panic!() };
+        let Entry::Summary { date, .. } = &ctx(None).entries(&Resource::Activity, &r)[0] else { panic!() };
         assert_eq!(date.to_string(), "2026-07-01");
     }
 
@@ -464,14 +474,15 @@ mod tests {
     fn workout_zones_need_an_age() {
         let w = json!({"date": "2026-07-01", "time_start": "2026-07-01T07:00:00Z",
             "time_end": "2026-07-01T08:00:00Z", "average_hr": 150.0});
-        let Entry::Summary { value, .. } = &ctx(Some(1986)).entries("workouts", std::slice::from_ref(&w))[0]
+        let Entry::Summary { value, .. } =
+            &ctx(Some(1986)).entries(&Resource::Workouts, std::slice::from_ref(&w))[0]
         else {
             panic!()
         };
         // max 180, 150 is 83 %: zone 5 (80-90 %)
         assert_eq!(value["max_hr"], 180.0);
         assert_eq!(value["hr_zones"], json!([0, 0, 0, 0, 3600, 0]));
-        let Entry::Summary { value, .. } = &ctx(None).entries("workouts", &[w])[0] else { panic!() };
+        let Entry::Summary { value, .. } = &ctx(None).entries(&Resource::Workouts, &[w])[0] else { panic!() };
         assert!(value["hr_zones"].is_null());
     }
 
@@ -487,10 +498,10 @@ mod tests {
     /// The sleep summaries of `records` as (n, type, bedtime_start).
     fn sleeps(records: &[Value]) -> Vec<(String, String, String)> {
         ctx(None)
-            .entries("sleep", records)
+            .entries(&Resource::Sleep, records)
             .into_iter()
             .filter_map(|e| match e {
-                Entry::Summary { resource: "sleep", n, value, .. } => Some((
+                Entry::Summary { resource: Resource::Sleep, n, value, .. } => Some((
                     n,
                     value["type"].as_str().unwrap().to_owned(),
                     value["bedtime_start"].as_str().unwrap().to_owned(),
@@ -555,13 +566,13 @@ mod tests {
     #[test]
     fn a_sleep_stored_without_a_type_is_read_with_the_one_its_length_gives() {
         let mut night = json!({"duration": 28800});
-        upgrade_stored("sleep", &mut night);
+        upgrade_stored(&Resource::Sleep, &mut night);
         assert_eq!(night["type"], "long_sleep");
         let mut nap = json!({"duration": 1800, "type": "acknowledged_nap"});
-        upgrade_stored("sleep", &mut nap);
+        upgrade_stored(&Resource::Sleep, &mut nap);
         assert_eq!(nap["type"], "acknowledged_nap", "a stored type is kept");
         let mut activity = json!({"steps": 1.0});
-        upgrade_stored("activity", &mut activity);
+        upgrade_stored(&Resource::Activity, &mut activity);
         assert!(activity.get("type").is_none());
     }
 }

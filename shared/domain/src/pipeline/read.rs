@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
 use serde::de::DeserializeOwned;
+use wearlab_models::Resource;
 use wearlab_models::data::{GroupedTimeseries, ProfileSummary, SampleGroup};
 
 use super::normalize::{is_summary, upgrade_stored};
@@ -76,7 +77,7 @@ pub async fn summaries<T: DeserializeOwned>(
     deps: &Deps,
     team: TeamId,
     user: UserId,
-    resource: &str,
+    resource: &Resource,
     days: Days,
     provider: Option<&str>,
 ) -> Result<Vec<T>, DomainError> {
@@ -138,10 +139,10 @@ pub async fn profile(
 }
 
 /// Whether `resource` is a timeseries some provider gives.
-pub fn is_timeseries(resource: &str) -> bool {
+pub fn is_timeseries(resource: &Resource) -> bool {
     !is_summary(resource)
-        && resource != "connection"
-        && catalog().all().iter().any(|p| p.data_resources().any(|r| r.as_str() == resource))
+        && *resource != Resource::Connection
+        && catalog().all().iter().any(|p| p.data_resources().any(|r| r == resource))
 }
 
 /// One page of grouped samples of `resource` in `days`.
@@ -149,7 +150,7 @@ pub async fn timeseries(
     deps: &Deps,
     team: TeamId,
     user: UserId,
-    resource: &str,
+    resource: &Resource,
     days: Days,
     cursor: Option<&str>,
 ) -> Result<GroupedTimeseries, DomainError> {

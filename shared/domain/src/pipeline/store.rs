@@ -81,7 +81,7 @@ fn hash_text(text: &[u8]) -> String {
 fn key_and_value(user: UserId, provider: &str, entry: Entry) -> (Key, Value) {
     match entry {
         Entry::Summary { resource, date, n, value } => {
-            (keys::summary(user, resource, date, provider, &n), value)
+            (keys::summary(user, &resource, date, provider, &n), value)
         }
         Entry::Series { resource, date, samples } => (
             keys::series(user, &resource, date, provider),

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use wearlab_models::{LinkErrorType, MfaMethod, ProviderAvailability};
+use wearlab_models::{LinkErrorType, MfaMethod, ProviderAvailability, Resource};
 
 use crate::common::crypto::Secret;
 
@@ -90,7 +90,7 @@ impl DateRange {
 /// each with a `date` or a `timestamp`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchedResource {
-    pub resource: String,
+    pub resource: Resource,
     pub records: Vec<serde_json::Value>,
 }
 
@@ -171,7 +171,7 @@ pub struct PushNotice {
     /// The user's id at the provider (finds the connection).
     pub external_user_id: String,
     /// Catalog resources to fetch again (e.g. `sleep`, `workouts`).
-    pub resources: Vec<String>,
+    pub resources: Vec<Resource>,
     /// The days concerned, when the provider says; else the caller picks a recent window.
     pub range: Option<DateRange>,
 }
@@ -283,7 +283,7 @@ pub trait Providers: Send + Sync + 'static {
         &self,
         provider: &str,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError>;
@@ -388,7 +388,7 @@ pub trait Providers: Send + Sync + 'static {
     /// The resources a real link of `provider` fills, where this build has an adapter for it
     /// (configured or not); `None` where the catalog's reference data says (the simulator fills
     /// every resource it lists).
-    fn resources(&self, _provider: &str) -> Option<&'static [&'static str]> {
+    fn resources(&self, _provider: &str) -> Option<&'static [Resource]> {
         None
     }
 

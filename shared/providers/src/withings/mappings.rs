@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use wearlab_domain::common::ids::TimeZoneId;
 use wearlab_domain::ports::providers::DateRange;
+use wearlab_models::Resource;
 
 use super::categories;
 
@@ -167,12 +168,12 @@ fn put(record: &mut Value, key: &str, value: Option<f64>) {
 }
 
 /// The `getmeas` types of a measure resource, and the unit of its rows.
-pub(super) fn measure_types(resource: &str) -> Option<(&'static [i64], &'static str)> {
+pub(super) fn measure_types(resource: &Resource) -> Option<(&'static [i64], &'static str)> {
     Some(match resource {
-        "weight" => (&[1], "kg"),
-        "fat" => (&[6], "percent"),
-        "blood_oxygen" => (&[54], "%"),
-        "body_temperature" => (&[12, 71], "°C"),
+        Resource::Weight => (&[1], "kg"),
+        Resource::Fat => (&[6], "percent"),
+        Resource::BloodOxygen => (&[54], "%"),
+        Resource::BodyTemperature => (&[12, 71], "°C"),
         _ => return None,
     })
 }
@@ -313,12 +314,12 @@ pub(super) fn sleep_records(sleeps: &[SleepSummary], range: DateRange) -> Vec<Va
 }
 
 /// The intraday field of a series resource and the unit of its rows.
-pub(super) fn intraday_field(resource: &str) -> Option<(&'static str, &'static str)> {
+pub(super) fn intraday_field(resource: &Resource) -> Option<(&'static str, &'static str)> {
     Some(match resource {
-        "heartrate" => ("heart_rate", "bpm"),
-        "steps" => ("steps", "count"),
-        "distance" => ("distance", "m"),
-        "calories_active" => ("calories", "kcal"),
+        Resource::Heartrate => ("heart_rate", "bpm"),
+        Resource::Steps => ("steps", "count"),
+        Resource::Distance => ("distance", "m"),
+        Resource::CaloriesActive => ("calories", "kcal"),
         _ => return None,
     })
 }

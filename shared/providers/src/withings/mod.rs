@@ -36,6 +36,7 @@ use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
+use wearlab_models::Resource;
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
@@ -64,20 +65,20 @@ pub const SCOPES: &str = "user.info,user.metrics,user.activity,user.sleepevents"
 /// A provider that keeps answering `more` is cut off here (a loop, not data).
 const MAX_PAGES: usize = 10_000;
 
-const RESOURCES: &[&str] = &[
-    "profile",
-    "body",
-    "weight",
-    "fat",
-    "blood_oxygen",
-    "body_temperature",
-    "activity",
-    "workouts",
-    "sleep",
-    "heartrate",
-    "steps",
-    "distance",
-    "calories_active",
+const RESOURCES: &[Resource] = &[
+    Resource::Profile,
+    Resource::Body,
+    Resource::Weight,
+    Resource::Fat,
+    Resource::BloodOxygen,
+    Resource::BodyTemperature,
+    Resource::Activity,
+    Resource::Workouts,
+    Resource::Sleep,
+    Resource::Heartrate,
+    Resource::Steps,
+    Resource::Distance,
+    Resource::CaloriesActive,
 ];
 
 const LIMITS: &[RateWindow] = &[RateWindow { requests: 120, window_secs: 60 }];
@@ -333,7 +334,7 @@ impl Adapter for Withings {
     async fn fetch(
         &self,
         account: &ProviderAccount,
-        resource: &str,
+        resource: &Resource,
         range: DateRange,
         gate: &dyn RequestGate,
     ) -> Result<FetchedResource, ProviderError> {
@@ -348,20 +349,20 @@ impl Adapter for Withings {
         };
         let ymd = |action: &str, fields: &str| ymd_in(range, action, fields);
         let records = match resource {
-            "body" => body_records(&self.measures(gate, c, &[1, 6], Some(range)).await?, range),
-            "profile" => profile_records(&self.measures(gate, c, &[4], None).await?),
-            "activity" => {
+            Resource::Body => body_records(&self.measures(gate, c, &[1, 6], Some(range)).await?, range),
+            Resource::Profile => profile_records(&self.measures(gate, c, &[4], None).await?),
+            Resource::Activity => {
                 let form = ymd(
                     "getactivity",
                     "steps,distance,elevation,soft,moderate,intense,active,calories,totalcalories",
                 );
                 activity_records(&self.paged(gate, c, "v2/measure", form, "activities").await?, range)
             }
-            "workouts" => {
+            Resource::Workouts => {
                 let form = ymd("getworkouts", "calories,hr_average,distance");
                 workout_records(&self.paged(gate, c, "v2/measure", form, "series").await?, range)
             }
-            "sleep" => {
+            Resource::Sleep => {
                 let fields = "total_timeinbed,lightsleepduration,remsleepduration,deepsleepduration,\
                               wakeupduration,sleep_efficiency,hr_average";
                 let mut summaries = Vec::new();
@@ -397,8 +398,8 @@ impl Adapter for Withings {
                 }
             }
         };
-        tracing::debug!(provider = SLUG, resource, records = records.len(), "fetched");
-        Ok(FetchedResource { resource: resource.to_owned(), records })
+        tracing::debug!(provider = SLUG, resource = %resource, records = records.len(), "fetched");
+        Ok(FetchedResource { resource: resource.clone(), records })
     }
 
     /// `action=revoke` is a signed call: a nonce first (`getnonce`), then the revoke signed

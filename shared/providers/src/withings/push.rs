@@ -5,6 +5,7 @@
 use chrono::Duration;
 use serde::Deserialize;
 use wearlab_domain::ports::providers::{DateRange, PushNotice, PushOutcome, PushRequest};
+use wearlab_models::Resource;
 
 use super::SLUG;
 use super::mappings::epoch;
@@ -23,13 +24,20 @@ pub const APPLI_USER: u32 = 46;
 /// Wearlab does not map (bed in/out, ECG, ...). Appli 1 is every `getmeas` measure of the
 /// scale and the thermometers' body and skin temperature (measure types 71 and 73) among them.
 /// Appli 46's unlink is read apart ([`read_push`]).
-pub fn resources_of_appli(appli: i64) -> &'static [&'static str] {
+pub fn resources_of_appli(appli: i64) -> &'static [Resource] {
     match appli {
-        1 => &["body", "weight", "fat", "profile", "body_temperature"],
-        2 => &["body_temperature"],
-        4 => &["blood_oxygen"],
-        16 => &["activity", "workouts", "heartrate", "steps", "distance", "calories_active"],
-        44 => &["sleep"],
+        1 => &[Resource::Body, Resource::Weight, Resource::Fat, Resource::Profile, Resource::BodyTemperature],
+        2 => &[Resource::BodyTemperature],
+        4 => &[Resource::BloodOxygen],
+        16 => &[
+            Resource::Activity,
+            Resource::Workouts,
+            Resource::Heartrate,
+            Resource::Steps,
+            Resource::Distance,
+            Resource::CaloriesActive,
+        ],
+        44 => &[Resource::Sleep],
         _ => &[],
     }
 }
@@ -73,7 +81,7 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
         return match n.action.as_deref() {
             Some("unlink" | "delete") => PushOutcome::Notices(vec![PushNotice {
                 external_user_id: user,
-                resources: vec!["profile".to_owned()],
+                resources: vec![Resource::Profile],
                 range: None,
             }]),
             _ => PushOutcome::Notices(vec![]),
@@ -92,9 +100,5 @@ pub fn read_push(request: &PushRequest) -> PushOutcome {
         }),
         _ => None,
     };
-    PushOutcome::Notices(vec![PushNotice {
-        external_user_id: user,
-        resources: resources.iter().map(|r| (*r).to_owned()).collect(),
-        range,
-    }])
+    PushOutcome::Notices(vec![PushNotice { external_user_id: user, resources: resources.to_vec(), range }])
 }

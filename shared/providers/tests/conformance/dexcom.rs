@@ -9,6 +9,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, PushRequest,
     RateWindow,
 };
+use wearlab_models::Resource;
 use wearlab_providers::dexcom::{self, Dexcom};
 use wearlab_providers::fake::dexcom::{Failure, FakeDexcom, USER_ID};
 use wearlab_providers::{Adapter, AppConfig};
@@ -123,9 +124,9 @@ async fn refresh_keeps_the_latest_refresh_token_and_a_refused_one_is_revoked() {
 async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     let (fake, dexcom) = setup().await;
     let account = fake.account();
-    assert_eq!(dexcom.resources(), &["glucose"]);
-    let fetched = dexcom.fetch(&account, "glucose", fixture_range(), &NoLimit).await.unwrap();
-    assert_eq!(fetched.resource, "glucose");
+    assert_eq!(dexcom.resources(), &[Resource::Glucose]);
+    let fetched = dexcom.fetch(&account, &Resource::Glucose, fixture_range(), &NoLimit).await.unwrap();
+    assert_eq!(fetched.resource, Resource::Glucose);
     // The fixture's readings, oldest first, in mg/dL as Dexcom gave them; the example's reading
     // whose unit is `unknown` is kept, with its unit stated.
     assert_eq!(
@@ -156,7 +157,7 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     fake.add_egv(egv("bound", "2026-11-17T12:00:00", 110.0, "mg/dL"));
     fake.add_egv(egv("mmol", "2026-11-24T00:00:00", 7.9, "mmol/L"));
     let longer = DateRange { start: day("2026-10-01"), end: day("2026-12-31") };
-    let fetched = dexcom.fetch(&account, "glucose", longer, &NoLimit).await.unwrap();
+    let fetched = dexcom.fetch(&account, &Resource::Glucose, longer, &NoLimit).await.unwrap();
     assert_eq!(fetched.records.len(), 10, "{:?}", fetched.records);
     assert_eq!(fetched.records[0]["timestamp"], "2026-11-10T12:00:00+00:00");
     assert_eq!(
@@ -179,11 +180,11 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     assert!(q.iter().all(|w| instant(w, "endDate") - instant(w, "startDate") <= Duration::days(7)));
 
     assert!(matches!(
-        dexcom.fetch(&account, "device", fixture_range(), &NoLimit).await,
+        dexcom.fetch(&account, &Resource::Device, fixture_range(), &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
     assert!(matches!(
-        dexcom.fetch(&account, "heartrate", fixture_range(), &NoLimit).await,
+        dexcom.fetch(&account, &Resource::Heartrate, fixture_range(), &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
 }
@@ -195,24 +196,27 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
     assert_eq!(
-        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
+        dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
     fake.set_failure(Some(Failure::RateLimited { retry_after: Some(37) }));
     assert_eq!(
-        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
+        dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await,
         Err(ProviderError::RateLimited { retry_after_secs: 37 })
     );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(dexcom.fetch(&account, "glucose", range, &NoLimit).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
     fake.set_failure(None);
-    assert!(dexcom.fetch(&account, "glucose", range, &NoLimit).await.is_ok());
+    assert!(dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await.is_ok());
 
     // Past the app's hourly calls Dexcom answers 429 without saying when: the default wait.
     fake.set_hourly_limit(1);
-    assert!(dexcom.fetch(&account, "glucose", range, &NoLimit).await.is_ok());
+    assert!(dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await.is_ok());
     assert_eq!(
-        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
+        dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await,
         Err(ProviderError::RateLimited {
             retry_after_secs: wearlab_providers::http::DEFAULT_RETRY_AFTER_SECS
         })
@@ -221,7 +225,7 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     fake.set_hourly_limit(100);
     fake.expire_access_tokens();
     assert_eq!(
-        dexcom.fetch(&account, "glucose", range, &NoLimit).await,
+        dexcom.fetch(&account, &Resource::Glucose, range, &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 }

@@ -8,6 +8,7 @@ use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, RateWindow,
 };
+use wearlab_models::Resource;
 use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
 use wearlab_providers::google_health::{self, GoogleHealth, GoogleUrls};
 use wearlab_providers::{Adapter, AppConfig};
@@ -128,12 +129,12 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     for resource in adapter.resources() {
         let fetched = adapter.fetch(&account, resource, fixture_range(), &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
-        got.insert(*resource, fetched.records);
+        got.insert(resource.clone(), fetched.records);
     }
 
     // Steps: three intervals in range over two pages, oldest first; the 25th is outside.
     assert_eq!(
-        got["steps"],
+        got[&Resource::Steps],
         vec![
             json!({"timestamp": "2026-11-21T08:00:00+00:00", "value": 1200.0, "unit": "count", "timezone": "Etc/GMT-1"}),
             json!({"timestamp": "2026-11-21T09:00:00+00:00", "value": 850.0, "unit": "count", "timezone": "Etc/GMT-1"}),
@@ -141,27 +142,27 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         ]
     );
     // Millimetres to metres.
-    let metres: Vec<f64> = got["distance"].iter().map(|r| r["value"].as_f64().unwrap()).collect();
+    let metres: Vec<f64> = got[&Resource::Distance].iter().map(|r| r["value"].as_f64().unwrap()).collect();
     assert_eq!(metres, vec![850.0, 1200.5]);
-    assert!(got["distance"].iter().all(|r| r["unit"] == "m"));
-    let bpm: Vec<f64> = got["heartrate"].iter().map(|r| r["value"].as_f64().unwrap()).collect();
+    assert!(got[&Resource::Distance].iter().all(|r| r["unit"] == "m"));
+    let bpm: Vec<f64> = got[&Resource::Heartrate].iter().map(|r| r["value"].as_f64().unwrap()).collect();
     assert_eq!(bpm, vec![62.0, 71.0, 58.0], "int64 strings read as numbers");
-    assert_eq!(got["heartrate"][0]["unit"], "bpm");
+    assert_eq!(got[&Resource::Heartrate][0]["unit"], "bpm");
     assert_eq!(
-        got["hrv"],
+        got[&Resource::Hrv],
         vec![
             json!({"timestamp": "2026-11-21T12:00:00+00:00", "value": 48.2, "unit": "ms"}),
             json!({"timestamp": "2026-11-22T12:00:00+00:00", "value": 51.7, "unit": "ms"}),
         ]
     );
     assert_eq!(
-        got["blood_oxygen"],
+        got[&Resource::BloodOxygen],
         vec![json!({"timestamp": "2026-11-22T12:00:00+00:00", "value": 96.4, "unit": "%"})]
     );
 
     // Weight grams to kilograms, the day's last weighing; body fat in percent beside it.
     assert_eq!(
-        got["body"],
+        got[&Resource::Body],
         vec![
             json!({"date": "2026-11-21", "weight_kg": 72.3, "fat_percent": 21.4, "timezone": "Etc/GMT-1"}),
             json!({"date": "2026-11-23", "weight_kg": 71.95, "timezone": "Etc/GMT-1"}),
@@ -170,7 +171,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
 
     // Sleep, oldest first: the night ending on the 21st (stages), the nap of the 21st as its own
     // sleep, the classic night ending on the 22nd (UTC-5) with its asleep time as light sleep.
-    let sleeps = &got["sleep"];
+    let sleeps = &got[&Resource::Sleep];
     assert_eq!(sleeps.len(), 3);
     let night = &sleeps[0];
     assert!(night.get("type").is_none(), "a night is typed by its length in the pipeline");
@@ -196,7 +197,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert!(classic.get("stages").is_none());
 
     // Workouts: kcal as given, millimetres to metres, the local start day.
-    let w = &got["workouts"];
+    let w = &got[&Resource::Workouts];
     assert_eq!(w.len(), 2);
     assert_eq!(
         w[0],
@@ -254,9 +255,9 @@ async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
     assert_eq!(sources, ["FITBIT", "HEALTH_CONNECT"], "the fixture holds the walk twice");
 
     // The adapter reads the reconciled stream: the walk once.
-    let steps = adapter.fetch(&account, "steps", day, &NoLimit).await.unwrap().records;
+    let steps = adapter.fetch(&account, &Resource::Steps, day, &NoLimit).await.unwrap().records;
     assert_eq!(total(&steps), 1200.0 + 850.0, "{steps:?}");
-    let distance = adapter.fetch(&account, "distance", day, &NoLimit).await.unwrap().records;
+    let distance = adapter.fetch(&account, &Resource::Distance, day, &NoLimit).await.unwrap().records;
     assert_eq!(total(&distance), 850.0, "{distance:?}");
     assert!(fake.calls("steps:reconcile") > 0 && fake.calls("distance:reconcile") > 0);
 }
@@ -264,8 +265,8 @@ async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
 #[tokio::test]
 async fn any_other_resource_is_a_clear_error() {
     let (fake, adapter) = setup().await;
-    for resource in ["activity", "profile", "calories_active", "connection"] {
-        let fetched = adapter.fetch(&fake.account(), resource, fixture_range(), &NoLimit).await;
+    for resource in [Resource::Activity, Resource::Profile, Resource::CaloriesActive, Resource::Connection] {
+        let fetched = adapter.fetch(&fake.account(), &resource, fixture_range(), &NoLimit).await;
         assert!(matches!(fetched, Err(ProviderError::Unsupported(_))), "{resource}: {fetched:?}");
     }
 }
@@ -277,31 +278,34 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let range = fixture_range();
     fake.fail_next(401, 1);
     assert_eq!(
-        adapter.fetch(&account, "steps", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Steps, range, &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
     fake.fail_next(429, 1);
     // Google names no reset: the shared default wait.
     assert_eq!(
-        adapter.fetch(&account, "sleep", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Sleep, range, &NoLimit).await,
         Err(ProviderError::RateLimited {
             retry_after_secs: wearlab_providers::http::DEFAULT_RETRY_AFTER_SECS
         })
     );
     fake.fail_next(503, 1);
     assert!(matches!(
-        adapter.fetch(&account, "heartrate", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Heartrate, range, &NoLimit).await,
         Err(ProviderError::Api(_))
     ));
-    assert!(adapter.fetch(&account, "steps", range, &NoLimit).await.is_ok());
+    assert!(adapter.fetch(&account, &Resource::Steps, range, &NoLimit).await.is_ok());
     fake.expire_access_tokens();
-    assert_eq!(adapter.fetch(&account, "hrv", range, &NoLimit).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        adapter.fetch(&account, &Resource::Hrv, range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
 
     // Google's 300 calls a minute per user answer 429 once spent.
     let account = fake.account();
     fake.set_per_user_limit(0);
     assert!(matches!(
-        adapter.fetch(&account, "steps", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Steps, range, &NoLimit).await,
         Err(ProviderError::RateLimited { .. })
     ));
 }
@@ -351,7 +355,7 @@ async fn a_notification_with_the_secret_and_googles_signature_becomes_a_notice_f
     };
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].external_user_id, fake::USER_ID);
-    assert_eq!(notices[0].resources, vec!["steps"]);
+    assert_eq!(notices[0].resources, vec![Resource::Steps]);
     assert_eq!(notices[0].range, Some(DateRange { start: day("2026-11-21"), end: day("2026-11-23") }));
     assert_eq!(adapter.push_claimed_user(&push).as_deref(), Some(fake::USER_ID));
 
@@ -377,12 +381,12 @@ async fn a_notification_with_the_secret_and_googles_signature_becomes_a_notice_f
             other => panic!("{other:?}"),
         }
     };
-    assert_eq!(notice_of("sleep"), vec!["sleep"]);
-    assert_eq!(notice_of("exercise"), vec!["workouts"]);
-    assert_eq!(notice_of("heart-rate"), vec!["heartrate"]);
-    assert_eq!(notice_of("body-fat"), vec!["body"]);
-    assert_eq!(notice_of("weight"), vec!["body"]);
-    assert_eq!(notice_of("daily-oxygen-saturation"), vec!["blood_oxygen"]);
+    assert_eq!(notice_of("sleep"), vec![Resource::Sleep]);
+    assert_eq!(notice_of("exercise"), vec![Resource::Workouts]);
+    assert_eq!(notice_of("heart-rate"), vec![Resource::Heartrate]);
+    assert_eq!(notice_of("body-fat"), vec![Resource::Body]);
+    assert_eq!(notice_of("weight"), vec![Resource::Body]);
+    assert_eq!(notice_of("daily-oxygen-saturation"), vec![Resource::BloodOxygen]);
     assert!(notice_of("floors").is_empty(), "authentic but nothing Wearlab maps");
 }
 
@@ -449,7 +453,7 @@ async fn deregistration_revokes_the_grant_at_google() {
     let refresh = account.credentials.refresh_token.as_ref().unwrap().expose().to_owned();
     assert_eq!(fake.revoked(), vec![refresh], "the refresh token: revoking it ends the grant");
     assert_eq!(
-        adapter.fetch(&account, "steps", fixture_range(), &NoLimit).await,
+        adapter.fetch(&account, &Resource::Steps, fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused),
         "the grant's access token is gone with it"
     );

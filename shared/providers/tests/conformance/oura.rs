@@ -7,6 +7,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushOutcome, PushRequest,
 };
+use wearlab_models::Resource;
 use wearlab_providers::Adapter;
 use wearlab_providers::fake::oura::{OuraFake, USER_ID};
 use wearlab_providers::oura::{self, Oura};
@@ -112,7 +113,7 @@ async fn refresh_rotates_the_single_use_refresh_token() {
     // The new one works, and gives new data access.
     let newer = adapter.refresh(&client(), &fresh).await.unwrap();
     let acc = ProviderAccount { external_user_id: USER_ID.into(), credentials: newer };
-    assert_eq!(adapter.fetch(&acc, "workouts", range(), &NoLimit).await.unwrap().records.len(), 2);
+    assert_eq!(adapter.fetch(&acc, &Resource::Workouts, range(), &NoLimit).await.unwrap().records.len(), 2);
 }
 
 fn by_date<'a>(records: &'a [Value], date: &str) -> &'a Value {
@@ -123,12 +124,12 @@ fn by_date<'a>(records: &'a [Value], date: &str) -> &'a Value {
 async fn fetches_every_resource_across_pages_with_units() {
     let (fake, adapter) = setup().await;
     let acc = account(&fake);
-    let fetch = |r: &'static str| {
+    let fetch = |r: Resource| {
         let (adapter, acc) = (&adapter, &acc);
-        async move { adapter.fetch(acc, r, range(), &NoLimit).await.unwrap().records }
+        async move { adapter.fetch(acc, &r, range(), &NoLimit).await.unwrap().records }
     };
 
-    let activity = fetch("activity").await;
+    let activity = fetch(Resource::Activity).await;
     assert_eq!(activity.len(), 3);
     let a = by_date(&activity, "2026-11-20");
     assert_eq!(a["steps"], 9421.0);
@@ -143,7 +144,7 @@ async fn fetches_every_resource_across_pages_with_units() {
     // Three documents at two a page: two pages.
     assert_eq!(fake.calls("daily_activity"), 2);
 
-    let sleep = fetch("sleep").await;
+    let sleep = fetch(Resource::Sleep).await;
     assert_eq!(sleep.len(), 4, "the nap of the 20th is a sleep of its own");
     let s = by_date(&sleep, "2026-11-20");
     assert_eq!(s["type"], "long_sleep");
@@ -166,17 +167,17 @@ async fn fetches_every_resource_across_pages_with_units() {
     assert_eq!(nap["duration_s"], 1800.0);
     assert_eq!(nap["bedtime_stop"], "2026-11-20T15:30:00+01:00");
 
-    let hrv = fetch("hrv").await;
+    let hrv = fetch(Resource::Hrv).await;
     assert_eq!(hrv.len(), 2 + 2 + 2, "null samples skipped");
     assert_eq!(hrv[0]["timestamp"], "2026-11-19T22:04:00+00:00");
     assert_eq!(hrv[0]["unit"], "ms");
     assert_eq!(hrv[1]["timestamp"], "2026-11-19T22:14:00+00:00", "interval 300 s");
 
-    let resp = fetch("respiratory_rate").await;
+    let resp = fetch(Resource::RespiratoryRate).await;
     assert_eq!(resp.len(), 3);
     assert_eq!(resp[0]["value"], 14.875);
 
-    let workouts = fetch("workouts").await;
+    let workouts = fetch(Resource::Workouts).await;
     assert_eq!(workouts.len(), 2);
     let w = by_date(&workouts, "2026-11-22");
     assert_eq!(w["sport"], "running");
@@ -184,35 +185,35 @@ async fn fetches_every_resource_across_pages_with_units() {
     assert_eq!(w["distance_m"], 8400.0);
     assert_eq!(w["time_start"], "2026-11-22T09:00:00+01:00");
 
-    let hr = fetch("heartrate").await;
+    let hr = fetch(Resource::Heartrate).await;
     assert_eq!(hr.len(), 5);
     assert_eq!(hr[2]["value"], 122.0);
     assert_eq!(hr[2]["unit"], "bpm");
     // 24 days in one 30-day window, five rows at two a page: three pages.
     assert_eq!(fake.calls("heartrate"), 3);
 
-    let spo2 = fetch("blood_oxygen").await;
+    let spo2 = fetch(Resource::BloodOxygen).await;
     assert_eq!(spo2.len(), 2, "a day without an average is skipped");
     assert_eq!(spo2[0]["value"], 96.8);
     assert_eq!(spo2[0]["unit"], "%");
 
-    let temp = fetch("body_temperature_delta").await;
+    let temp = fetch(Resource::BodyTemperatureDelta).await;
     assert_eq!(temp.len(), 2);
     assert_eq!(temp[1]["value"], 0.35);
     assert_eq!(temp[1]["unit"], "°C");
 
-    let profile = fetch("profile").await;
+    let profile = fetch(Resource::Profile).await;
     assert_eq!(profile[0]["height_m"], 1.8);
     assert_eq!(profile[0]["birth_year"], i64::from(chrono::Datelike::year(&Utc::now())) - 31);
 
-    assert!(fetch("stress_level").await.is_empty(), "no Oura series: empty, not an error");
+    assert!(fetch(Resource::StressLevel).await.is_empty(), "no Oura series: empty, not an error");
 
     // A range leaves out other days.
     let one = DateRange {
         start: NaiveDate::from_ymd_opt(2026, 11, 21).unwrap(),
         end: NaiveDate::from_ymd_opt(2026, 11, 21).unwrap(),
     };
-    let a = adapter.fetch(&acc, "activity", one, &NoLimit).await.unwrap().records;
+    let a = adapter.fetch(&acc, &Resource::Activity, one, &NoLimit).await.unwrap().records;
     assert_eq!(a.len(), 1);
     assert_eq!(a[0]["date"], "2026-11-21");
 }
@@ -226,7 +227,7 @@ async fn heart_rate_is_asked_for_in_windows_of_thirty_days() {
         start: NaiveDate::from_ymd_opt(2026, 8, 1).unwrap(),
         end: NaiveDate::from_ymd_opt(2026, 11, 24).unwrap(),
     };
-    let hr = adapter.fetch(&acc, "heartrate", long, &NoLimit).await.unwrap().records;
+    let hr = adapter.fetch(&acc, &Resource::Heartrate, long, &NoLimit).await.unwrap().records;
     assert_eq!(hr.len(), 5, "every row once");
     // 116 days: four windows.
     assert_eq!(fake.calls("heartrate"), 4);
@@ -237,29 +238,35 @@ async fn errors_map_401_429_and_5xx() {
     let (fake, adapter) = setup().await;
     let acc = account(&fake);
     fake.fail_next(429, 1);
-    match adapter.fetch(&acc, "activity", range(), &NoLimit).await {
+    match adapter.fetch(&acc, &Resource::Activity, range(), &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => assert_eq!(retry_after_secs, 7),
         other => panic!("{other:?}"),
     }
     fake.fail_next(503, 1);
-    assert!(matches!(adapter.fetch(&acc, "sleep", range(), &NoLimit).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        adapter.fetch(&acc, &Resource::Sleep, range(), &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
     fake.fail_next(500, 1);
-    assert!(matches!(adapter.fetch(&acc, "profile", range(), &NoLimit).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        adapter.fetch(&acc, &Resource::Profile, range(), &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
     fake.fail_next(403, 1);
     assert!(matches!(
-        adapter.fetch(&acc, "workouts", range(), &NoLimit).await,
+        adapter.fetch(&acc, &Resource::Workouts, range(), &NoLimit).await,
         Err(ProviderError::CredentialError(_))
     ));
     // A failure on a later page fails the fetch (no half resource).
     fake.expire_access_tokens();
     assert_eq!(
-        adapter.fetch(&acc, "heartrate", range(), &NoLimit).await,
+        adapter.fetch(&acc, &Resource::Heartrate, range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
     // After a refresh the new token works.
     let fresh = adapter.refresh(&client(), &acc.credentials).await.unwrap();
     let acc = ProviderAccount { credentials: fresh, ..acc };
-    assert_eq!(adapter.fetch(&acc, "heartrate", range(), &NoLimit).await.unwrap().records.len(), 5);
+    assert_eq!(adapter.fetch(&acc, &Resource::Heartrate, range(), &NoLimit).await.unwrap().records.len(), 5);
 }
 
 fn push_post(body: &str, timestamp: i64, signature: Option<String>) -> PushRequest {
@@ -295,7 +302,7 @@ async fn push_handshake_and_signatures() {
         PushOutcome::Notices(n) => {
             assert_eq!(n.len(), 1);
             assert_eq!(n[0].external_user_id, USER_ID);
-            assert_eq!(n[0].resources, ["sleep", "hrv", "respiratory_rate"]);
+            assert_eq!(n[0].resources, [Resource::Sleep, Resource::Hrv, Resource::RespiratoryRate]);
             let r = n[0].range.unwrap();
             assert_eq!((r.start.to_string(), r.end.to_string()), ("2026-11-21".into(), "2026-11-22".into()));
         }
@@ -325,7 +332,7 @@ async fn revoke_ends_access() {
     adapter.revoke(&client(), &acc).await.unwrap();
     assert_eq!(fake.calls("revoke"), 1);
     assert_eq!(
-        adapter.fetch(&acc, "activity", range(), &NoLimit).await,
+        adapter.fetch(&acc, &Resource::Activity, range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
     // Revoking again (token already dead) is not an error.
@@ -351,7 +358,7 @@ async fn push_timestamps_in_milliseconds_are_read_too() {
     let now_ms = Utc::now().timestamp_millis();
     let signed = oura::sign("oura-secret", &now_ms.to_string(), body.as_bytes());
     match adapter.push(&client(), Some(PUSH_TOKEN), &push_post(body, now_ms, Some(signed))) {
-        PushOutcome::Notices(n) => assert_eq!(n[0].resources, ["workouts"]),
+        PushOutcome::Notices(n) => assert_eq!(n[0].resources, [Resource::Workouts]),
         other => panic!("a fresh push stamped in milliseconds: {other:?}"),
     }
     let old_ms = now_ms - 3_600_000;

@@ -6,6 +6,7 @@ use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, RateWindow,
 };
+use wearlab_models::Resource;
 use wearlab_providers::fake::polar::{self as fake, Failure, FakePolar};
 use wearlab_providers::polar::{self, Polar};
 use wearlab_providers::{Adapter, AppConfig};
@@ -90,7 +91,7 @@ async fn an_already_registered_user_links_again() {
     let linked = polar.exchange_code(&exchange(&code, client())).await.unwrap();
     assert_eq!(linked.external_user_id, "475");
     assert_eq!(fake.calls("register"), 1, "answered 409, which is success");
-    assert!(polar.fetch(&linked, "sleep", fixture_range(), &NoLimit).await.is_ok());
+    assert!(polar.fetch(&linked, &Resource::Sleep, fixture_range(), &NoLimit).await.is_ok());
 }
 
 #[tokio::test]
@@ -120,18 +121,18 @@ async fn fetches_every_resource_with_units_converted() {
     let today = Utc::now().date_naive();
     let mut got = std::collections::HashMap::new();
     for resource in polar.resources() {
-        let range = match *resource {
+        let range = match resource {
             // Polar keeps only the current weight, dated today.
-            "body" => DateRange { start: today - Duration::days(1), end: today },
+            Resource::Body => DateRange { start: today - Duration::days(1), end: today },
             _ => fixture_range(),
         };
         let fetched = polar.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
-        got.insert(*resource, fetched.records);
+        got.insert(resource.clone(), fetched.records);
     }
 
     // Local start plus its offset (minutes) is UTC; the ISO 8601 duration gives the end.
-    let w = &got["workouts"];
+    let w = &got[&Resource::Workouts];
     assert_eq!(w.len(), 3);
     assert_eq!(
         w[0],
@@ -146,15 +147,15 @@ async fn fetches_every_resource_with_units_converted() {
     assert_eq!(w[1]["timezone"], "Etc/GMT-1");
     assert_eq!(w[2]["sport"], "cycling");
 
-    assert_eq!(got["activity"].len(), 3);
+    assert_eq!(got[&Resource::Activity].len(), 3);
     assert_eq!(
-        got["activity"][0],
+        got[&Resource::Activity][0],
         json!({"time_start": "2026-11-21T08:15:30Z", "steps": 8823.0, "calories_total": 2500.0,
             "calories_active": 1500.0, "distance_m": 4590.53}),
         "POLAR-SPEC's start_time is UTC and names no zone: the pipeline dates it in the user's"
     );
 
-    let sleep = &got["sleep"];
+    let sleep = &got[&Resource::Sleep];
     assert_eq!(sleep.len(), 2);
     assert_eq!(sleep[0]["date"], "2026-11-21");
     assert_eq!(sleep[0]["bedtime_start"], "2026-11-20T21:39:07Z");
@@ -178,7 +179,7 @@ async fn fetches_every_resource_with_units_converted() {
 
     // Device-local sample times anchored with the offset of the day's (or nearest) sleep.
     assert_eq!(
-        got["heartrate"],
+        got[&Resource::Heartrate],
         vec![
             json!({"timestamp": "2026-11-20T21:02:08Z", "value": 63.0, "unit": "bpm", "timezone": "Etc/GMT-3"}),
             json!({"timestamp": "2026-11-20T21:07:08Z", "value": 62.0, "unit": "bpm", "timezone": "Etc/GMT-3"}),
@@ -187,16 +188,16 @@ async fn fetches_every_resource_with_units_converted() {
         ]
     );
     assert_eq!(
-        got["hrv"],
+        got[&Resource::Hrv],
         vec![
             json!({"timestamp": "2026-11-21T06:19:37Z", "value": 28.0, "unit": "ms", "timezone": "Etc/GMT-3"}),
             json!({"timestamp": "2026-11-23T12:00:00Z", "value": 41.0, "unit": "ms"}),
         ],
         "RMSSD at the end of the night's sleep, else noon UTC"
     );
-    assert_eq!(got["profile"], vec![json!({"height_cm": 175.0, "birth_year": 1990})]);
-    assert_eq!(got["body"], vec![json!({"date": today.to_string(), "weight_kg": 70.5})]);
-    let past = polar.fetch(&account, "body", fixture_range(), &NoLimit).await.unwrap();
+    assert_eq!(got[&Resource::Profile], vec![json!({"height_cm": 175.0, "birth_year": 1990})]);
+    assert_eq!(got[&Resource::Body], vec![json!({"date": today.to_string(), "weight_kg": 70.5})]);
+    let past = polar.fetch(&account, &Resource::Body, fixture_range(), &NoLimit).await.unwrap();
     assert!(past.records.is_empty(), "the current weight is not written into past days");
 }
 
@@ -206,12 +207,12 @@ async fn long_ranges_are_asked_in_28_day_windows_no_older_than_365_days() {
     let account = fake.account();
     let today = Utc::now().date_naive();
     let range = DateRange { start: today - Duration::days(400), end: today };
-    polar.fetch(&account, "activity", range, &NoLimit).await.unwrap();
+    polar.fetch(&account, &Resource::Activity, range, &NoLimit).await.unwrap();
     let asked = fake.queries("activities");
     assert_eq!(asked.len(), 14, "366 days in windows of 28");
     assert_eq!(asked[0]["from"], (today - Duration::days(365)).to_string());
     assert_eq!(asked.last().unwrap()["to"], today.to_string());
-    polar.fetch(&account, "heartrate", range, &NoLimit).await.unwrap();
+    polar.fetch(&account, &Resource::Heartrate, range, &NoLimit).await.unwrap();
     assert_eq!(fake.queries("continuous-heart-rate").len(), 14);
 }
 
@@ -221,13 +222,13 @@ async fn ranges_older_than_polars_lists_cost_no_call() {
     let account = fake.account();
     let today = Utc::now().date_naive();
     let old = DateRange { start: today - Duration::days(90), end: today - Duration::days(60) };
-    for resource in ["workouts", "sleep", "hrv"] {
-        assert!(polar.fetch(&account, resource, old, &NoLimit).await.unwrap().records.is_empty());
+    for resource in [Resource::Workouts, Resource::Sleep, Resource::Hrv] {
+        assert!(polar.fetch(&account, &resource, old, &NoLimit).await.unwrap().records.is_empty());
     }
     let asked = ["exercises", "sleep", "nightly-recharge"].map(|r| fake.calls(r));
     assert_eq!(asked, [0, 0, 0], "the lists hold the last 28 or 30 days only");
     // Activity and heart rate take ranges: asked.
-    polar.fetch(&account, "activity", old, &NoLimit).await.unwrap();
+    polar.fetch(&account, &Resource::Activity, old, &NoLimit).await.unwrap();
     assert_eq!(fake.calls("activities"), 2);
 }
 
@@ -237,19 +238,25 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = fake.account();
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(polar.fetch(&account, "sleep", range, &NoLimit).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        polar.fetch(&account, &Resource::Sleep, range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(polar.fetch(&account, "workouts", range, &NoLimit).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        polar.fetch(&account, &Resource::Workouts, range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
     fake.set_failure(None);
 
     // Past the 15-minute budget Polar answers 429 with the seconds left in its window.
     fake.set_window_budget(1);
-    assert!(polar.fetch(&account, "workouts", range, &NoLimit).await.is_ok());
-    let limited = polar.fetch(&account, "workouts", range, &NoLimit).await;
+    assert!(polar.fetch(&account, &Resource::Workouts, range, &NoLimit).await.is_ok());
+    let limited = polar.fetch(&account, &Resource::Workouts, range, &NoLimit).await;
     let Err(ProviderError::RateLimited { retry_after_secs }) = limited else { panic!("{limited:?}") };
     assert!((1..=900).contains(&retry_after_secs), "{retry_after_secs}");
 
-    let other = polar.fetch(&account, "blood_oxygen", range, &NoLimit).await;
+    let other = polar.fetch(&account, &Resource::BloodOxygen, range, &NoLimit).await;
     assert!(matches!(other, Err(ProviderError::Unsupported(_))), "{other:?}");
 }
 
@@ -291,7 +298,7 @@ fn pushes_answer_the_ping_and_need_the_webhook_signature() {
     let PushOutcome::Notices(notices) = read(&good) else { panic!("refused") };
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].external_user_id, "475");
-    assert_eq!(notices[0].resources, vec!["workouts"]);
+    assert_eq!(notices[0].resources, vec![Resource::Workouts]);
     assert_eq!(notices[0].range, Some(DateRange { start: day("2026-11-22"), end: day("2026-11-23") }));
     assert_eq!(polar.push_claimed_user(&good), None, "one webhook, the platform client's");
 
@@ -320,12 +327,12 @@ fn pushes_answer_the_ping_and_need_the_webhook_signature() {
         };
     let sleep = notice_of(json!({"event": "SLEEP", "user_id": 475, "date": "2019-12-31",
         "timestamp": "2018-05-15T14:22:24Z", "url": "https://www.polaraccesslink.com/v3/users/sleep/2019-12-31"}));
-    assert_eq!(sleep[0].resources, vec!["sleep", "hrv"]);
+    assert_eq!(sleep[0].resources, vec![Resource::Sleep, Resource::Hrv]);
     assert_eq!(sleep[0].range, Some(DateRange { start: day("2019-12-30"), end: day("2019-12-31") }));
     let hr = notice_of(json!({"event": "CONTINUOUS_HEART_RATE", "user_id": 475, "date": "2022-09-30"}));
-    assert_eq!(hr[0].resources, vec!["heartrate"]);
+    assert_eq!(hr[0].resources, vec![Resource::Heartrate]);
     let info = notice_of(json!({"event": "PHYSICAL_INFORMATION", "user_id": 475}));
-    assert_eq!(info[0].resources, vec!["profile", "body"]);
+    assert_eq!(info[0].resources, vec![Resource::Profile, Resource::Body]);
     assert!(notice_of(json!({"event": "SLEEP_WISE_ALERTNESS", "user_id": 475})).is_empty(), "not mapped");
 }
 
@@ -337,7 +344,7 @@ async fn revoke_deregisters_the_user_at_polar() {
     assert_eq!(fake.calls("deregister"), 1);
     assert!(!fake.registration().0, "deregistered");
     assert_eq!(
-        polar.fetch(&linked, "sleep", fixture_range(), &NoLimit).await,
+        polar.fetch(&linked, &Resource::Sleep, fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused),
         "deregistration revokes the token"
     );

@@ -10,6 +10,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderError,
     PushOutcome, RateWindow,
 };
+use wearlab_models::Resource;
 use wearlab_providers::fake::strava::{self as fake, ATHLETE_ID, Failure, FakeStrava};
 use wearlab_providers::strava::{self, Strava};
 use wearlab_providers::{Adapter, AppConfig};
@@ -126,10 +127,10 @@ async fn fetches_every_resource_with_units() {
     for resource in adapter.resources() {
         let fetched = adapter.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
-        got.insert(*resource, fetched.records);
+        got.insert(resource.clone(), fetched.records);
     }
 
-    let workouts = &got["workouts"];
+    let workouts = &got[&Resource::Workouts];
     assert_eq!(workouts.len(), 5, "{workouts:?}");
     let bondcliff = workouts.iter().find(|w| w["time_start"] == "2026-11-21T12:35:51Z").unwrap();
     assert_eq!(bondcliff["date"], "2026-11-21");
@@ -160,7 +161,7 @@ async fn fetches_every_resource_with_units() {
 
     // Streams: four recorded activities (the manual hike has none), 12 samples each.
     let streams = fixture("streams.json");
-    let hr = &got["heartrate"];
+    let hr = &got[&Resource::Heartrate];
     assert_eq!(hr.len(), 48);
     let first = hr.iter().find(|r| r["timestamp"] == "2026-11-21T12:35:51Z").unwrap();
     assert_eq!(first["value"], streams["1234567809"]["heartrate"]["data"][0].as_f64().unwrap());
@@ -169,7 +170,7 @@ async fn fetches_every_resource_with_units() {
     assert!(hr.iter().any(|r| r["timestamp"] == "2026-11-21T12:37:41Z"), "start + the time stream's 110 s");
 
     // Distance: metres since the previous sample; they add up to the stream's last value.
-    let ride: Vec<&Value> = got["distance"]
+    let ride: Vec<&Value> = got[&Resource::Distance]
         .iter()
         .filter(|r| r["timestamp"].as_str().unwrap().starts_with("2026-11-21"))
         .collect();
@@ -182,7 +183,7 @@ async fn fetches_every_resource_with_units() {
     assert!((total - 49.5).abs() < 1e-9, "{total}");
 
     // The workout stream: power (W) and cadence (rpm); the run has no power meter.
-    let stream = &got["workout_stream"];
+    let stream = &got[&Resource::WorkoutStream];
     assert_eq!(stream.iter().filter(|r| r["unit"] == "W").count(), 36);
     assert_eq!(stream.iter().filter(|r| r["unit"] == "rpm").count(), 48);
     assert!(stream.iter().any(|r| r["unit"] == "W" && r["value"] == 240.0));
@@ -192,7 +193,7 @@ async fn fetches_every_resource_with_units() {
     assert_eq!(keys["keys"], strava::STREAM_KEYS);
     assert_eq!(keys["key_by_type"], "true");
 
-    assert_eq!(got["profile"], vec![json!({})], "Strava's athlete has no height or birth date");
+    assert_eq!(got[&Resource::Profile], vec![json!({})], "Strava's athlete has no height or birth date");
 }
 
 /// The pipeline fetches a chunk's stream resources at once: the activity list and each
@@ -203,7 +204,11 @@ async fn a_chunks_stream_resources_share_one_list_and_one_streams_call_per_activ
     let account = granted(&fake, "read,activity:read_all");
     let gate = Counting::new();
     let fetch = |resource| adapter.fetch(&account, resource, fixture_range(), &gate);
-    let (hr, distance, stream) = tokio::join!(fetch("heartrate"), fetch("distance"), fetch("workout_stream"));
+    let (hr, distance, stream) = tokio::join!(
+        fetch(&Resource::Heartrate),
+        fetch(&Resource::Distance),
+        fetch(&Resource::WorkoutStream)
+    );
     assert_eq!(hr.unwrap().records.len(), 48);
     assert_eq!(distance.unwrap().records.len(), 48);
     assert_eq!(stream.unwrap().records.len(), 36 + 48);
@@ -214,7 +219,7 @@ async fn a_chunks_stream_resources_share_one_list_and_one_streams_call_per_activ
     // Another connection's token reads Strava itself, never what this one read.
     let other = granted(&fake, "read,activity:read_all");
     assert_ne!(other.credentials.access_token, account.credentials.access_token);
-    adapter.fetch(&other, "heartrate", fixture_range(), &NoLimit).await.unwrap();
+    adapter.fetch(&other, &Resource::Heartrate, fixture_range(), &NoLimit).await.unwrap();
     assert_eq!(fake.calls("activities"), 2);
     assert_eq!(fake.calls("streams"), 8);
 }
@@ -225,9 +230,9 @@ async fn a_failed_call_is_not_kept() {
     let (fake, adapter) = setup().await;
     let account = granted(&fake, "read,activity:read_all");
     fake.set_failure(Some(Failure::ServerError));
-    assert!(adapter.fetch(&account, "heartrate", fixture_range(), &NoLimit).await.is_err());
+    assert!(adapter.fetch(&account, &Resource::Heartrate, fixture_range(), &NoLimit).await.is_err());
     fake.set_failure(None);
-    let hr = adapter.fetch(&account, "heartrate", fixture_range(), &NoLimit).await.unwrap();
+    let hr = adapter.fetch(&account, &Resource::Heartrate, fixture_range(), &NoLimit).await.unwrap();
     assert_eq!(hr.records.len(), 48);
 }
 
@@ -236,7 +241,8 @@ async fn the_activity_list_is_followed_until_a_short_page() {
     let (fake, adapter) = setup().await;
     fake.add_activities(250);
     let account = granted(&fake, "read,activity:read_all");
-    let workouts = adapter.fetch(&account, "workouts", fixture_range(), &NoLimit).await.unwrap().records;
+    let workouts =
+        adapter.fetch(&account, &Resource::Workouts, fixture_range(), &NoLimit).await.unwrap().records;
     assert_eq!(workouts.len(), 255);
     let pages = fake.queries("activities");
     assert!(pages.iter().all(|q| q["per_page"] == "200"), "Strava's largest page");
@@ -248,21 +254,24 @@ async fn private_activities_need_activity_read_all_and_no_activity_scope_is_a_cl
     let (fake, adapter) = setup().await;
     let range = fixture_range();
     let public_only = granted(&fake, "read,activity:read");
-    let workouts = adapter.fetch(&public_only, "workouts", range, &NoLimit).await.unwrap().records;
+    let workouts = adapter.fetch(&public_only, &Resource::Workouts, range, &NoLimit).await.unwrap().records;
     assert_eq!(workouts.len(), 4, "the private hike is skipped");
     assert!(workouts.iter().all(|w| w["sport"] != "hike"));
 
     let none = granted(&fake, "read");
-    for resource in ["workouts", "heartrate", "distance", "workout_stream"] {
+    for resource in [Resource::Workouts, Resource::Heartrate, Resource::Distance, Resource::WorkoutStream] {
         assert_eq!(
-            adapter.fetch(&none, resource, range, &NoLimit).await,
+            adapter.fetch(&none, &resource, range, &NoLimit).await,
             Err(ProviderError::ScopesNotGranted(vec!["activity:read".into()])),
             "{resource}"
         );
     }
-    assert!(adapter.fetch(&none, "profile", range, &NoLimit).await.is_ok(), "read is enough for the athlete");
+    assert!(
+        adapter.fetch(&none, &Resource::Profile, range, &NoLimit).await.is_ok(),
+        "read is enough for the athlete"
+    );
     assert!(matches!(
-        adapter.fetch(&none, "sleep", range, &NoLimit).await,
+        adapter.fetch(&none, &Resource::Sleep, range, &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
 }
@@ -274,19 +283,19 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
     assert_eq!(
-        adapter.fetch(&account, "workouts", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Workouts, range, &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
     fake.set_failure(Some(Failure::ServerError));
     assert!(matches!(
-        adapter.fetch(&account, "heartrate", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Heartrate, range, &NoLimit).await,
         Err(ProviderError::Api(_))
     ));
     fake.set_failure(None);
 
     // Over the 15-minute read limit: wait for the next quarter hour at most.
     fake.set_read_limits(0, 1000);
-    match adapter.fetch(&account, "workouts", range, &NoLimit).await {
+    match adapter.fetch(&account, &Resource::Workouts, range, &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => {
             assert!((1..=900).contains(&retry_after_secs))
         }
@@ -294,7 +303,7 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     }
     // Over the daily one: wait for 00:00 UTC at most.
     fake.set_read_limits(100, 0);
-    match adapter.fetch(&account, "profile", range, &NoLimit).await {
+    match adapter.fetch(&account, &Resource::Profile, range, &NoLimit).await {
         Err(ProviderError::RateLimited { retry_after_secs }) => {
             assert!((1..=86_400).contains(&retry_after_secs))
         }
@@ -303,7 +312,7 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     fake.set_read_limits(100, 1000);
     fake.expire_access_tokens();
     assert_eq!(
-        adapter.fetch(&account, "profile", range, &NoLimit).await,
+        adapter.fetch(&account, &Resource::Profile, range, &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 }
@@ -319,7 +328,16 @@ fn app_limits_are_stravas_read_limits() {
         ]
     );
     assert_eq!(adapter.slug(), "strava");
-    assert_eq!(adapter.resources(), ["profile", "workouts", "workout_stream", "heartrate", "distance"]);
+    assert_eq!(
+        adapter.resources(),
+        [
+            Resource::Profile,
+            Resource::Workouts,
+            Resource::WorkoutStream,
+            Resource::Heartrate,
+            Resource::Distance
+        ]
+    );
     assert_eq!(Strava::endpoints().api, "https://www.strava.com/api/v3");
 }
 
@@ -357,7 +375,10 @@ fn events_fetch_the_activitys_days_or_deauthorise_the_athlete() {
     };
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].external_user_id, ATHLETE_ID.to_string());
-    assert_eq!(notices[0].resources, ["workouts", "workout_stream", "heartrate", "distance"]);
+    assert_eq!(
+        notices[0].resources,
+        [Resource::Workouts, Resource::WorkoutStream, Resource::Heartrate, Resource::Distance]
+    );
     assert_eq!(notices[0].range, Some(DateRange { start: day("2026-11-22"), end: day("2026-11-23") }));
 
     assert_eq!(
@@ -404,7 +425,7 @@ async fn revoke_deauthorizes_and_refreshes_an_expired_token_first() {
     adapter.revoke(&client(), &linked).await.unwrap();
     assert_eq!(fake.calls("deauthorize"), 1);
     assert_eq!(
-        adapter.fetch(&linked, "profile", fixture_range(), &NoLimit).await,
+        adapter.fetch(&linked, &Resource::Profile, fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 

@@ -7,6 +7,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderError, PushOutcome, PushRequest,
     RateWindow,
 };
+use wearlab_models::Resource;
 use wearlab_providers::fake::whoop::{self as fake, Failure, FakeWhoop};
 use wearlab_providers::whoop::{self, Whoop};
 use wearlab_providers::{Adapter, AppConfig};
@@ -119,24 +120,24 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     let range = fixture_range();
     let mut got = std::collections::HashMap::new();
     for resource in whoop.resources() {
-        let range = match *resource {
+        let range = match resource {
             // WHOOP's body values are current ones, dated today.
-            "body" => {
+            Resource::Body => {
                 DateRange { start: Utc::now().date_naive() - Duration::days(1), end: Utc::now().date_naive() }
             }
             _ => range,
         };
         let fetched = whoop.fetch(&account, resource, range, &NoLimit).await.unwrap();
         assert_eq!(fetched.resource, *resource);
-        got.insert(*resource, fetched.records);
+        got.insert(resource.clone(), fetched.records);
     }
 
     // Four sleeps on two pages, newest first: the scored ones oldest first, the nap of the 21st
     // its own sleep; the sleep not yet scored is left for a later poll.
     let sleeps = fixture("sleep.json");
     let s1 = &sleeps["records"][3]["score"]["stage_summary"];
-    assert_eq!(got["sleep"].len(), 3);
-    let night = &got["sleep"][0];
+    assert_eq!(got[&Resource::Sleep].len(), 3);
+    let night = &got[&Resource::Sleep][0];
     assert!(night.get("type").is_none(), "a night is typed by its length in the pipeline");
     assert_eq!(night["date"], "2026-11-21");
     assert_eq!(night["bedtime_start"], "2026-11-20T23:18:00Z");
@@ -149,7 +150,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(night["light_s"], s1["total_light_sleep_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["awake_s"], s1["total_awake_time_milli"].as_i64().unwrap() / 1000);
     assert_eq!(night["efficiency"], 94.9);
-    let nap = &got["sleep"][1];
+    let nap = &got[&Resource::Sleep][1];
     assert_eq!(nap["type"], "acknowledged_nap", "WHOOP's nap: true");
     assert_eq!(
         (nap["date"].as_str(), nap["bedtime_start"].as_str()),
@@ -157,16 +158,17 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     );
     assert_eq!(nap["duration_s"], 1800);
     // Woke at 07:15 local (UTC-5) on the 22nd.
-    assert_eq!(got["sleep"][2]["date"], "2026-11-22");
-    assert_eq!(got["sleep"][2]["timezone"], "Etc/GMT+5");
-    assert_eq!(got["sleep"][2]["efficiency"], 91.69533848);
-    assert!(got["sleep"][2].get("type").is_none());
+    assert_eq!(got[&Resource::Sleep][2]["date"], "2026-11-22");
+    assert_eq!(got[&Resource::Sleep][2]["timezone"], "Etc/GMT+5");
+    assert_eq!(got[&Resource::Sleep][2]["efficiency"], 91.69533848);
+    assert!(got[&Resource::Sleep][2].get("type").is_none());
 
-    let rates: Vec<f64> = got["respiratory_rate"].iter().map(|r| r["value"].as_f64().unwrap()).collect();
+    let rates: Vec<f64> =
+        got[&Resource::RespiratoryRate].iter().map(|r| r["value"].as_f64().unwrap()).collect();
     assert_eq!(rates, vec![15.86, 14.9, 16.11328125], "every scored sleep, naps included, oldest first");
-    assert_eq!(got["respiratory_rate"][0]["timestamp"], "2026-11-21T06:51:00Z");
+    assert_eq!(got[&Resource::RespiratoryRate][0]["timestamp"], "2026-11-21T06:51:00Z");
 
-    let workouts = &got["workouts"];
+    let workouts = &got[&Resource::Workouts];
     assert_eq!(workouts.len(), 3);
     let w = fixture("workout.json");
     let kj = w["records"][2]["score"]["kilojoule"].as_f64().unwrap();
@@ -185,20 +187,23 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
 
     // Recoveries are stamped at the end of their sleep; one still PENDING_SCORE gives nothing.
     assert_eq!(
-        got["hrv"],
+        got[&Resource::Hrv],
         vec![
             json!({"timestamp": "2026-11-21T06:51:00Z", "value": 68.4, "unit": "ms", "timezone": "Etc/GMT-1"}),
             json!({"timestamp": "2026-11-22T12:15:00Z", "value": 31.813562, "unit": "ms", "timezone": "Etc/GMT+5"}),
         ]
     );
-    assert_eq!(got["blood_oxygen"].len(), 1, "SpO2 only from WHOOP 4.0 and later");
-    assert_eq!(got["blood_oxygen"][0]["value"], 96.7);
-    assert_eq!(got["blood_oxygen"][0]["unit"], "%");
-    assert_eq!(got["body_temperature"][0]["value"], 33.4);
-    assert_eq!(got["body_temperature"][0]["unit"], "°C");
+    assert_eq!(got[&Resource::BloodOxygen].len(), 1, "SpO2 only from WHOOP 4.0 and later");
+    assert_eq!(got[&Resource::BloodOxygen][0]["value"], 96.7);
+    assert_eq!(got[&Resource::BloodOxygen][0]["unit"], "%");
+    assert_eq!(got[&Resource::BodyTemperature][0]["value"], 33.4);
+    assert_eq!(got[&Resource::BodyTemperature][0]["unit"], "°C");
 
-    assert_eq!(got["body"], vec![json!({"date": Utc::now().date_naive().to_string(), "weight_kg": 90.7185})]);
-    assert_eq!(got["profile"], vec![json!({"height_m": 1.8288})]);
+    assert_eq!(
+        got[&Resource::Body],
+        vec![json!({"date": Utc::now().date_naive().to_string(), "weight_kg": 90.7185})]
+    );
+    assert_eq!(got[&Resource::Profile], vec![json!({"height_m": 1.8288})]);
 
     // Paging: WHOOP's largest page asked for, the next token followed to the end.
     let pages = fake.queries("workout");
@@ -216,18 +221,24 @@ async fn answers_401_429_and_5xx_map_to_typed_errors() {
     let account = fake.account();
     let range = fixture_range();
     fake.set_failure(Some(Failure::Unauthorized));
-    assert_eq!(whoop.fetch(&account, "sleep", range, &NoLimit).await, Err(ProviderError::AccessTokenRefused));
+    assert_eq!(
+        whoop.fetch(&account, &Resource::Sleep, range, &NoLimit).await,
+        Err(ProviderError::AccessTokenRefused)
+    );
     fake.set_failure(Some(Failure::RateLimited { reset_secs: 37 }));
     assert_eq!(
-        whoop.fetch(&account, "workouts", range, &NoLimit).await,
+        whoop.fetch(&account, &Resource::Workouts, range, &NoLimit).await,
         Err(ProviderError::RateLimited { retry_after_secs: 37 })
     );
     fake.set_failure(Some(Failure::ServerError));
-    assert!(matches!(whoop.fetch(&account, "hrv", range, &NoLimit).await, Err(ProviderError::Api(_))));
-    fake.set_failure(None);
-    assert!(whoop.fetch(&account, "sleep", range, &NoLimit).await.is_ok());
     assert!(matches!(
-        whoop.fetch(&account, "heartrate", range, &NoLimit).await,
+        whoop.fetch(&account, &Resource::Hrv, range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
+    fake.set_failure(None);
+    assert!(whoop.fetch(&account, &Resource::Sleep, range, &NoLimit).await.is_ok());
+    assert!(matches!(
+        whoop.fetch(&account, &Resource::Heartrate, range, &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
 }
@@ -243,7 +254,7 @@ fn app_limits_are_whoops_published_ones() {
         ]
     );
     assert_eq!(whoop.slug(), "whoop_v2");
-    assert!(!whoop.resources().contains(&"heartrate"), "WHOOP has no heart-rate series");
+    assert!(!whoop.resources().contains(&Resource::Heartrate), "WHOOP has no heart-rate series");
     assert_eq!(Whoop::endpoints().api, "https://api.prod.whoop.com/developer");
 }
 
@@ -256,7 +267,7 @@ fn push_is_read_only_when_signed_and_fresh() {
     let PushOutcome::Notices(notices) = whoop::read_push(&client(), &good, now) else { panic!("refused") };
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].external_user_id, "10129");
-    assert_eq!(notices[0].resources, vec!["sleep", "respiratory_rate"]);
+    assert_eq!(notices[0].resources, vec![Resource::Sleep, Resource::RespiratoryRate]);
     assert_eq!(notices[0].range, None);
 
     let refused = |r: &PushRequest| matches!(whoop::read_push(&client(), r, now), PushOutcome::Refused(_));
@@ -291,10 +302,13 @@ fn push_is_read_only_when_signed_and_fresh() {
             other => panic!("{other:?}"),
         }
     };
-    assert_eq!(notice_of("recovery.updated"), vec!["hrv", "blood_oxygen", "body_temperature"]);
-    assert_eq!(notice_of("workout.updated"), vec!["workouts"]);
-    assert_eq!(notice_of("workout.deleted"), vec!["workouts"]);
-    assert_eq!(notice_of("sleep.deleted"), vec!["sleep", "respiratory_rate"]);
+    assert_eq!(
+        notice_of("recovery.updated"),
+        vec![Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature]
+    );
+    assert_eq!(notice_of("workout.updated"), vec![Resource::Workouts]);
+    assert_eq!(notice_of("workout.deleted"), vec![Resource::Workouts]);
+    assert_eq!(notice_of("sleep.deleted"), vec![Resource::Sleep, Resource::RespiratoryRate]);
     assert!(notice_of("cycle.updated").is_empty(), "signed but nothing Wearlab maps");
 }
 
@@ -318,7 +332,7 @@ async fn revoke_reaches_whoop_and_refreshes_an_expired_token_first() {
     whoop.revoke(&client(), &linked).await.unwrap();
     assert_eq!(fake.calls("revoke"), 1);
     assert_eq!(
-        whoop.fetch(&linked, "sleep", fixture_range(), &NoLimit).await,
+        whoop.fetch(&linked, &Resource::Sleep, fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused),
         "the access is gone"
     );
@@ -355,7 +369,7 @@ async fn a_consent_without_offline_fails_the_link() {
 async fn a_next_token_that_does_not_move_stops_the_paging() {
     let (fake, whoop) = setup().await;
     fake.stick_paging();
-    let fetched = whoop.fetch(&fake.account(), "workouts", fixture_range(), &NoLimit).await;
+    let fetched = whoop.fetch(&fake.account(), &Resource::Workouts, fixture_range(), &NoLimit).await;
     assert!(matches!(fetched, Err(ProviderError::Api(_))), "{fetched:?}");
     assert_eq!(fake.calls("workout"), 2);
 }

@@ -10,6 +10,7 @@ use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, NoLimit, OauthClient, ProviderAccount, ProviderError,
     PushNotice, PushOutcome, PushRequest, RateWindow,
 };
+use wearlab_models::Resource;
 use wearlab_providers::fake::withings::{self as fake, Failure, FakeWithings};
 use wearlab_providers::withings::{self, Withings};
 use wearlab_providers::{Adapter, AppConfig};
@@ -101,27 +102,27 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     let mut got = HashMap::new();
     for resource in withings.resources() {
         let fetched = withings.fetch(&account, resource, fixture_range(), &NoLimit).await.unwrap();
-        got.insert(*resource, fetched.records);
+        got.insert(resource.clone(), fetched.records);
     }
 
     // Measures: value x 10^unit; goals (category 2) and blood pressure are not read.
     assert_eq!(
-        got["body"],
+        got[&Resource::Body],
         vec![
             json!({"date": "2026-11-21", "weight_kg": 72.45, "fat_percent": 18.3, "timezone": "Europe/Paris"}),
             json!({"date": "2026-11-22", "weight_kg": 72.9, "fat_percent": 18.2, "timezone": "Europe/Paris"}),
         ],
         "the day's last weight and fat ratio"
     );
-    assert_eq!(values(&got["weight"]), vec![72.45, 72.3, 72.9]);
-    assert_eq!(got["weight"][0]["timestamp"], "2026-11-21T07:30:00Z");
-    assert_eq!(got["weight"][0]["unit"], "kg");
-    assert_eq!(got["weight"][0]["timezone"], "Europe/Paris");
-    assert_eq!(values(&got["fat"]), vec![18.3, 18.2]);
-    assert_eq!(values(&got["blood_oxygen"]), vec![97.0]);
-    assert_eq!(values(&got["body_temperature"]), vec![36.65]);
-    assert_eq!(got["body_temperature"][0]["unit"], "°C");
-    assert_eq!(got["profile"], vec![json!({"height_m": 1.78})]);
+    assert_eq!(values(&got[&Resource::Weight]), vec![72.45, 72.3, 72.9]);
+    assert_eq!(got[&Resource::Weight][0]["timestamp"], "2026-11-21T07:30:00Z");
+    assert_eq!(got[&Resource::Weight][0]["unit"], "kg");
+    assert_eq!(got[&Resource::Weight][0]["timezone"], "Europe/Paris");
+    assert_eq!(values(&got[&Resource::Fat]), vec![18.3, 18.2]);
+    assert_eq!(values(&got[&Resource::BloodOxygen]), vec![97.0]);
+    assert_eq!(values(&got[&Resource::BodyTemperature]), vec![36.65]);
+    assert_eq!(got[&Resource::BodyTemperature][0]["unit"], "°C");
+    assert_eq!(got[&Resource::Profile], vec![json!({"height_m": 1.78})]);
     let weight_pages =
         fake.forms("getmeas").into_iter().filter(|f| f["meastypes"] == "1").collect::<Vec<_>>();
     assert_eq!(weight_pages.len(), 2, "three groups, two a page");
@@ -129,9 +130,9 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert!(!weight_pages[0].contains_key("offset"));
     assert_eq!(weight_pages[1]["offset"], "2");
 
-    assert_eq!(got["activity"].len(), 3);
+    assert_eq!(got[&Resource::Activity].len(), 3);
     assert_eq!(
-        got["activity"][0],
+        got[&Resource::Activity][0],
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "steps": 8543.0, "distance_m": 6234.5,
             "floors_climbed": 25.0, "low_minutes": 39.0, "high_minutes": 10.0, "calories_active": 312.5,
             "calories_total": 2150.0}),
@@ -143,34 +144,34 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(activity_pages[0]["enddateymd"], "2026-11-23");
 
     assert_eq!(
-        got["workouts"][0],
+        got[&Resource::Workouts][0],
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "time_start": "2026-11-21T17:30:00Z",
             "time_end": "2026-11-21T18:15:00Z", "sport": "running", "calories": 512.0, "distance_m": 8120.0,
             "average_hr": 151.0})
     );
-    let sports: Vec<&str> = got["workouts"].iter().map(|w| w["sport"].as_str().unwrap()).collect();
+    let sports: Vec<&str> = got[&Resource::Workouts].iter().map(|w| w["sport"].as_str().unwrap()).collect();
     assert_eq!(sports, vec!["running", "cycling", "other"], "categories 2 Run, 6 Bicycling, 36 Other");
 
-    assert_eq!(got["sleep"].len(), 2, "the nap shares a day with a longer night");
+    assert_eq!(got[&Resource::Sleep].len(), 2, "the nap shares a day with a longer night");
     assert_eq!(
-        got["sleep"][0],
+        got[&Resource::Sleep][0],
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "bedtime_start": "2026-11-20T22:40:00Z",
             "bedtime_stop": "2026-11-21T06:40:00Z", "duration_s": 28800, "deep_s": 5400, "rem_s": 7200,
             "light_s": 10800, "awake_s": 1800, "efficiency": 85.0, "hr_average": 58.0}),
         "WITH-SPEC's sleep summary example, its efficiency written as a percentage"
     );
-    assert_eq!(got["sleep"][1]["duration_s"], 28500);
-    assert_eq!(got["sleep"][1]["efficiency"], 92.0, "a ratio, as WITH-SPEC's schema describes it");
+    assert_eq!(got[&Resource::Sleep][1]["duration_s"], 28500);
+    assert_eq!(got[&Resource::Sleep][1]["efficiency"], 92.0, "a ratio, as WITH-SPEC's schema describes it");
 
     // Intraday: one 24 h window a day.
-    assert_eq!(values(&got["heartrate"]), vec![62.0, 88.0, 140.0, 57.0, 58.0, 60.0]);
+    assert_eq!(values(&got[&Resource::Heartrate]), vec![62.0, 88.0, 140.0, 57.0, 58.0, 60.0]);
     assert_eq!(
-        got["heartrate"][0],
+        got[&Resource::Heartrate][0],
         json!({"timestamp": "2026-11-21T07:00:00Z", "value": 62.0, "unit": "bpm"})
     );
-    assert_eq!(values(&got["steps"]), vec![120.0, 310.0, 0.0, 45.0]);
-    assert_eq!(values(&got["distance"]), vec![95.2, 248.7, 0.0, 33.0]);
-    assert_eq!(values(&got["calories_active"]), vec![4.1, 9.8, 1.2, 2.0]);
+    assert_eq!(values(&got[&Resource::Steps]), vec![120.0, 310.0, 0.0, 45.0]);
+    assert_eq!(values(&got[&Resource::Distance]), vec![95.2, 248.7, 0.0, 33.0]);
+    assert_eq!(values(&got[&Resource::CaloriesActive]), vec![4.1, 9.8, 1.2, 2.0]);
     let windows: Vec<(i64, i64)> = fake
         .forms("getintradayactivity")
         .iter()
@@ -189,18 +190,18 @@ async fn every_page_and_every_intraday_day_is_admitted_before_it_is_sent() {
     let account = fake.account();
     // Three weight groups, one a page: three requests, three admitted.
     let gate = Counting::new();
-    withings.fetch(&account, "weight", fixture_range(), &gate).await.unwrap();
+    withings.fetch(&account, &Resource::Weight, fixture_range(), &gate).await.unwrap();
     assert_eq!(fake.calls("getmeas"), 3);
     assert_eq!(gate.admitted(), 3);
     // Intraday heart rate: one request a day.
     let gate = Counting::new();
-    withings.fetch(&account, "heartrate", fixture_range(), &gate).await.unwrap();
+    withings.fetch(&account, &Resource::Heartrate, fixture_range(), &gate).await.unwrap();
     assert_eq!(fake.calls("getintradayactivity"), 3);
     assert_eq!(gate.admitted(), 3);
 
     // A gate that admits two stops the fetch at the third day, which is never sent.
     let gate = Counting::with_budget(2);
-    let limited = withings.fetch(&account, "steps", fixture_range(), &gate).await;
+    let limited = withings.fetch(&account, &Resource::Steps, fixture_range(), &gate).await;
     assert_eq!(limited, Err(ProviderError::RateLimited { retry_after_secs: COUNTING_WAIT_SECS }));
     assert_eq!(fake.calls("getintradayactivity"), 3 + 2);
 }
@@ -212,7 +213,7 @@ async fn every_status_family_in_the_body_is_typed() {
     let range = fixture_range();
     let data_error = |code| {
         fake.set_failure(Some(Failure::Status(code)));
-        withings.fetch(&account, "sleep", range, &NoLimit)
+        withings.fetch(&account, &Resource::Sleep, range, &NoLimit)
     };
     for code in [100, 101, 102, 200, 214, 277, 2553, 2555] {
         assert!(matches!(data_error(code).await, Err(ProviderError::CredentialError(_))), "status {code}");
@@ -224,7 +225,10 @@ async fn every_status_family_in_the_body_is_typed() {
     assert!(matches!(data_error(522).await, Err(ProviderError::Api(_))));
     assert_eq!(data_error(601).await, Err(ProviderError::RateLimited { retry_after_secs: 60 }));
     fake.set_failure(Some(Failure::Http(503)));
-    assert!(matches!(withings.fetch(&account, "weight", range, &NoLimit).await, Err(ProviderError::Api(_))));
+    assert!(matches!(
+        withings.fetch(&account, &Resource::Weight, range, &NoLimit).await,
+        Err(ProviderError::Api(_))
+    ));
 
     // The token endpoint: a refusal of the refresh token is Revoked; limits and outages are not.
     let credentials = &account.credentials;
@@ -243,12 +247,12 @@ async fn every_status_family_in_the_body_is_typed() {
     let mut stale = account.clone();
     stale.credentials.access_token = Secret::new("expired");
     assert_eq!(
-        withings.fetch(&stale, "activity", range, &NoLimit).await,
+        withings.fetch(&stale, &Resource::Activity, range, &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
-    assert!(withings.fetch(&account, "activity", range, &NoLimit).await.is_ok());
+    assert!(withings.fetch(&account, &Resource::Activity, range, &NoLimit).await.is_ok());
     assert!(matches!(
-        withings.fetch(&account, "blood_pressure", range, &NoLimit).await,
+        withings.fetch(&account, &Resource::BloodPressure, range, &NoLimit).await,
         Err(ProviderError::Unsupported(_))
     ));
 }
@@ -275,11 +279,11 @@ fn notifications_are_hints_by_category_and_the_reachability_check_is_answered() 
         vec![PushNotice {
             external_user_id: "12345".into(),
             resources: vec![
-                "body".into(),
-                "weight".into(),
-                "fat".into(),
-                "profile".into(),
-                "body_temperature".into()
+                Resource::Body,
+                Resource::Weight,
+                Resource::Fat,
+                Resource::Profile,
+                Resource::BodyTemperature
             ],
             // 2018-07-03T00:00Z .. 2018-07-04T10:05Z, a day either side for the user's zone.
             range: Some(DateRange { start: day("2018-07-02"), end: day("2018-07-05") }),
@@ -291,13 +295,11 @@ fn notifications_are_hints_by_category_and_the_reachability_check_is_answered() 
         PushOutcome::Notices(n) => n.into_iter().flat_map(|n| n.resources).collect::<Vec<_>>(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(resources(44), vec!["sleep"]);
-    assert_eq!(resources(4), vec!["blood_oxygen"]);
-    assert!(
-        resources(16).contains(&"heartrate".to_owned()) && resources(16).contains(&"workouts".to_owned())
-    );
+    assert_eq!(resources(44), vec![Resource::Sleep]);
+    assert_eq!(resources(4), vec![Resource::BloodOxygen]);
+    assert!(resources(16).contains(&Resource::Heartrate) && resources(16).contains(&Resource::Workouts));
     assert!(resources(50).is_empty(), "bed in: nothing to fetch");
-    assert!(resources(1).contains(&"body_temperature".to_owned()), "types 71 and 73 are appli 1's");
+    assert!(resources(1).contains(&Resource::BodyTemperature), "types 71 and 73 are appli 1's");
     // Appli 46: an unlink (or a deleted account) polls the user, whose refused tokens end the
     // connection; a profile update fetches nothing.
     for action in ["unlink", "delete"] {
@@ -338,7 +340,7 @@ async fn revoke_signs_with_a_nonce_and_reaches_withings() {
     );
     assert!(!revoke.contains_key("client_secret"), "a signed call sends no secret");
     assert_eq!(
-        withings.fetch(&linked, "sleep", fixture_range(), &NoLimit).await,
+        withings.fetch(&linked, &Resource::Sleep, fixture_range(), &NoLimit).await,
         Err(ProviderError::AccessTokenRefused)
     );
 
@@ -371,8 +373,8 @@ async fn subscribes_the_callback_to_every_mapped_category() {
 async fn an_offset_that_does_not_move_stops_the_paging() {
     let (fake, withings) = setup().await;
     fake.stick_paging();
-    for (resource, action) in [("sleep", "getsummary"), ("weight", "getmeas")] {
-        let fetched = withings.fetch(&fake.account(), resource, fixture_range(), &NoLimit).await;
+    for (resource, action) in [(Resource::Sleep, "getsummary"), (Resource::Weight, "getmeas")] {
+        let fetched = withings.fetch(&fake.account(), &resource, fixture_range(), &NoLimit).await;
         assert!(matches!(fetched, Err(ProviderError::Api(_))), "{resource}: {fetched:?}");
         assert_eq!(fake.calls(action), 2, "{resource}");
     }
@@ -382,7 +384,7 @@ async fn an_offset_that_does_not_move_stops_the_paging() {
 async fn sleep_is_asked_seven_days_at_a_time() {
     let (fake, withings) = setup().await;
     let range = DateRange { start: day("2026-11-01"), end: day("2026-11-23") };
-    let fetched = withings.fetch(&fake.account(), "sleep", range, &NoLimit).await.unwrap();
+    let fetched = withings.fetch(&fake.account(), &Resource::Sleep, range, &NoLimit).await.unwrap();
     assert_eq!(fetched.records.len(), 2, "the same nights as over the fixture's days");
     let spans: Vec<(String, String)> = fake
         .forms("getsummary")

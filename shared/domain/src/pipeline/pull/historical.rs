@@ -15,7 +15,7 @@ use chrono::{Days, NaiveDate};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use wearlab_models::data::{DataPullPreferences, HistoricalPullCompleted};
-use wearlab_models::{ConnectionStatus, EventEnvelope};
+use wearlab_models::{ConnectionStatus, EventEnvelope, Resource};
 
 use super::super::normalize::{Context, Entry, is_summary, produced};
 use super::super::{event, event_types, history_days, preferences};
@@ -76,7 +76,7 @@ struct Progress {
     end: NaiveDate,
     /// Throttle capacity was taken (never twice for one pull).
     started: bool,
-    resources: BTreeMap<String, ResourceProgress>,
+    resources: BTreeMap<Resource, ResourceProgress>,
     done: bool,
     /// Tries in a row that failed on the provider (a 5xx, a timeout); a round that goes
     /// through sets it back to zero.
@@ -201,7 +201,7 @@ async fn save(deps: &Deps, key: &Key, progress: &Progress, version: &mut u64) ->
 }
 
 /// A resource of a round and the provider's error it failed with.
-type Failure = (String, ProviderError);
+type Failure = (Resource, ProviderError);
 
 /// One historical pull under way: its job, the user and connection it pulls, its progress (with
 /// the progress item's key and stored version) and the holder of its throttle slot.
@@ -283,12 +283,12 @@ impl Run<'_> {
 
     /// The resources of the next round, each with its next chunk's first day and length: the
     /// profile alone while it is not done, else every resource not done.
-    fn next_round(&self) -> Vec<(String, NaiveDate, u64)> {
-        let profile_first = self.p.resources.get("profile").is_some_and(|r| !r.done);
+    fn next_round(&self) -> Vec<(Resource, NaiveDate, u64)> {
+        let profile_first = self.p.resources.get(&Resource::Profile).is_some_and(|r| !r.done);
         self.p
             .resources
             .iter()
-            .filter(|(name, r)| !r.done && (!profile_first || name.as_str() == "profile"))
+            .filter(|(name, r)| !r.done && (!profile_first || **name == Resource::Profile))
             .map(|(name, r)| {
                 let first = if is_summary(name) { CHUNK_DAYS } else { FIRST_SERIES_CHUNK_DAYS };
                 (name.clone(), r.next, r.days.unwrap_or(first))
@@ -299,10 +299,10 @@ impl Run<'_> {
     /// Fetches and stores the round's chunks, [`RESOURCES_AT_ONCE`] at a time.
     async fn run_round(
         &self,
-        round: Vec<(String, NaiveDate, u64)>,
+        round: Vec<(Resource, NaiveDate, u64)>,
         account: &ProviderAccount,
         birth_year: Option<i32>,
-    ) -> Vec<(String, ChunkResult)> {
+    ) -> Vec<(Resource, ChunkResult)> {
         let ctx = context(&self.user, &self.job.provider, birth_year);
         let (deps, start, end) = (self.deps, self.p.start, self.p.end);
         futures_util::stream::iter(round)
@@ -324,10 +324,10 @@ impl Run<'_> {
     /// stored, and the failure that decides what the pull does next ([`worse`]), if any.
     fn apply(
         &mut self,
-        results: Vec<(String, ChunkResult)>,
+        results: Vec<(Resource, ChunkResult)>,
         account: &mut ProviderAccount,
         birth_year: &mut Option<i32>,
-    ) -> Result<(Vec<String>, Option<Failure>), DomainError> {
+    ) -> Result<(Vec<Resource>, Option<Failure>), DomainError> {
         let mut completed = Vec::new();
         let mut stop = None;
         for (resource, result) in results {
@@ -342,7 +342,7 @@ impl Run<'_> {
                     let r = self.p.resources.get_mut(&resource).expect("a resource of the pull");
                     r.next = through.checked_add_days(Days::new(1)).unwrap_or(through);
                     r.days = Some(next_days);
-                    if r.next > self.p.end || resource == "profile" {
+                    if r.next > self.p.end || resource == Resource::Profile {
                         completed.push(resource);
                     }
                 }
@@ -363,7 +363,7 @@ impl Run<'_> {
     /// (`historical.data.<resource>.created`), then marks them done.
     async fn complete(
         &mut self,
-        completed: &[String],
+        completed: &[Resource],
         prefs: &DataPullPreferences,
     ) -> Result<(), DomainError> {
         let (team, user_id, provider) = (self.job.team_id, self.job.user_id, self.job.provider.as_str());
@@ -376,8 +376,8 @@ impl Run<'_> {
         let client_user_id = self.user.client_user_id.as_str();
         let events: Vec<EventEnvelope> = completed
             .iter()
-            .flat_map(|resource| produced(resource))
-            .flat_map(|r| event_types("historical", r, prefs.hypnogram_events))
+            .flat_map(produced)
+            .flat_map(|r| event_types("historical", &r, prefs.hypnogram_events))
             .map(|t| event(format!("{t}.created"), team, user_id, client_user_id, data.clone()))
             .collect();
         // Announced before they are marked done: a crash in between announces them again
@@ -396,20 +396,20 @@ impl Run<'_> {
 
     /// A round that failed on the provider at `resource`: a refused access ends the pull, a rate
     /// limit waits, anything else counts against [`PROVIDER_FAILURE_BUDGET`].
-    async fn stopped(&mut self, resource: &str, e: ProviderError) -> Result<Outcome, DomainError> {
+    async fn stopped(&mut self, resource: &Resource, e: ProviderError) -> Result<Outcome, DomainError> {
         let (user_id, provider) = (self.job.user_id, self.job.provider.as_str());
         match e {
             e @ (ProviderError::Revoked(_) | ProviderError::CredentialError(_)) => {
-                tracing::warn!(user_id = %user_id, provider, resource, "pull stopped: access revoked");
+                tracing::warn!(user_id = %user_id, provider, resource = %resource, "pull stopped: access revoked");
                 refresh::record_refusal(self.deps, &self.conn, &e).await;
                 self.finish().await
             }
             ProviderError::RateLimited { retry_after_secs } => {
-                tracing::info!(user_id = %user_id, provider, resource, retry_after_secs, "provider rate limit; pull waits");
+                tracing::info!(user_id = %user_id, provider, resource = %resource, retry_after_secs, "provider rate limit; pull waits");
                 self.wait_for_provider(backoff::after_rate_limit(retry_after_secs)).await
             }
             // What the other resources stored is kept; the failed one starts from its chunk.
-            e => self.provider_failed(resource, &e).await,
+            e => self.provider_failed(resource.as_str(), &e).await,
         }
     }
 
@@ -470,7 +470,7 @@ enum Chunk {
 
 /// The error that decides what a round's pull does when several resources failed: a refused
 /// access ends the pull, a rate limit waits (the longest), anything else retries.
-fn worse(a: (String, ProviderError), b: (String, ProviderError)) -> (String, ProviderError) {
+fn worse(a: Failure, b: Failure) -> Failure {
     let weight = |e: &ProviderError| match e {
         ProviderError::Revoked(_) | ProviderError::CredentialError(_) => (2, 0),
         ProviderError::RateLimited { retry_after_secs } => (1, *retry_after_secs),
@@ -494,14 +494,14 @@ async fn chunk(
     conn: &ConnectionRecord,
     mut account: ProviderAccount,
     ctx: &Context,
-    resource: &str,
+    resource: &Resource,
     window: Window,
 ) -> ChunkResult {
     let Window { next, days, start, end } = window;
     if start > end || next > end {
         return Ok(Ok(Chunk::Nothing));
     }
-    let (from, to) = if resource == "profile" {
+    let (from, to) = if *resource == Resource::Profile {
         (start, end)
     } else {
         (next, next.checked_add_days(Days::new(days.max(1) - 1)).unwrap_or(end).min(end))
@@ -553,5 +553,17 @@ mod tests {
         assert_eq!(next_chunk_days(0, 20), CHUNK_DAYS);
         // More than the target in one day still moves a day at a time.
         assert_eq!(next_chunk_days(500_000, 1), 1);
+    }
+
+    /// A pull's progress stored while resources were strings reads as typed resources (one a
+    /// newer version added kept by its name) and is stored again byte for byte, in name order.
+    #[test]
+    fn stored_progress_keeps_its_resources_by_name() {
+        let stored = r#"{"team_id":"6f1c0d2e-3b4a-4c5d-8e9f-0a1b2c3d4e5f","provider":"oura","connection_created_on":"2026-11-20T08:00:00Z","start":"2026-09-01","end":"2026-11-20","started":true,"resources":{"activity":{"next":"2026-10-01","done":false,"days":30},"dreams":{"next":"2026-09-01","done":false},"heartrate":{"next":"2026-09-01","done":false},"profile":{"next":"2026-09-01","done":true},"sleep":{"next":"2026-11-21","done":true}},"done":false,"failures":0}"#;
+        let p: Progress = serde_json::from_str(stored).unwrap();
+        assert!(p.resources[&Resource::Profile].done);
+        assert_eq!(p.resources[&Resource::Activity].days, Some(30));
+        assert!(p.resources.contains_key(&Resource::Other("dreams".into())));
+        assert_eq!(serde_json::to_string(&p).unwrap(), stored);
     }
 }

@@ -8,7 +8,7 @@ mod poll;
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
-use wearlab_models::{ConnectionStatus, EventEnvelope};
+use wearlab_models::{ConnectionStatus, EventEnvelope, Resource};
 
 use super::normalize::{Context, is_modelled};
 use super::store;
@@ -145,15 +145,11 @@ async fn active_user(deps: &Deps, team: TeamId, user: UserId) -> Result<Option<U
 
 /// The resources a pull or poll of `provider` fetches on this deployment (those its adapter
 /// fills where it has one: `Catalog::resources_on`), the profile first.
-pub fn data_resources(providers: &dyn Providers, provider: &str) -> Vec<String> {
-    let mut out: Vec<String> = catalog()
-        .data_resources_on(providers, provider)
-        .iter()
-        .map(|r| r.as_str().to_owned())
-        .filter(|r| is_modelled(r))
-        .collect();
+pub fn data_resources(providers: &dyn Providers, provider: &str) -> Vec<Resource> {
+    let mut out = catalog().data_resources_on(providers, provider);
+    out.retain(is_modelled);
     // The profile first: workouts need its age.
-    out.sort_by_key(|r| r != "profile");
+    out.sort_by_key(|r| *r != Resource::Profile);
     out
 }
 
@@ -194,7 +190,7 @@ async fn fetch(
     deps: &Deps,
     conn: &ConnectionRecord,
     account: &mut ProviderAccount,
-    resource: &str,
+    resource: &Resource,
     range: DateRange,
 ) -> Result<FetchedResource, ProviderError> {
     let gate = ConnectionGate::new(deps, conn, account);

@@ -3,8 +3,8 @@
 
 use chrono::{Days, NaiveDate};
 use serde::{Deserialize, Serialize};
-use wearlab_models::EventEnvelope;
 use wearlab_models::data::DataPullPreferences;
+use wearlab_models::{EventEnvelope, Resource};
 
 use super::super::normalize::Entry;
 use super::super::store::{self, Change};
@@ -36,10 +36,10 @@ pub enum Polled {
     Nothing,
     /// The provider refused the credentials (or renewing them failed, or the deadline passed
     /// while renewing: then `pending`).
-    NoAccess { error: Option<ProviderError>, resources: Vec<String> },
+    NoAccess { error: Option<ProviderError>, resources: Vec<Resource> },
     /// Per resource of the provider: stored and announced, failed to fetch, or not fetched by
     /// the deadline (the poll state did not move then: polling again fetches them).
-    Polled { done: Vec<String>, failed: Vec<String>, pending: Vec<String> },
+    Polled { done: Vec<Resource>, failed: Vec<Resource>, pending: Vec<Resource> },
 }
 
 /// The poll's state of a connection.
@@ -189,9 +189,9 @@ pub async fn poll_until(
 /// events of what it stored new or changed.
 #[derive(Default)]
 struct Fetched {
-    done: Vec<String>,
-    failed: Vec<String>,
-    pending: Vec<String>,
+    done: Vec<Resource>,
+    failed: Vec<Resource>,
+    pending: Vec<Resource>,
     refused: Option<ProviderError>,
     events: Vec<EventEnvelope>,
 }
@@ -204,7 +204,7 @@ async fn fetch_all(
     user: &UserRecord,
     conn: &ConnectionRecord,
     mut account: ProviderAccount,
-    resources: Vec<String>,
+    resources: Vec<Resource>,
     range: DateRange,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<Fetched, DomainError> {
@@ -224,7 +224,7 @@ async fn fetch_all(
         let fetched = match until(deadline, fetch(deps, conn, &mut account, &resource, range)).await {
             Some(Ok(f)) => f,
             Some(Err(e)) => {
-                tracing::warn!(user_id = %user_id, provider, resource, error_type = %e.link_error_type(), "poll fetch failed");
+                tracing::warn!(user_id = %user_id, provider, resource = %resource, error_type = %e.link_error_type(), "poll fetch failed");
                 if matches!(e, ProviderError::Revoked(_) | ProviderError::CredentialError(_)) {
                     out.refused = Some(e);
                 }
