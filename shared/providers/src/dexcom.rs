@@ -1,8 +1,9 @@
 //! Dexcom API v3 (continuous glucose monitors): OAuth 2 with the client in the body and
 //! `scope=offline_access`, estimated glucose values (`egvs`) read by date windows, no push (the
 //! data is pulled). One host serves the consent page, the token endpoint and the data, and which
-//! host (sandbox, US, EU, JP) is configuration. Facts: `../shared/PROVIDERS.md` section 9; what
-//! is mapped to what: `docs/PROVIDERS.md`.
+//! host (sandbox, US, EU, JP) is configuration. Facts: Dexcom's v3 documentation, listed under
+//! "Sources" in the Dexcom section of `docs/PROVIDERS.md`; what is mapped to what: that section
+//! too.
 
 use std::collections::HashSet;
 
@@ -25,10 +26,12 @@ pub const SLUG: &str = "dexcom_v3";
 
 /// Dexcom's production host in the US, the default. The others (sandbox
 /// `https://sandbox-api.dexcom.com`, EU `https://api.dexcom.eu`, JP `https://api.dexcom.jp`) are
-/// chosen with `WEARLAB_PROVIDER_DEXCOM_V3_API_URL` (PROVIDERS.md §9 Hosts).
+/// chosen with `WEARLAB_PROVIDER_DEXCOM_V3_API_URL` (Dexcom's endpoint overview,
+/// https://developer.dexcom.com/docs/dexcomv3/endpoint-overview).
 pub const US_HOST: &str = "https://api.dexcom.com";
 
-/// Dexcom's one scope; it is what makes Dexcom issue a refresh token (§9 Authorize).
+/// Dexcom's one scope; it is what makes Dexcom issue a refresh token (Dexcom's authentication
+/// page, https://developer.dexcom.com/docs/dexcom/authentication/).
 pub const SCOPES: &str = "offline_access";
 
 /// 60,000 calls per application per hour (§9 Rate, from the v2 page: the v3 page is truncated).

@@ -3,8 +3,10 @@
 //! `/v4/users/me/identity`, data points per data type reconciled across the user's sources by
 //! `/v4/users/me/dataTypes/{type}/dataPoints:reconcile`, filtered by an AIP-160 `filter` and paged by
 //! `pageToken`, and a subscriber endpoint verified and authenticated by a shared secret. Facts:
-//! `../shared/PROVIDERS.md` section 7 and the discovery document `health:v4` (GH-DISC); what is
-//! mapped to what: `docs/PROVIDERS.md`.
+//! Google's published documents, listed under "Sources" in the Google Health section of
+//! `docs/PROVIDERS.md`, chiefly the API's discovery document `health:v4` (repository
+//! `googleapis/google-api-go-client`, `health/v4/health-api.json`), called "the discovery
+//! document" below; what is mapped to what: that section too.
 
 use std::collections::BTreeMap;
 
@@ -30,14 +32,15 @@ use crate::whoop::{etc_zone, with_zone};
 
 pub const SLUG: &str = "google_health";
 
-/// The read-only scopes of the data Wearlab maps (GH-DISC `auth`), space-separated as Google
-/// takes them. Each also admits `users/me/identity` (GH-DISC `users.getIdentity` scopes).
+/// The read-only scopes of the data Wearlab maps (the discovery document's `auth`), space-separated
+/// as Google takes them. Each also admits `users/me/identity` (the discovery document's
+/// `users.getIdentity` scopes).
 pub const SCOPES: &str = "https://www.googleapis.com/auth/googlehealth.activity_and_fitness.readonly \
 https://www.googleapis.com/auth/googlehealth.health_metrics_and_measurements.readonly \
 https://www.googleapis.com/auth/googlehealth.sleep.readonly";
 
-/// Per project: 120,000 requests a minute and 86.4 M a day (D:developers.google.com/health/
-/// rate-limits).
+/// Per project: 120,000 requests a minute and 86.4 M a day
+/// (https://developers.google.com/health/rate-limits).
 const LIMITS: &[RateWindow] = &[
     RateWindow { requests: 120_000, window_secs: 60 },
     RateWindow { requests: 86_400_000, window_secs: 86_400 },
@@ -57,14 +60,15 @@ const RESOURCES: &[Resource] = &[
     Resource::Distance,
 ];
 
-/// GH-DISC `dataPoints.list` `pageSize`: at most 10000, and at most 25 for `exercise` and `sleep`.
+/// The discovery document's `dataPoints.list` `pageSize`: at most 10000, and at most 25 for
+/// `exercise` and `sleep`.
 pub const PAGE_SIZE: u32 = 10_000;
 pub const SESSION_PAGE_SIZE: u32 = 25;
 /// A provider that keeps answering `nextPageToken` is a bug, not data: stop there.
 const MAX_PAGES: usize = 1000;
 
-/// How a data type is filtered by day (GH-DISC `dataPoints.list` `filter`): civil (the user's
-/// local) dates, `>=` the first day and `<` the day after the last.
+/// How a data type is filtered by day (the discovery document's `dataPoints.list` `filter`): civil
+/// (the user's local) dates, `>=` the first day and `<` the day after the last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// `{type}.interval.civil_start_time` (steps, distance).
@@ -92,7 +96,7 @@ pub const DATA_TYPES: &[(&str, Kind)] = &[
     ("sleep", Kind::Sleep),
 ];
 
-/// The filter field of `data_type` (snake case, as GH-DISC's examples write it).
+/// The filter field of `data_type` (snake case, as the discovery document's examples write it).
 pub fn filter_field(data_type: &str) -> Option<String> {
     let (_, kind) = DATA_TYPES.iter().find(|(t, _)| *t == data_type)?;
     let snake = data_type.replace('-', "_");
@@ -206,7 +210,8 @@ pub struct GoogleHealth {
 }
 
 impl GoogleHealth {
-    /// The real hosts (PROVIDERS.md section 7, OW `google/health_api/oauth.py`).
+    /// The real hosts (the Open Wearables project, github.com/the-momentum/open-wearables,
+    /// `backend/app/services/providers/google/health_api/oauth.py`).
     pub fn endpoints() -> Endpoints {
         DESCRIPTION.endpoints()
     }
@@ -261,9 +266,9 @@ impl GoogleHealth {
     }
 
     /// The value of every data point of `data_type` in `range`'s days, every page followed, as
-    /// `dataPoints:reconcile` answers them: GH-DISC documents it as the method that "Reconcile[s]
-    /// data points from multiple data sources into a single data stream" (all sources by
-    /// default). `dataPoints.list` answers each source's points as recorded, so a user with a
+    /// `dataPoints:reconcile` answers them: the discovery document documents it as the method that
+    /// "Reconcile[s] data points from multiple data sources into a single data stream" (all sources
+    /// by default). `dataPoints.list` answers each source's points as recorded, so a user with a
     /// phone and a watch would have each step and metre counted twice.
     async fn points(
         &self,
@@ -614,8 +619,8 @@ fn notified_range(intervals: &[NotifiedInterval]) -> Option<DateRange> {
     Some(DateRange { start: start - Duration::days(1), end: end + Duration::days(1) })
 }
 
-/// The header Google signs notifications in (GH-DISC `EndpointAuthorization`); some receivers
-/// read `GOOGLE-HEALTH-API-SIGNATURE`, accepted too.
+/// The header Google signs notifications in (the discovery document's `EndpointAuthorization`);
+/// some receivers read `GOOGLE-HEALTH-API-SIGNATURE`, accepted too.
 const SIGNATURE_HEADERS: [&str; 2] = ["x-healthapi-signature", "google-health-api-signature"];
 
 /// The decoded signature of a push (base64 in the header), if it carries one.
@@ -624,12 +629,12 @@ pub fn push_signature(request: &PushRequest) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD.decode(header.trim()).ok()
 }
 
-/// Reads a request to the subscriber endpoint (GH-DISC `subscribers.create`): its
+/// Reads a request to the subscriber endpoint (the discovery document's `subscribers.create`): its
 /// `Authorization` header must equal the configured secret `push_token` exactly (compared in
 /// constant time). A verification answers 201. A notification must also carry a valid
-/// `X-HEALTHAPI-SIGNATURE`: GH-DISC `EndpointAuthorization` says every payload is signed, "an
-/// ECDSA (NIST P256) signature of the JSON payload", which "Clients must verify ... using
-/// Google Health API's public key"; read as base64 of a Tink signature over the raw body,
+/// `X-HEALTHAPI-SIGNATURE`: the discovery document's `EndpointAuthorization` says every payload is
+/// signed, "an ECDSA (NIST P256) signature of the JSON payload", which "Clients must verify ...
+/// using Google Health API's public key"; read as base64 of a Tink signature over the raw body,
 /// checked with the keys of Google's public keyset (`keys`). A notification without one, or
 /// with one no key checks, is refused. It names the user, the data type and the intervals that
 /// changed.

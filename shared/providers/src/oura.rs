@@ -1,7 +1,10 @@
 //! Oura API v2 (https://api.ouraring.com): OAuth 2 with the client in the body and single-use
 //! refresh tokens, `/v2/usercollection/*` pages by `next_token`, webhook subscriptions with a
-//! GET handshake and HMAC-SHA256 signatures. Facts: `../shared/PROVIDERS.md` section 2; what is
-//! mapped to what: `docs/PROVIDERS.md`.
+//! GET handshake and HMAC-SHA256 signatures. Facts: Oura's published documents, listed under
+//! "Sources" in the Oura section of `docs/PROVIDERS.md` (Oura's OpenAPI documents: repository
+//! `api-evangelist/oura`, `openapi/_original/oura-oura-ring-api-openapi.yml`, and
+//! `api-evangelist/oura-ring`, `openapi/_original/oura-api-openapi.json`); what is mapped to
+//! what: that section too.
 
 use std::collections::BTreeMap;
 
@@ -231,9 +234,9 @@ fn noon(d: NaiveDate) -> String {
     format!("{d}T12:00:00Z")
 }
 
-/// Oura's sleep periods (`PublicSleepType`, OURA-SPEC) that are sleeps: not `deleted` ("deleted
-/// sleep by user") nor `rest` ("Falsely detected sleep / nap, rejected in confirm prompt by
-/// user").
+/// Oura's sleep periods (`PublicSleepType`, Oura's OpenAPI document) that are sleeps: not `deleted`
+/// ("deleted sleep by user") nor `rest` ("Falsely detected sleep / nap, rejected in confirm prompt
+/// by user").
 fn is_sleep(d: &Value) -> bool {
     !matches!(d.get("type").and_then(Value::as_str), Some("deleted" | "rest"))
 }
@@ -343,8 +346,8 @@ fn samples(series: &Value, unit: &str) -> Vec<Value> {
 }
 
 /// A daily activity document as the day's summary. Not its `equivalent_walking_distance`: Oura
-/// defines it as "Equivalent walking distance (in meters) of energy expenditure" (OURA-SPEC
-/// `PublicDailyActivity`), a measure of energy, not a distance travelled; the day has no
+/// defines it as "Equivalent walking distance (in meters) of energy expenditure" (Oura's OpenAPI
+/// document `PublicDailyActivity`), a measure of energy, not a distance travelled; the day has no
 /// `distance_m`.
 fn activity_record(d: &Value) -> Option<Value> {
     Some(json!({

@@ -2,8 +2,10 @@
 //! client by HTTP Basic, a ten-year access token and no refresh token, a user registration call
 //! after the consent, the non-transactional data endpoints (the transactional ones are
 //! deprecated), one webhook per client signed with hex HMAC-SHA256. Facts:
-//! `../shared/PROVIDERS.md` section 6; shapes from Polar's AccessLink OpenAPI document
-//! (POLAR-SPEC) and its webhooks AsyncAPI document.
+//! Polar's published documents, listed under "Sources" in the Polar section of
+//! `docs/PROVIDERS.md`; shapes from Polar's AccessLink API v3 OpenAPI document (repository
+//! `api-evangelist/polar`, `openapi/_original/polar-accesslink-api-openapi.yml`) and its webhooks
+//! AsyncAPI document (`openapi/polar-accesslink-webhooks-asyncapi.yml`).
 //!
 //! What is mapped (units: seconds, kcal, metres, bpm, ms):
 //! - `workouts`: `/v3/exercises` (Polar keeps the last 30 days there); local start time plus
@@ -45,7 +47,7 @@ use crate::whoop::{etc_zone, in_range, rfc3339, with_zone};
 
 pub const SLUG: &str = "polar";
 
-/// Polar's single scope (POLAR-SPEC `securitySchemes.OAuth2`).
+/// Polar's single scope (Polar's OpenAPI document `securitySchemes.OAuth2`).
 pub const SCOPES: &str = "accesslink.read_all";
 
 /// The header a webhook delivery is signed in (webhooks AsyncAPI `WebhookHeaders`).
@@ -63,18 +65,20 @@ const RESOURCES: &[Resource] = &[
 ];
 
 /// Polar's published limits are 500 requests per 15 minutes and 5,000 per 24 hours, each grown
-/// by 20 and 100 per registered user (PROVIDERS.md section 6, from OW's Polar page). Only the
+/// by 20 and 100 per registered user (the Open Wearables project's Polar page,
+/// github.com/the-momentum/open-wearables, `docs/providers/polar-api-integration.mdx`; Polar's
+/// own page was not found; `docs/PROVIDERS.md`, Polar, "Sources"). Only the
 /// base figures are enforced: always within the real limit, whatever the number of users.
 const LIMITS: &[RateWindow] =
     &[RateWindow { requests: 500, window_secs: 900 }, RateWindow { requests: 5_000, window_secs: 86_400 }];
 
-/// The longest `from`..`to` range Polar answers (POLAR-SPEC `listActivitiesWithoutTransaction`:
-/// "the maximum range between from and to is 28 days").
+/// The longest `from`..`to` range Polar answers (Polar's OpenAPI document
+/// `listActivitiesWithoutTransaction`: "the maximum range between from and to is 28 days").
 pub const MAX_RANGE_DAYS: i64 = 28;
 /// How far back `from` may be (same source: "cannot be older than 365 days from today").
 pub const MAX_DAYS_BACK: i64 = 365;
 /// The days the lists without a range cover: sleep and Nightly Recharge the last 28
-/// (POLAR-SPEC `listNights`, `listNightlyRecharge`), exercises the last 30
+/// (Polar's OpenAPI document `listNights`, `listNightlyRecharge`), exercises the last 30
 /// (`listExercisesWithoutTransaction`).
 const NIGHTS_LIST_DAYS: i64 = 28;
 const EXERCISES_LIST_DAYS: i64 = 30;
@@ -105,7 +109,10 @@ pub struct Polar {
 }
 
 impl Polar {
-    /// Polar's real hosts (PROVIDERS.md section 6 "OAuth & user registration").
+    /// Polar's real hosts: the consent page and the API as in Polar's OpenAPI document, the token
+    /// endpoint as https://qiita.com/yaskitie/items/e658d4c8e6fbcba0ae18 and the Open Wearables
+    /// project (github.com/the-momentum/open-wearables,
+    /// `backend/app/services/providers/polar/oauth.py`) call it.
     pub fn endpoints() -> Endpoints {
         DESCRIPTION.endpoints()
     }
@@ -129,9 +136,9 @@ impl Polar {
         answer.json(SLUG)
     }
 
-    /// `POST /v3/users` (POLAR-SPEC `registerUser`): required before any data is visible. The
-    /// member id is the Polar user id itself, so a relink names the same member; 409 (already
-    /// registered) is success, 403 (mandatory consents not accepted) fails the link.
+    /// `POST /v3/users` (Polar's OpenAPI document `registerUser`): required before any data is
+    /// visible. The member id is the Polar user id itself, so a relink names the same member; 409
+    /// (already registered) is success, 403 (mandatory consents not accepted) fails the link.
     async fn register(&self, token: &str, user_id: &str) -> Result<(), ProviderError> {
         let body = json!({"member-id": user_id}).to_string();
         let request = self
@@ -334,10 +341,10 @@ pub fn iso_duration_secs(s: &str) -> Option<i64> {
 
 #[derive(Debug, Default, Deserialize)]
 struct PhysicalInfo {
-    /// kg (POLAR-SPEC `physical-info.weight`).
+    /// kg (Polar's OpenAPI document `physical-info.weight`).
     #[serde(default)]
     weight: Option<f64>,
-    /// cm (POLAR-SPEC `physical-info.height`).
+    /// cm (Polar's OpenAPI document `physical-info.height`).
     #[serde(default)]
     height: Option<f64>,
     #[serde(default)]
@@ -361,7 +368,7 @@ struct Sleep {
     #[serde(default)]
     total_interruption_duration: Option<i64>,
     /// `"HH:MM"` (local) -> stage from then on: 0 wake, 1 REM, 2 lighter non-REM, 3 light non-REM,
-    /// 4 deep non-REM, 5 unknown (POLAR-SPEC `sleep.hypnogram`).
+    /// 4 deep non-REM, 5 unknown (Polar's OpenAPI document `sleep.hypnogram`).
     #[serde(default)]
     hypnogram: BTreeMap<String, i64>,
 }
@@ -392,7 +399,7 @@ struct HeartRateSample {
 
 #[derive(Debug, Deserialize)]
 struct Exercise {
-    /// Local time, without offset (POLAR-SPEC `exerciseHashId.start_time`).
+    /// Local time, without offset (Polar's OpenAPI document `exerciseHashId.start_time`).
     start_time: NaiveDateTime,
     /// Minutes east of UTC.
     #[serde(default)]
@@ -417,8 +424,8 @@ struct HeartRate {
 
 #[derive(Debug, Deserialize)]
 struct Activity {
-    /// POLAR-SPEC `activity-summary-with-all-samples.start_time`: "Start time of the activity
-    /// in UTC", without an offset; the summary has no local date or offset of its own.
+    /// Polar's OpenAPI document `activity-summary-with-all-samples.start_time`: "Start time of the
+    /// activity in UTC", without an offset; the summary has no local date or offset of its own.
     start_time: NaiveDateTime,
     #[serde(default)]
     steps: Option<f64>,
@@ -539,7 +546,7 @@ fn profile_record(p: &PhysicalInfo) -> Value {
     json!({"height_cm": p.height, "birth_year": p.birthday.map(|b| b.year())})
 }
 
-/// A webhook delivery (POLAR-SPEC `webhookPayload*`, `webhookPing`).
+/// A webhook delivery (Polar's OpenAPI document `webhookPayload*`, `webhookPing`).
 #[derive(Debug, Deserialize)]
 struct Delivery {
     event: String,
@@ -583,7 +590,7 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
     hex::encode(hmac_sha256(secret.as_bytes(), body))
 }
 
-/// A webhook as `GET /v3/webhooks` lists it (POLAR-SPEC `webhookInfo`).
+/// A webhook as `GET /v3/webhooks` lists it (Polar's OpenAPI document `webhookInfo`).
 #[derive(Debug, Deserialize)]
 struct Webhook {
     url: String,
@@ -650,8 +657,8 @@ impl Adapter for Polar {
         Ok(FetchedResource { resource: resource.clone(), records })
     }
 
-    /// `DELETE /v3/users/{user-id}` (POLAR-SPEC `deleteUser`), which also revokes the token. A
-    /// refused token or an unknown user means the access is already gone.
+    /// `DELETE /v3/users/{user-id}` (Polar's OpenAPI document `deleteUser`), which also revokes the
+    /// token. A refused token or an unknown user means the access is already gone.
     async fn revoke(&self, _client: &OauthClient, account: &ProviderAccount) -> Result<(), ProviderError> {
         let url = self.api.url(&format!("/v3/users/{}", account.external_user_id));
         let request = self.api.http.delete(url).bearer_auth(account.credentials.access_token.expose());

@@ -2,8 +2,10 @@
 //! team's own Strava application): OAuth 2 with the client in the body, comma-separated scopes
 //! and rotating refresh tokens; activities paged by `page`/`per_page` until a short page; one
 //! push subscription per application, answered by a `hub.challenge` handshake, with unsigned
-//! events. Facts: `../shared/PROVIDERS.md` section 5 (STRAVA-SW is Strava's published Swagger
-//! document); what is mapped to what: `docs/PROVIDERS.md`.
+//! events. Facts: Strava's published documents, listed under "Sources" in the Strava section of
+//! `docs/PROVIDERS.md`, chiefly Strava's published Swagger document
+//! (https://developers.strava.com/swagger/swagger.json); what is mapped to what: that section
+//! too.
 //!
 //! What is mapped (Strava's units are already Wearlab's: m, s, bpm):
 //! - `workouts`: `GET /athlete/activities`, one per activity, dated by its local start day; its
@@ -48,9 +50,10 @@ use crate::oauth::{self, ClientAuth, TokenAnswer};
 
 pub const SLUG: &str = "strava";
 
-/// What Wearlab asks for, comma-separated as Strava wants (STRAVA-SW securityDefinitions):
-/// `read` (the athlete) and `activity:read_all` (activities, "Only Me" ones included). The user
-/// may untick either at the consent; what was granted is respected when fetching.
+/// What Wearlab asks for, comma-separated as Strava wants (Strava's Swagger document's
+/// `securityDefinitions`): `read` (the athlete) and `activity:read_all` (activities, "Only Me" ones
+/// included). The user may untick either at the consent; what was granted is respected when
+/// fetching.
 pub const SCOPES: &str = "read,activity:read_all";
 
 /// Strava's largest page (`per_page`, default 30, max 200).
@@ -335,8 +338,8 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap, now: DateTime<Utc>) -> 
 }
 
 /// Whether the granted scopes read "Only Me" activities too (`activity:read_all`), or only the
-/// others (`activity:read`); neither is a clear refusal (STRAVA-SW: the activity paths require
-/// `activity:read`).
+/// others (`activity:read`); neither is a clear refusal (Strava's Swagger document: the activity
+/// paths require `activity:read`).
 pub fn activity_access(scopes: &[String]) -> Result<bool, ProviderError> {
     let granted = |s: &str| scopes.iter().any(|g| g == s);
     if granted("activity:read_all") {
@@ -399,7 +402,8 @@ struct TokenWithAthlete {
     athlete: Option<AthleteRef>,
 }
 
-/// The fields of a SummaryActivity Wearlab reads (STRAVA-SW; units in the comments).
+/// The fields of a SummaryActivity Wearlab reads (Strava's Swagger document; units in the
+/// comments).
 #[derive(Debug, Clone, Deserialize)]
 struct Activity {
     id: i64,
@@ -432,7 +436,8 @@ struct Activity {
     kilojoules: Option<f64>,
     #[serde(default)]
     private: bool,
-    /// "Only Me" as STRAVA-SW's `activity:read_all` scope words it; read besides `private`.
+    /// "Only Me" as Strava's Swagger document's `activity:read_all` scope words it; read besides
+    /// `private`.
     #[serde(default)]
     visibility: Option<String>,
     #[serde(default)]
@@ -507,7 +512,7 @@ struct Streams {
 
 impl Streams {
     /// Strava's answer keyed by type (`key_by_type=true`, a StreamSet), or a list of streams
-    /// each naming its `type` (STRAVA-SW's example).
+    /// each naming its `type` (Strava's Swagger document's example).
     fn read(answer: &Value) -> Self {
         let data = |s: &Value| -> Vec<Option<f64>> {
             s.get("data")
@@ -591,7 +596,7 @@ struct Subscription {
     callback_url: String,
 }
 
-/// Strava's webhook event (D:developers.strava.com/docs/webhooks).
+/// Strava's webhook event (https://developers.strava.com/docs/webhooks/).
 #[derive(Debug, Deserialize)]
 struct Event {
     object_type: String,
@@ -691,8 +696,9 @@ impl Adapter for Strava {
 
     async fn exchange_code(&self, exchange: &CodeExchange) -> Result<ProviderAccount, ProviderError> {
         let now = Utc::now();
-        // Strava's form has no `redirect_uri` (PROVIDERS.md section 5: `client_id,
-        // client_secret, code, grant_type`); sending it is harmless, as other providers need it.
+        // Strava's form has no `redirect_uri` (https://developers.strava.com/docs/authentication/:
+        // `client_id, client_secret, code, grant_type`); sending it is harmless, as other providers
+        // need it.
         let answer: TokenWithAthlete = self.api.exchange_answer(exchange).await?;
         let credentials = answer.token.into_credentials(now, None);
         let athlete = match answer.athlete {

@@ -1,7 +1,8 @@
 //! WHOOP API v2 (https://api.prod.whoop.com/developer), catalog slug `whoop_v2`: OAuth 2 with
 //! the client in the body (scope `offline` for a refresh token), collections paged by
 //! `nextToken` (at most 25 a page), webhooks signed with base64 HMAC-SHA256. Facts:
-//! `../shared/PROVIDERS.md` section 3.
+//! WHOOP's published documents, listed under "Sources" in the WHOOP section of
+//! `docs/PROVIDERS.md`.
 //!
 //! Shapes, units and enums as in WHOOP's API 2.0.0 OpenAPI document (api-evangelist/whoop-co
 //! `openapi/_original/whoop-api-openapi.yml`); a `score` is read only when `score_state` is
@@ -235,8 +236,8 @@ struct Body {
     weight_kilogram: Option<f64>,
 }
 
-/// WHOOP's `score_state`: a `score` is read only when `SCORED` (WHOOP-SPEC: "Only present if
-/// the ... State is `SCORED`").
+/// WHOOP's `score_state`: a `score` is read only when `SCORED` (WHOOP's OpenAPI document: "Only
+/// present if the ... State is `SCORED`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 enum ScoreState {

@@ -1,6 +1,10 @@
 //! `docs/ARCHITECTURE.md` is where a newcomer looks for things, so every file, folder and Rust
 //! symbol it names in backticks must exist: a move or a rename that forgets the document fails
 //! here instead of sending the next reader to a path that is gone.
+//!
+//! The repository also stands alone: a fact is cited by its public source (a provider's
+//! documentation URL, a published OpenAPI document) or by the repository's own documents, never
+//! by a sheet kept beside the repository that its readers do not have.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -124,4 +128,80 @@ fn a_path_or_symbol_that_is_gone_is_reported() {
     assert!(!symbol_exists("users::load_gone", &sources));
     assert_eq!(rust_symbol("users::load_active()"), Some("users::load_active"));
     assert_eq!(rust_symbol("DataKey"), None);
+}
+
+/// The sheets kept beside the repository (not in it), by file name.
+const OUTSIDE_SHEETS: &[&str] = &["PROVIDERS", "MOBILE", "SPEC", "DESIGN", "API-NOTES"];
+
+/// `<sheet>.md`: the needles are put together at run time so that this file does not match itself.
+fn md(sheet: &str) -> String {
+    format!("{sheet}.md")
+}
+
+/// The 1-based lines of `text` that cite something outside the repository: a path through the
+/// parent folder's `shared/`, one of the outside sheets as `shared/<sheet>.md`, or a numbered
+/// section of a providers sheet other than the repository's `docs/PROVIDERS.md` (which has no
+/// numbered sections).
+fn outside_citations(text: &str) -> Vec<usize> {
+    let parent = format!("..{}", "/shared/");
+    let sheets: Vec<String> = OUTSIDE_SHEETS.iter().map(|s| format!("shared/{}", md(s))).collect();
+    let numbered = ["section", "\u{a7}"].map(|n| format!("{} {n}", md("PROVIDERS")));
+    let cites_numbered = |line: &str| {
+        numbered.iter().any(|n| line.match_indices(n.as_str()).any(|(at, _)| !line[..at].ends_with("docs/")))
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            line.contains(&parent) || sheets.iter().any(|s| line.contains(s.as_str())) || cites_numbered(line)
+        })
+        .map(|(at, _)| at + 1)
+        .collect()
+}
+
+/// Whether a tracked file is left out of the citation check: a provider's JSON kept as a fixture
+/// (its text is the provider's, not the repository's).
+fn provider_json(path: &str) -> bool {
+    path.starts_with("shared/providers/fixtures/") && path.ends_with(".json")
+}
+
+#[test]
+fn the_repository_cites_no_sheet_outside_it() {
+    let mut found = Vec::new();
+    for file in tracked_files().iter().filter(|f| !provider_json(f)) {
+        let Ok(bytes) = std::fs::read(root().join(file)) else { continue };
+        let Ok(text) = String::from_utf8(bytes) else { continue };
+        if text.contains('\0') {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for at in outside_citations(&text) {
+            found.push(format!("{file}:{at}: {}", lines[at - 1].trim()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "cite the public source (the provider's documentation URL, its published OpenAPI document) or \
+         docs/PROVIDERS.md instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_citation_of_an_outside_sheet_is_reported_and_repository_paths_are_not() {
+    let providers = md("PROVIDERS");
+    let text = [
+        "Facts: `shared/providers/src/oura.rs` and `shared/domain/src/users.rs`.".to_owned(),
+        format!("Facts: `..{}{providers}` section 2.", "/shared/"),
+        format!("Hosts as docs/{providers} says."),
+        format!("Limits ({providers} {}9 Rate).", '\u{a7}'),
+        format!("The catalog's values: `shared/{}`.", md("SPEC")),
+        format!("As in {providers} section 6."),
+        format!("Polar's table in docs/{providers} section Polar."),
+        format!("A screen of `shared/{}`.", md("MOBILE")),
+    ]
+    .join("\n");
+    assert_eq!(outside_citations(&text), vec![2, 4, 5, 6, 8]);
+    assert!(provider_json("shared/providers/fixtures/oura/sleep.json"));
+    assert!(!provider_json("shared/providers/fixtures/README.md"));
+    assert!(!provider_json("docs/openapi.json"));
 }

@@ -24,7 +24,8 @@ use crate::config::Endpoints;
 
 /// The user the fixtures belong to (the `userId` of Dexcom's egvs example).
 pub const USER_ID: &str = "079a528d-7cf7-d4b4-7704-1efbd08f921d";
-/// Dexcom's published limit: calls per application per hour (PROVIDERS.md §9 Rate).
+/// Dexcom's published limit: calls per application per hour (Dexcom's v2 endpoint overview,
+/// https://developer.dexcom.com/docs/dexcomv2/endpoint-overview).
 pub const HOURLY_LIMIT: u32 = 60_000;
 
 const EGVS: &str = include_str!("../../fixtures/dexcom_v3/egvs.json");

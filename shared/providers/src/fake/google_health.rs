@@ -25,9 +25,10 @@ use super::oauth::{Calls, Issuer, oauth_error};
 use crate::config::{AppConfig, Endpoints};
 use crate::google_health::{self, GoogleUrls, Kind, PAGE_SIZE, SESSION_PAGE_SIZE};
 
-/// The user every code is for (the fixture's `healthUserId`, GH-DISC's `users/abcd1234` example).
+/// The user every code is for (the fixture's `healthUserId`, the discovery document's
+/// `users/abcd1234` example).
 pub const USER_ID: &str = "abcd1234";
-/// GH-DISC: the user's requests a minute (D:developers.google.com/health/rate-limits).
+/// The user's requests a minute (https://developers.google.com/health/rate-limits).
 pub const PER_USER_PER_MINUTE: usize = 300;
 
 const IDENTITY: &str = include_str!("../../fixtures/google_health/identity.json");
@@ -249,7 +250,7 @@ pub fn push(authorization: Option<&str>, body: &str) -> PushRequest {
     PushRequest { method: "POST".into(), query: vec![], headers, body: body.as_bytes().to_vec() }
 }
 
-/// Google's verification POST (GH-DISC `subscribers.create`).
+/// Google's verification POST (the discovery document's `subscribers.create`).
 pub const VERIFICATION: &str = r#"{"type": "verification"}"#;
 
 /// Google's error body (`Status`: code, message).
@@ -374,8 +375,8 @@ fn literal(s: &str) -> Option<NaiveDateTime> {
     s.parse::<NaiveDateTime>().ok().or_else(|| s.parse::<NaiveDate>().ok()?.and_hms_opt(0, 0, 0))
 }
 
-/// `field >= "a" AND field < "b"` (either bound alone too), for the one field GH-DISC allows
-/// for this data type; anything else is Google's 400.
+/// `field >= "a" AND field < "b"` (either bound alone too), for the one field the discovery
+/// document allows for this data type; anything else is Google's 400.
 fn bounds(filter: &str, field: &str) -> Option<(Option<NaiveDateTime>, Option<NaiveDateTime>)> {
     let (mut from, mut to) = (None, None);
     for term in filter.split(" AND ") {
@@ -401,11 +402,12 @@ async fn data_points(
     points_answer(&s, data_type, q, &headers, false)
 }
 
-/// `dataPoints.reconcile` (GH-DISC: "Reconcile data points from multiple data sources into a
-/// single data stream", response `ReconcileDataPointsResponse` of `ReconciledDataPoint`s, which
-/// carry no `dataSource`). Google does not document how it merges; the fake's rule: where points
-/// of the collection overlap in time (an interval, or the same sample time), the one recorded by
-/// a device (`dataSource.device`, the wearable's sync) is kept, else the first listed.
+/// `dataPoints.reconcile` (the discovery document: "Reconcile data points from multiple data
+/// sources into a single data stream", response `ReconcileDataPointsResponse` of
+/// `ReconciledDataPoint`s, which carry no `dataSource`). Google does not document how it merges;
+/// the fake's rule: where points of the collection overlap in time (an interval, or the same sample
+/// time), the one recorded by a device (`dataSource.device`, the wearable's sync) is kept, else the
+/// first listed.
 async fn reconciled_points(
     State(s): State<Shared>,
     Path(data_type): Path<String>,
@@ -503,7 +505,7 @@ fn points_answer(
         .filter_map(|p| Some((civil(p.get(&key)?, kind)?, p.clone())))
         .filter(|(t, _)| from.is_none_or(|f| *t >= f) && to.is_none_or(|e| *t < e))
         .collect();
-    // GH-DISC: "ordered by the interval start time in descending order".
+    // The discovery document: "ordered by the interval start time in descending order".
     points.sort_by_key(|p| std::cmp::Reverse(p.0));
     let offset: usize = match q.get("pageToken").map(|t| t.parse()) {
         None => 0,

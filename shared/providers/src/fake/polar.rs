@@ -25,9 +25,10 @@ use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 use crate::polar::{MAX_DAYS_BACK, MAX_RANGE_DAYS, SIGNATURE_HEADER, sign};
 
-/// The user every code is for (POLAR-SPEC's example user id).
+/// The user every code is for (Polar's OpenAPI document's example user id).
 pub const USER_ID: i64 = 475;
-/// Polar's access tokens last about ten years (PROVIDERS.md section 6).
+/// Polar's access tokens last about ten years (`expires_in: 315359999` in the token answer of
+/// https://qiita.com/yaskitie/items/e658d4c8e6fbcba0ae18; `docs/PROVIDERS.md`, Polar, "Sources").
 pub const EXPIRES_IN: i64 = 315_359_999;
 /// Requests one client may make per 15 minutes with no registered user (Polar's base figure).
 pub const WINDOW_BUDGET: u32 = 500;
@@ -39,7 +40,7 @@ const SLEEP: &str = include_str!("../../fixtures/polar/sleep.json");
 const RECHARGE: &str = include_str!("../../fixtures/polar/nightly_recharge.json");
 const HEART_RATE: &str = include_str!("../../fixtures/polar/continuous_heart_rate.json");
 const PHYSICAL_INFO: &str = include_str!("../../fixtures/polar/physical_info.json");
-/// POLAR-SPEC's example EXERCISE delivery, its time moved into the fixtures' days.
+/// Polar's OpenAPI document's example EXERCISE delivery, its time moved into the fixtures' days.
 pub const WEBHOOK_EXERCISE: &str = include_str!("../../fixtures/polar/webhook_exercise.json");
 
 type Params = Query<HashMap<String, String>>;
@@ -196,7 +197,7 @@ pub fn signed_push(secret: &str, body: &[u8]) -> PushRequest {
     }
 }
 
-/// Polar's error body (POLAR-SPEC `error`).
+/// Polar's error body (Polar's OpenAPI document `error`).
 fn error(status: StatusCode, error_type: &str, message: &str) -> Response {
     let body = json!({"timestamp": Utc::now().to_rfc3339(), "status": status.as_u16(),
         "errorType": error_type, "message": message, "corrId": "fake-corr-id"});
@@ -297,7 +298,8 @@ async fn deregister(State(fake): State<FakePolar>, headers: HeaderMap, Path(user
     if user != USER_ID.to_string() || !inner.registered {
         return error(StatusCode::NOT_FOUND, "NOT_FOUND", "user not found");
     }
-    // "This will revoke the access token authorized by user" (POLAR-SPEC `deleteUser`).
+    // "This will revoke the access token authorized by user" (Polar's OpenAPI document
+    // `deleteUser`).
     inner.registered = false;
     inner.issuer.revoke_all();
     StatusCode::NO_CONTENT.into_response()
@@ -347,8 +349,8 @@ fn days(fixture: &str, key: &str, (from, to): (NaiveDate, NaiveDate)) -> Vec<Val
 }
 
 /// A `from`/`to` endpoint: the fixture's documents of the range, whose day is `key`'s. For
-/// continuous heart rate, POLAR-SPEC's `continuous-heartrate` day objects as a list (the document
-/// does not show a range answer with several days).
+/// continuous heart rate, Polar's OpenAPI document's `continuous-heartrate` day objects as a list
+/// (the document does not show a range answer with several days).
 async fn ranged(
     State(fake): State<FakePolar>,
     headers: HeaderMap,

@@ -24,7 +24,7 @@ use wearlab_domain::ports::providers::{OauthClient, ProviderAccount, PushRequest
 use super::oauth::{Calls, Issuer};
 use crate::config::Endpoints;
 
-/// The athlete the fixtures belong to (STRAVA-SW's `/athlete` example).
+/// The athlete the fixtures belong to (Strava's Swagger document's `/athlete` example).
 pub const ATHLETE_ID: i64 = 1_234_567_890_987_654_321;
 /// Strava's largest page.
 pub const MAX_PER_PAGE: usize = 200;

@@ -33,8 +33,8 @@ const SLEEP_SUMMARY: &str = include_str!("../../fixtures/withings/sleep_getsumma
 /// Withings's example notification form.
 pub const NOTIFICATION: &str = include_str!("../../fixtures/withings/notification.txt");
 
-/// The fields of an intraday sample that describe its device (WITH-SPEC's `$timestamp` object),
-/// not asked for by `data_fields`.
+/// The fields of an intraday sample that describe its device (the Withings API reference's
+/// `$timestamp` object), not asked for by `data_fields`.
 const INTRADAY_DEVICE_FIELDS: [&str; 3] = ["deviceid", "model", "model_id"];
 
 /// How every API call answers while a switch is set.
@@ -80,7 +80,8 @@ pub struct FakeWithings {
     inner: Arc<Mutex<Inner>>,
 }
 
-/// A refusal in WITH-SPEC's envelope `{status, body}` (the document shows no error text field).
+/// A refusal in the Withings API reference's envelope `{status, body}` (the document shows no error
+/// text field).
 fn status(code: i64) -> Response {
     axum::Json(json!({"status": code, "body": {}})).into_response()
 }

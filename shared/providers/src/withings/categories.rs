@@ -1,7 +1,8 @@
-//! Withings's workout categories: the table of `workout_object.category` in WITH-SPEC
-//! (api-evangelist/withings `openapi/_original/withings-data-api-openapi.yml`), names verbatim.
+//! Withings's workout categories: the table of `workout_object.category` in the Withings API
+//! reference (api-evangelist/withings `openapi/_original/withings-data-api-openapi.yml`), names
+//! verbatim.
 
-/// `(category, WITH-SPEC's description)`, in the document's order.
+/// `(category, the Withings API reference's description)`, in the document's order.
 pub const CATEGORIES: &[(i64, &str)] = &[
     (1, "Walk"),
     (2, "Run"),

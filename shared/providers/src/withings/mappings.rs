@@ -1,6 +1,6 @@
-//! What Withings's JSON becomes in Wearlab's records: the answer shapes WITH-SPEC documents
-//! (measure groups, activities, workouts, sleep summaries, intraday series) and their mapping
-//! to the normalised records, with units and days as the module header of [`super`] says.
+//! What Withings's JSON becomes in Wearlab's records: the answer shapes the Withings API reference
+//! documents (measure groups, activities, workouts, sleep summaries, intraday series) and their
+//! mapping to the normalised records, with units and days as the module header of [`super`] says.
 
 use std::collections::BTreeMap;
 
@@ -67,7 +67,7 @@ pub(super) struct Activity {
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Workout {
-    /// A code of WITH-SPEC's workout category table ([`categories::CATEGORIES`]).
+    /// A code of the Withings API reference's workout category table ([`categories::CATEGORIES`]).
     #[serde(default)]
     category: Option<i64>,
     startdate: i64,
@@ -118,9 +118,9 @@ struct SleepData {
     hr_average: Option<f64>,
 }
 
-/// Intraday samples: WITH-SPEC's `series` is an object keyed by epoch second (`$timestamp`).
-/// Read as a `Value`, so that anything else (no samples written as a list, say) is no rows rather
-/// than an unreadable answer.
+/// Intraday samples: the Withings API reference's `series` is an object keyed by epoch second
+/// (`$timestamp`). Read as a `Value`, so that anything else (no samples written as a list, say) is
+/// no rows rather than an unreadable answer.
 #[derive(Debug, Deserialize)]
 pub(super) struct Intraday {
     #[serde(default)]

@@ -1,9 +1,11 @@
 //! Withings Public Health Data API (https://wbsapi.withings.net): OAuth 2 through
 //! `/v2/oauth2` (`action=requesttoken`), every call a form POST with `action`, errors as
 //! HTTP 200 with a non-zero `status` in the body, pages by `more`/`offset`, per-user
-//! notification subscriptions. Facts: `../shared/PROVIDERS.md` section 4; paths, parameters,
-//! answer shapes, types, units and codes as in WITH-SPEC, the Withings developer documentation's
-//! OpenAPI source (api-evangelist/withings `openapi/_original/withings-data-api-openapi.yml`).
+//! notification subscriptions. Facts: Withings's published documents, listed under "Sources" in
+//! the Withings section of `docs/PROVIDERS.md`; paths, parameters, answer shapes, types, units and
+//! codes as in the Withings API reference (https://developer.withings.com/api-reference), read in
+//! its OpenAPI source (repository `api-evangelist/withings`,
+//! `openapi/_original/withings-data-api-openapi.yml`).
 //!
 //! What is mapped (value x 10^unit for measures; seconds, meters, kcal as Withings gives them):
 //! - `getmeas` (`/measure`, real measures only): `body` (weight kg, fat ratio %, the day's last
@@ -13,14 +15,14 @@
 //!   intense -> high minutes, active and total kcal).
 //! - `getintradayactivity`, one 24 h window a day (Withings answers only the first 24 h of a
 //!   longer span): `heartrate`, `steps`, `distance`, `calories_active`.
-//! - `getworkouts`: `workouts`, the sport from WITH-SPEC's workout category table; `sleep
-//!   getsummary`: `sleep` (the longest per day).
+//! - `getworkouts`: `workouts`, the sport from the Withings API reference's workout category
+//!   table; `sleep getsummary`: `sleep` (the longest per day).
 //!
-//! Blood pressure is not offered. WITH-SPEC reports it as one measure group holding a diastolic
-//! (type 9), a systolic (10) and a pulse (11) measure, in mmHg and bpm; Wearlab's timeseries
-//! sample carries one `value`, and its `blood_pressure` resource documents no systolic/diastolic
-//! pair (the simulator writes one mmHg value a sample), so either half alone would be
-//! mislabelled data.
+//! Blood pressure is not offered. The Withings API reference reports it as one measure group
+//! holding a diastolic (type 9), a systolic (10) and a pulse (11) measure, in mmHg and bpm;
+//! Wearlab's timeseries sample carries one `value`, and its `blood_pressure` resource documents no
+//! systolic/diastolic pair (the simulator writes one mmHg value a sample), so either half alone
+//! would be mislabelled data.
 //!
 //! The files: this one is the client (the calls, pages, tokens and the `Adapter`); [`wire`] the
 //! answer envelope and its status codes; [`mappings`] what Withings's JSON becomes in Wearlab's
@@ -83,8 +85,8 @@ const RESOURCES: &[Resource] = &[
 
 const LIMITS: &[RateWindow] = &[RateWindow { requests: 120, window_secs: 60 }];
 
-/// The longest span of one sleep call: WITH-SPEC's sleep `enddate` (in `sleep_summary_object`
-/// too) says "A single call can span up to 7 days maximum".
+/// The longest span of one sleep call: the Withings API reference's sleep `enddate` (in
+/// `sleep_summary_object` too) says "A single call can span up to 7 days maximum".
 const SLEEP_SPAN_DAYS: u64 = 7;
 
 /// `range` cut into consecutive spans of at most `days` days.

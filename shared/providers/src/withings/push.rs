@@ -14,7 +14,7 @@ use super::mappings::epoch;
 /// maps (body measures, temperature, blood pressure/heart rate/SpO2, activity, sleep), and 46,
 /// the user's profile actions, whose `unlink` tells that the user took Wearlab's access away.
 /// The codes are the notifications guide's (developer.withings.com, "Notification content");
-/// WITH-SPEC's `notify` operations do not list them.
+/// the Withings API reference's `notify` operations do not list them.
 pub const NOTIFY_APPLIS: [u32; 6] = [1, 2, 4, 16, 44, APPLI_USER];
 
 /// `appli` 46: user profile actions, with `action` `update`, `unlink` or `delete`.

@@ -1,6 +1,7 @@
 //! Withings's wire protocol: every answer is HTTP 200 with `{status, body}`, `status` a code
-//! of WITH-SPEC's status table (tag `response_status`); listings page by `more`/`offset`; the
-//! token answer carries the user id; signed calls carry an HMAC-SHA256 signature.
+//! of the Withings API reference's status table (tag `response_status`); listings page by
+//! `more`/`offset`; the token answer carries the user id; signed calls carry an HMAC-SHA256
+//! signature.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -13,7 +14,7 @@ use crate::http;
 use crate::oauth::TokenAnswer;
 
 /// What a body `status` other than 0 means (Withings answers HTTP 200 either way), by the
-/// families of WITH-SPEC's status table (tag `response_status`).
+/// families of the Withings API reference's status table (tag `response_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Ok,

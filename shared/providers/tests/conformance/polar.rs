@@ -152,7 +152,7 @@ async fn fetches_every_resource_with_units_converted() {
         got[&Resource::Activity][0],
         json!({"time_start": "2026-11-21T08:15:30Z", "steps": 8823.0, "calories_total": 2500.0,
             "calories_active": 1500.0, "distance_m": 4590.53}),
-        "POLAR-SPEC's start_time is UTC and names no zone: the pipeline dates it in the user's"
+        "Polar's OpenAPI document's start_time is UTC and names no zone: the pipeline dates it in the user's"
     );
 
     let sleep = &got[&Resource::Sleep];

@@ -136,7 +136,7 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "steps": 8543.0, "distance_m": 6234.5,
             "floors_climbed": 25.0, "low_minutes": 39.0, "high_minutes": 10.0, "calories_active": 312.5,
             "calories_total": 2150.0}),
-        "WITH-SPEC's activity example"
+        "the Withings API reference's activity example"
     );
     let activity_pages = fake.forms("getactivity");
     assert_eq!(activity_pages.len(), 2);
@@ -158,10 +158,13 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         json!({"date": "2026-11-21", "timezone": "Europe/Paris", "bedtime_start": "2026-11-20T22:40:00Z",
             "bedtime_stop": "2026-11-21T06:40:00Z", "duration_s": 28800, "deep_s": 5400, "rem_s": 7200,
             "light_s": 10800, "awake_s": 1800, "efficiency": 85.0, "hr_average": 58.0}),
-        "WITH-SPEC's sleep summary example, its efficiency written as a percentage"
+        "the Withings API reference's sleep summary example, its efficiency written as a percentage"
     );
     assert_eq!(got[&Resource::Sleep][1]["duration_s"], 28500);
-    assert_eq!(got[&Resource::Sleep][1]["efficiency"], 92.0, "a ratio, as WITH-SPEC's schema describes it");
+    assert_eq!(
+        got[&Resource::Sleep][1]["efficiency"], 92.0,
+        "a ratio, as the Withings API reference's schema describes it"
+    );
 
     // Intraday: one 24 h window a day.
     assert_eq!(values(&got[&Resource::Heartrate]), vec![62.0, 88.0, 140.0, 57.0, 58.0, 60.0]);
