@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn categories_map_to_sport_slugs() {
-        assert_eq!(CATEGORIES.len(), 130, "every row of WITH-SPEC's table");
+        assert_eq!(CATEGORIES.len(), 130, "every row of the Withings API reference's table");
         assert_eq!(sport(1), "walking");
         assert_eq!(sport(2), "running");
         assert_eq!(sport(6), "cycling");
