@@ -25,8 +25,6 @@ use serde_json::{Map, Value};
 use wearlab_models::data::{Sample, SourceContext};
 use wearlab_models::{AuthType, LocPart, Resource, ValidationIssue};
 
-pub use units::GLUCOSE_MG_DL_PER_MMOL_L;
-
 use super::normalize::{Entry, source_of};
 use crate::common::error::{DomainError, issue};
 use crate::common::ids::TimeZoneId;

@@ -160,7 +160,8 @@ fn a_ble_glucose_meter_reading_is_a_fingerprick_in_mg_per_deciliter() {
     let u = parse("glucose", v).unwrap();
     let s = series(&u);
     assert_eq!((s[0].0, s[0].1), ("fingerprick", None));
-    assert_eq!(s[0].3[0].1, 6.2 * GLUCOSE_MG_DL_PER_MMOL_L);
+    assert!((s[0].3[0].1 - 111.71).abs() < 0.01, "6.2 mmol/L is 111.71 mg/dL, got {}", s[0].3[0].1);
+    assert_eq!(s[0].3[0].2, "mg/dL");
     assert_eq!(u.series[0].source.provider, "accuchek_ble");
 }
 

@@ -18,7 +18,7 @@ use wearlab_models::Resource;
 /// (`Sources/VitalDevices/NFC/Glucose.swift`) and the Open Wearables backend multiplies by. The
 /// SDK's other glucose paths are within 0.02 % of it (HealthKit's molar mass 180.156 g/mol gives
 /// 18.0156; the BLE meters' `1 mg/dL = 0.0555 mmol/L` gives 18.018).
-pub const GLUCOSE_MG_DL_PER_MMOL_L: f64 = 18.0182;
+pub(super) const GLUCOSE_MG_DL_PER_MMOL_L: f64 = 18.0182;
 
 /// One label an SDK writes, the Wearlab unit it becomes, and the factor to it.
 struct Reading {
@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn every_label_an_sdk_writes_becomes_wearlabs_unit() {
         let cases = [
-            (Resource::Glucose, "mmol/L", 5.5, 5.5 * GLUCOSE_MG_DL_PER_MMOL_L, "mg/dL"),
+            (Resource::Glucose, "mmol/L", 5.0, 90.091, "mg/dL"),
             (Resource::Glucose, "mg/dL", 99.0, 99.0, "mg/dL"),
             (Resource::CaloriesActive, "kJ", 12.5, 12.5, "kcal"),
             (Resource::CaloriesBasal, "kJ", 1650.0, 1650.0, "kcal/day"),
@@ -150,7 +150,9 @@ mod tests {
             (Resource::HeartRateRecoveryOneMinute, "count", 22.0, 22.0, "bpm"),
         ];
         for (resource, sent, value, want, unit) in cases {
-            assert_eq!(convert(&resource, sent, value), Ok((want, unit)), "{resource} {sent:?}");
+            let got = convert(&resource, sent, value);
+            let Ok((v, u)) = got else { panic!("{resource} {sent:?}: {got:?}") };
+            assert!((v - want).abs() < 1e-9 && u == unit, "{resource} {sent:?}: {v} {u}");
         }
     }
 
