@@ -8,6 +8,7 @@
 
 mod columns;
 pub mod normalize;
+pub mod phone;
 pub mod pull;
 pub mod push;
 pub mod read;

@@ -81,13 +81,20 @@ impl Entry {
     }
 }
 
+/// The source of a normalised record: its `source_type` and `app_id` when it names them.
 pub fn source(provider: &str, record: Option<&Value>) -> SourceContext {
-    let r = catalog().reference(provider);
     let text = |k: &str| record.and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_owned);
+    source_of(provider, text("source_type"), text("app_id"))
+}
+
+/// The source context of `provider`'s data of a kind of source (`unknown` when none is known)
+/// recorded by an app.
+pub fn source_of(provider: &str, source_type: Option<String>, app_id: Option<String>) -> SourceContext {
+    let r = catalog().reference(provider);
     SourceContext {
         provider: r.slug.clone(),
-        source_type: text("source_type").unwrap_or_else(|| "unknown".into()),
-        app_id: text("app_id"),
+        source_type: source_type.unwrap_or_else(|| "unknown".into()),
+        app_id,
         name: r.name,
         logo: r.logo,
         slug: r.slug,
