@@ -162,7 +162,8 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     );
     assert_eq!(got[&Resource::Sleep][1]["duration_s"], 28500);
     assert_eq!(
-        got[&Resource::Sleep][1]["efficiency"], 92.0,
+        got[&Resource::Sleep][1]["efficiency"],
+        92.0,
         "a ratio, as the Withings API reference's schema describes it"
     );
 
