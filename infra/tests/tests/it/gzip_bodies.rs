@@ -4,12 +4,14 @@
 
 use std::io::Write;
 
+use base64::Engine;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use http::{Method, StatusCode};
-use serde_json::Value;
+use serde_json::{Value, json};
+use tower::ServiceExt;
 
-use crate::helpers::{Answer, TestApp};
+use crate::helpers::{API_KEY_HEADER, Answer, TestApp};
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = GzEncoder::new(Vec::new(), Compression::default());
@@ -175,4 +177,54 @@ async fn invalid_json_gzipped_is_refused_as_plain() {
         assert_eq!(gz.body, plain.body, "{body:?}");
     }
     assert_eq!(users(&t).await, 0);
+}
+
+/// As deployed: API Gateway (HTTP API, payload format 2.0) hands the Lambda a binary body in
+/// base64 with `isBase64Encoded`, and `lambda_http` turns the event into the request the router
+/// serves. The event's shape is the one documented in "Create AWS Lambda proxy integrations for
+/// HTTP APIs in API Gateway"
+/// (https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-develop-integrations-lambda.html).
+#[tokio::test]
+async fn a_gzipped_body_through_an_api_gateway_event_is_read() {
+    let t = TestApp::embedded().await;
+    let body = gzip(br#"{"client_user_id": "from-lambda"}"#);
+    let event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": "/v2/user",
+        "rawQueryString": "",
+        "headers": {
+            "content-type": "application/json",
+            "content-encoding": "gzip",
+            "host": "api.example.com",
+            API_KEY_HEADER: t.key,
+        },
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "api-id",
+            "domainName": "api.example.com",
+            "http": {
+                "method": "POST",
+                "path": "/v2/user",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1",
+                "userAgent": "agent"
+            },
+            "requestId": "id",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "12/Mar/2020:19:03:58 +0000",
+            "timeEpoch": 1583348638390u64
+        },
+        "body": base64::engine::general_purpose::STANDARD.encode(&body),
+        "isBase64Encoded": true
+    });
+    let req = lambda_http::request::from_str(&event.to_string()).expect("an HTTP API event");
+    let res = t.app.clone().oneshot(req.map(axum::body::Body::new)).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let user: Value =
+        serde_json::from_slice(&http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes())
+            .unwrap();
+    let read = t.get(&format!("/v2/user/{}", user["user_id"].as_str().unwrap())).await;
+    assert_eq!(read.body["client_user_id"], "from-lambda");
 }
