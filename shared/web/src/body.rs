@@ -12,6 +12,7 @@ use std::io::Read;
 
 use axum::body::{Body, Bytes};
 use http::header::{CONTENT_ENCODING, CONTENT_LENGTH};
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue};
 
 use crate::ApiError;
@@ -83,10 +84,20 @@ fn codings(headers: &HeaderMap) -> Result<Vec<Coding>, ApiError> {
     Ok(found)
 }
 
-/// Reads `body` (at most [`MAX_BODY_BYTES`]) and undoes the codings `headers` name.
-pub(crate) async fn read(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+/// Marks a request whose body [`read`] has already decoded (the idempotency layer's).
+#[derive(Debug, Clone, Copy)]
+struct Decoded;
+
+/// Reads `body` (at most [`MAX_BODY_BYTES`]) and undoes the codings its headers name; a body
+/// already decoded ([`mark_decoded`]) is read as it is, up to [`MAX_DECODED_BODY_BYTES`].
+pub(crate) async fn read(parts: &Parts, body: Body) -> Result<Bytes, ApiError> {
+    if parts.extensions.get::<Decoded>().is_some() {
+        return axum::body::to_bytes(body, MAX_DECODED_BODY_BYTES)
+            .await
+            .map_err(|_| too_large_decoded(MAX_DECODED_BODY_BYTES));
+    }
     // Refused before the body is read: an unknown coding is a 415 whatever its size.
-    let codings = codings(headers)?;
+    let codings = codings(&parts.headers)?;
     let raw = axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|_| too_large())?;
     // The last coding applied is undone first.
     codings.iter().rev().try_fold(raw, |bytes, coding| match coding {
@@ -94,12 +105,14 @@ pub(crate) async fn read(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiEr
     })
 }
 
-/// Makes `headers` describe a body [`read`] has decoded into `len` bytes: without
-/// `Content-Encoding` (so no later reader decodes it again) and with its new `Content-Length`.
-pub(crate) fn mark_decoded(headers: &mut HeaderMap, len: usize) {
-    if headers.remove(CONTENT_ENCODING).is_some() {
-        headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+/// Makes `parts` describe the body [`read`] decoded into `len` bytes, for the route that reads
+/// it next: without `Content-Encoding`, with its new `Content-Length`, and marked decoded (so it
+/// is not decoded again, and may be larger than a body as sent).
+pub(crate) fn mark_decoded(parts: &mut Parts, len: usize) {
+    if parts.headers.remove(CONTENT_ENCODING).is_some() {
+        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
     }
+    parts.extensions.insert(Decoded);
 }
 
 /// Inflates a gzip stream (one member or several, RFC 1952) a chunk at a time, refusing it as
@@ -150,16 +163,16 @@ mod tests {
         e.finish().unwrap()
     }
 
-    fn headers(encoding: Option<&str>) -> HeaderMap {
-        let mut h = HeaderMap::new();
+    fn parts(encoding: Option<&str>) -> Parts {
+        let mut req = http::Request::builder();
         if let Some(e) = encoding {
-            h.insert(CONTENT_ENCODING, HeaderValue::from_str(e).unwrap());
+            req = req.header(CONTENT_ENCODING, e);
         }
-        h
+        req.body(()).unwrap().into_parts().0
     }
 
     async fn decoded(encoding: Option<&str>, body: Vec<u8>) -> Result<Bytes, ApiError> {
-        read(&headers(encoding), Body::from(body)).await
+        read(&parts(encoding), Body::from(body)).await
     }
 
     fn status(e: ApiError) -> StatusCode {
@@ -268,12 +281,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_decoded_body_reads_as_a_plain_one() {
-        let mut h = headers(Some("gzip"));
-        h.insert(CONTENT_LENGTH, HeaderValue::from(30));
-        let bytes = read(&h, Body::from(gzip(JSON))).await.unwrap();
-        mark_decoded(&mut h, bytes.len());
-        assert!(h.get(CONTENT_ENCODING).is_none());
-        assert_eq!(h[CONTENT_LENGTH], JSON.len().to_string().as_str());
-        assert_eq!(&read(&h, Body::from(bytes)).await.unwrap()[..], JSON, "not decoded twice");
+        let mut p = parts(Some("gzip"));
+        p.headers.insert(CONTENT_LENGTH, HeaderValue::from(30));
+        let bytes = read(&p, Body::from(gzip(JSON))).await.unwrap();
+        mark_decoded(&mut p, bytes.len());
+        assert!(p.headers.get(CONTENT_ENCODING).is_none());
+        assert_eq!(p.headers[CONTENT_LENGTH], JSON.len().to_string().as_str());
+        assert_eq!(&read(&p, Body::from(bytes)).await.unwrap()[..], JSON, "not decoded twice");
+    }
+
+    #[tokio::test]
+    async fn a_decoded_body_may_be_larger_than_one_as_sent() {
+        let big = vec![b' '; MAX_BODY_BYTES + 1];
+        let mut p = parts(Some("gzip"));
+        let bytes = read(&p, Body::from(gzip(&big))).await.unwrap();
+        mark_decoded(&mut p, bytes.len());
+        assert_eq!(read(&p, Body::from(bytes)).await.unwrap().len(), big.len());
+        let over = vec![b' '; MAX_DECODED_BODY_BYTES + 1];
+        let e = read(&p, Body::from(over)).await.unwrap_err();
+        assert_eq!(status(e), StatusCode::PAYLOAD_TOO_LARGE);
     }
 }

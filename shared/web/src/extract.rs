@@ -87,7 +87,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBodyBytes {
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
         let (parts, body) = req.into_parts();
-        crate::body::read(&parts.headers, body).await.map(JsonBodyBytes)
+        crate::body::read(&parts, body).await.map(JsonBodyBytes)
     }
 }
 

@@ -136,11 +136,11 @@ where
     };
     // Decoded here, once: the fingerprint is of the body the route reads, so a gzipped request
     // and its plain retry are the same request (`crate::body`).
-    let bytes = match body::read(&parts.headers, body).await {
+    let bytes = match body::read(&parts, body).await {
         Ok(bytes) => bytes,
         Err(e) => return e.into_response(),
     };
-    body::mark_decoded(&mut parts.headers, bytes.len());
+    body::mark_decoded(&mut parts, bytes.len());
     let target = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let fingerprint = idempotency::fingerprint(parts.method.as_str(), target, &bytes);
 
