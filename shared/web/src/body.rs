@@ -3,7 +3,8 @@
 //!
 //! The one place a JSON body is read. `JsonBodyBytes` (under `JsonBody` and `Parsed`) reads
 //! through [`read`]; so does the idempotency layer for its fingerprint, and it then hands the
-//! route the decoded body without its `Content-Encoding`, as if it had been sent plain. So the
+//! route the decoded body without its `Content-Encoding` and marked decoded ([`mark_decoded`]),
+//! as if it had been sent plain (but up to the decompressed limit). So the
 //! fingerprint and every extractor see the same decoded bytes, a gzipped request and its plain
 //! retry (or the other way round) are the same request for `X-Idempotency-Key`, and a body is
 //! decoded once.
@@ -21,7 +22,8 @@ use crate::ApiError;
 /// 6 MB).
 pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
 
-/// The most a compressed body may expand to; past it, 413. Ten times the 10,000 samples of the
+/// The most a compressed body may expand to (each coding, when a body names several); past
+/// it, 413. Ten times the 10,000 samples of the
 /// SDKs' largest upload (about 3.2 MB of JSON, 90 KB gzipped), and about five times what a plain
 /// body may be: a real upload never comes near, while a gzip bomb (a few KB that expand to
 /// gigabytes) costs the process at most this much memory before it is refused.
