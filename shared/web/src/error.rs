@@ -34,6 +34,9 @@ pub enum ApiError {
     Busy(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// A `Content-Encoding` the API does not decode: 415.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// Over a usage limit: 429 with `Retry-After` in whole seconds.
     #[error("{message}")]
     TooManyRequests { message: String, retry_after_secs: u64 },
@@ -150,6 +153,7 @@ impl IntoResponse for ApiError {
                 r
             }
             ApiError::PayloadTooLarge(m) => detail(StatusCode::PAYLOAD_TOO_LARGE, m),
+            ApiError::UnsupportedMediaType(m) => detail(StatusCode::UNSUPPORTED_MEDIA_TYPE, m),
             ApiError::TooManyRequests { message, retry_after_secs } => {
                 let mut r = detail(StatusCode::TOO_MANY_REQUESTS, message);
                 r.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));

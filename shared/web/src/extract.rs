@@ -12,16 +12,6 @@ use wearlab_models::{LocPart, ValidationIssue};
 
 use crate::{ApiError, AppState};
 
-/// Request bodies above this are refused with 413 (API Gateway + Lambda carry at most 6 MB).
-pub const MAX_BODY_BYTES: usize = 6 * 1024 * 1024;
-
-fn too_large() -> ApiError {
-    ApiError::PayloadTooLarge(format!(
-        "Request body too large: the limit is {} MB. Split the request into smaller ones.",
-        MAX_BODY_BYTES / (1024 * 1024)
-    ))
-}
-
 /// A JSON body; a refused one answers 422 listing every offending field (see `schema_check`).
 pub struct JsonBody<T>(pub T);
 
@@ -88,18 +78,16 @@ where
     found
 }
 
-/// The bytes of a request body within the size limit.
+/// The bytes of a request body within the size limits, decoded (`Content-Encoding: gzip`):
+/// see `crate::body`.
 struct JsonBodyBytes(Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for JsonBodyBytes {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|_| too_large())?;
-        if bytes.len() > MAX_BODY_BYTES {
-            return Err(too_large());
-        }
-        Ok(JsonBodyBytes(bytes))
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let (parts, body) = req.into_parts();
+        crate::body::read(&parts, body).await.map(JsonBodyBytes)
     }
 }
 

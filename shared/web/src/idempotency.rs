@@ -16,7 +16,7 @@ use http::{HeaderValue, Method, StatusCode};
 use tower::{Layer, Service};
 use wearlab_domain::common::idempotency::{self, Claim, IdempotencyKey, StoredResponse};
 
-use crate::extract::MAX_BODY_BYTES;
+use crate::body::{self, MAX_BODY_BYTES};
 use crate::{ApiError, AppState, AuthTeam};
 
 pub const IDEMPOTENCY_HEADER: &str = "x-idempotency-key";
@@ -24,14 +24,6 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 /// How long a repeat waits for the first request with its key before answering 409.
 const WAIT_POLLS: u32 = 50;
 const WAIT_POLL: Duration = Duration::from_millis(100);
-
-fn too_large() -> Response {
-    ApiError::PayloadTooLarge(format!(
-        "Request body too large: the limit is {} MB. Split the request into smaller ones.",
-        MAX_BODY_BYTES / (1024 * 1024)
-    ))
-    .into_response()
-}
 
 /// Whether the idempotency rules apply: a POST that carries the header.
 fn applies(req: &Request) -> bool {
@@ -142,7 +134,13 @@ where
         Ok(AuthTeam(team)) => team,
         Err(e) => return e.into_response(),
     };
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else { return too_large() };
+    // Decoded here, once: the fingerprint is of the body the route reads, so a gzipped request
+    // and its plain retry are the same request (`crate::body`).
+    let bytes = match body::read(&parts, body).await {
+        Ok(bytes) => bytes,
+        Err(e) => return e.into_response(),
+    };
+    body::mark_decoded(&mut parts, bytes.len());
     let target = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let fingerprint = idempotency::fingerprint(parts.method.as_str(), target, &bytes);
 

@@ -3,6 +3,7 @@
 
 pub mod audit;
 mod auth;
+mod body;
 mod error;
 mod extract;
 pub mod fair_use;
@@ -17,6 +18,7 @@ mod state;
 mod well_formed;
 
 pub use auth::AuthTeam;
+pub use body::{MAX_BODY_BYTES, MAX_DECODED_BODY_BYTES};
 pub use error::{ApiError, Inputs};
 pub use extract::{JsonBody, Parsed, QueryParams, path_user_id};
 pub use json::{Json, JsonText};
@@ -81,7 +83,7 @@ pub fn app(routes: Routes, state: AppState) -> App {
         .layer(
             tower::ServiceBuilder::new()
                 // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
-                .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+                .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY_BYTES))
                 .layer(fair_use::RateLimitHeadersLayer)
                 .layer(path_check::Utf8PathLayer)
                 .layer(idempotency::IdempotencyLayer::new(state.clone())),

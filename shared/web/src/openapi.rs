@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the routers and the `wearlab-models` types.
 //!
 //! Handlers document what is particular to them (success body, 400/404); what every operation
-//! shares (the API key, 401, 422, 413, 429 and the `RateLimit-*` headers) is added here once.
+//! shares (the API key, 401, 422, 413, 415, 429 and the `RateLimit-*` headers) is added here once.
 
 use utoipa::openapi::Required;
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
@@ -13,6 +13,7 @@ use utoipa::{PartialSchema, ToSchema};
 use wearlab_models::{DetailBody, LocPart, ValidationErrorBody, ValidationIssue};
 
 use crate::auth::API_KEY_HEADER;
+use crate::body::{MAX_BODY_BYTES, MAX_DECODED_BODY_BYTES};
 
 pub const SECURITY_SCHEME: &str = "api_key";
 pub const OPENAPI_PATH: &str = "/openapi.json";
@@ -24,15 +25,19 @@ pub fn base() -> OpenApi {
             utoipa::openapi::InfoBuilder::new()
                 .title("Wearlab API")
                 .version(env!("CARGO_PKG_VERSION"))
-                .description(Some(
+                .description(Some(format!(
                     "Self-hostable health-data platform API. Every operation takes the team API key in \
                      the `x-service-api-key` header. Errors are JSON with a `detail` key; validation \
                      errors (422) list each offending input with its location. Enums described as \
                      non-exhaustive may gain values: clients must tolerate unknown ones. Each team may \
                      send a limited number of requests per minute: answers carry `RateLimit-Limit`, \
                      `RateLimit-Remaining` and `RateLimit-Reset`, and a request over the limit gets 429 \
-                     with `Retry-After`.",
-                ))
+                     with `Retry-After`. A request body may be sent gzipped (`Content-Encoding: gzip`): \
+                     at most {} MB as sent and {} MiB decompressed (413 past either); a stream that is \
+                     not valid gzip is a 400, another encoding a 415.",
+                    MAX_BODY_BYTES / (1024 * 1024),
+                    MAX_DECODED_BODY_BYTES / (1024 * 1024),
+                )))
                 .build(),
         )
         .build();
@@ -140,7 +145,18 @@ fn finish_operation(op: &mut Operation, is_post: bool) {
     }
     if has_body {
         responses.entry("413".into()).or_insert_with(|| {
-            json_response("Request body over the 6 MB limit; split the request.", "DetailBody")
+            json_response(
+                &format!(
+                    "Request body over the {} MB limit, or over {} MiB once decompressed; split the \
+                     request.",
+                    MAX_BODY_BYTES / (1024 * 1024),
+                    MAX_DECODED_BODY_BYTES / (1024 * 1024)
+                ),
+                "DetailBody",
+            )
+        });
+        responses.entry("415".into()).or_insert_with(|| {
+            json_response("A `Content-Encoding` other than gzip (or x-gzip) and identity.", "DetailBody")
         });
     }
     if has_input {

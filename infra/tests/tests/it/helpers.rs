@@ -134,6 +134,18 @@ impl TestApp {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Answer {
+        self.send_bytes(method, path, key, headers, body.map(|b| b.as_bytes().to_vec())).await
+    }
+
+    /// As [`TestApp::send_as`], with a body of any bytes (a gzipped one).
+    pub async fn send_bytes(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Answer {
         let mut req = Request::builder().method(method).uri(path);
         if let Some(k) = key {
             req = req.header(API_KEY_HEADER, k);
@@ -144,7 +156,7 @@ impl TestApp {
         if body.is_some() {
             req = req.header("content-type", "application/json");
         }
-        let req = req.body(body.map(|b| Body::from(b.to_owned())).unwrap_or_else(Body::empty)).unwrap();
+        let req = req.body(body.map(Body::from).unwrap_or_else(Body::empty)).unwrap();
         let res = self.app.clone().oneshot(req).await.unwrap();
         let status = res.status();
         let headers = res.headers().clone();

@@ -12,6 +12,7 @@ mod crash;
 mod docs_names;
 mod fair_use;
 mod function_ports;
+mod gzip_bodies;
 mod hardening;
 mod helpers;
 mod hosted;
