@@ -134,6 +134,8 @@ async fn init_time(f: &Function, extra_env: &[(String, String)]) -> Result<Durat
         .env("WEARLAB_ERASURE_TARGET_ARN", "arn:aws:lambda:us-east-1:123456789012:function:erasure-worker")
         .env("WEARLAB_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/wearlab-scheduler")
         .env("WEARLAB_EVENT_BUS_NAME", "wearlab-bench")
+        // Required on a deployment: links handed to users never come from a request's headers.
+        .env("WEARLAB_PUBLIC_URL", "https://api.example.test")
         // base64 of 32 bytes: the key that seals secrets at rest.
         .env("WEARLAB_DATA_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
         .env("WEARLAB_PULL_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-pull")
