@@ -54,7 +54,7 @@ pub type App = NormalizePath<Router>;
 
 /// The OpenAPI document of `routes`, finished (security, shared error answers).
 pub fn openapi(routes: Routes) -> utoipa::openapi::OpenApi {
-    let (_, docs) = routes.into_parts();
+    let (_, docs, _) = routes.into_parts();
     finished(&docs)
 }
 
@@ -69,7 +69,7 @@ fn finished(docs: &[AddDocs]) -> utoipa::openapi::OpenApi {
 /// Finishes routes for serving: their document at `/openapi.json`, JSON 404/405 answers, the
 /// 6 MB body limit, trailing-slash tolerance, and every error well formed (`well_formed`).
 pub fn app(routes: Routes, state: AppState) -> App {
-    let (router, docs) = routes.into_parts();
+    let (router, docs, ports) = routes.into_parts();
     // Built when first asked for, not at start: a Lambda's init does not pay for it.
     let doc = std::sync::Arc::new(std::sync::LazyLock::new(move || finished(&docs)));
     let router = router
@@ -77,11 +77,16 @@ pub fn app(routes: Routes, state: AppState) -> App {
             openapi::OPENAPI_PATH,
             axum::routing::get(move || async move { axum::Json(utoipa::openapi::OpenApi::clone(&doc)) }),
         )
-        // Both layers in one call: each `Router::layer` wraps every route in another boxed
+        // Every layer in one call: each `Router::layer` wraps every route in another boxed
         // `Route`, which costs each request a clone of the boxed service and a boxed future.
         // The fallbacks (404, 405) read no body and claim no idempotency key.
         .layer(
             tower::ServiceBuilder::new()
+                // The ports only some functions have (`Routes::provide`), for the handlers.
+                .map_request(move |mut req: axum::extract::Request| {
+                    ports.add_to(req.extensions_mut());
+                    req
+                })
                 // Bodies up to the platform's 6 MB pass; larger ones get a 413 from `JsonBody`.
                 .layer(axum::extract::DefaultBodyLimit::max(body::MAX_BODY_BYTES))
                 .layer(fair_use::RateLimitHeadersLayer)

@@ -9,6 +9,7 @@
 //! `wearlab-local --print-openapi` run those functions.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::Request;
@@ -29,6 +30,23 @@ pub type AddDocs = fn(DocRouter) -> DocRouter;
 pub struct Routes {
     router: Router<AppState>,
     docs: Vec<AddDocs>,
+    ports: Ports,
+}
+
+/// The ports handed to the routes' handlers ([`Routes::provide`]): each puts its port in a
+/// request's extensions.
+#[derive(Clone, Default)]
+pub(crate) struct Ports(Vec<AddPort>);
+
+type AddPort = Arc<dyn Fn(&mut http::Extensions) + Send + Sync>;
+
+impl Ports {
+    /// Puts every port in a request's extensions.
+    pub(crate) fn add_to(&self, extensions: &mut http::Extensions) {
+        for add in &self.0 {
+            add(extensions);
+        }
+    }
 }
 
 /// One documented path as [`routes!`](crate::routes) builds it from annotated handlers.
@@ -68,6 +86,7 @@ impl Routes {
     pub fn merge(mut self, other: Routes) -> Self {
         self.router = self.router.merge(other.router);
         self.docs.extend(other.docs);
+        self.ports.0.extend(other.ports.0);
         self
     }
 
@@ -84,12 +103,17 @@ impl Routes {
         self
     }
 
-    /// Hands `port` to every route registered so far: their handlers take it as
-    /// `Extension<T>`. The ports only some functions have (a queue, the lab network: not on
-    /// `Deps`) reach their handlers so, and a function's `app` takes each one its routes use,
-    /// so a function built without one does not compile.
-    pub fn provide<T: Clone + Send + Sync + 'static>(self, port: T) -> Self {
-        self.layer(axum::Extension(port))
+    /// Hands `port` to the handlers: they take it as `Extension<T>`. The ports only some
+    /// functions have (a queue, the lab network: not on `Deps`) reach their handlers so, and a
+    /// function's `app` takes each one its routes use, so a function built without one does
+    /// not compile. Every port is put in the request by one layer around the whole router
+    /// ([`crate::app`]), not by a layer per route: `Router::layer` wraps each route in another
+    /// boxed `Route`, which costs every request a clone of the boxed service and a boxed future.
+    pub fn provide<T: Clone + Send + Sync + 'static>(mut self, port: T) -> Self {
+        self.ports.0.push(Arc::new(move |extensions: &mut http::Extensions| {
+            extensions.insert(port.clone());
+        }));
+        self
     }
 
     /// The routes' own document: their operations and schemas, nothing shared yet.
@@ -97,15 +121,15 @@ impl Routes {
         docs.iter().fold(DocRouter::new(), |router, add| add(router)).into_openapi()
     }
 
-    pub(crate) fn into_parts(self) -> (Router<AppState>, Vec<AddDocs>) {
-        (self.router, self.docs)
+    pub(crate) fn into_parts(self) -> (Router<AppState>, Vec<AddDocs>, Ports) {
+        (self.router, self.docs, self.ports)
     }
 }
 
 /// Undocumented routes (the simulated providers' pages, debug routes).
 impl From<Router<AppState>> for Routes {
     fn from(router: Router<AppState>) -> Self {
-        Self { router, docs: Vec::new() }
+        Self { router, docs: Vec::new(), ports: Ports::default() }
     }
 }
 
