@@ -1,0 +1,19 @@
+//! What the mobile SDKs call (Apple HealthKit, Health Connect, Samsung Health and the phone's
+//! Bluetooth devices): a user's sign-in token and the token exchange, the connection of an SDK
+//! provider, the sync state and progress, and the summary and timeseries uploads. Handlers parse,
+//! call one use case of `wearlab_domain::phone`, and answer. docs/MOBILE.md tells a team how to
+//! wire an app to it.
+
+mod handlers;
+
+use wearlab_web::{AppState, Routes};
+
+/// The routes of this function with their documentation.
+pub fn routes() -> Routes {
+    Routes::new()
+}
+
+/// The function as served, `/openapi.json` included.
+pub fn app(state: AppState) -> wearlab_web::App {
+    wearlab_web::app(routes(), state)
+}

@@ -1,0 +1,9 @@
+//! The sdk-api Lambda: the mobile SDKs' routes on the AWS adapters.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    wearlab_telemetry::init_tracing();
+    let (deps, settings) =
+        wearlab_aws::deps_from_env(|var| wearlab_providers::from_vars(wearlab_sim::providers(), var)).await?;
+    lambda_http::run(sdk_api::app(wearlab_web::AppState::new(deps, settings))).await
+}
