@@ -167,21 +167,36 @@ fn the_yaml_reader_skips_lists_and_block_scalars() {
 }
 
 /// `make watch` routes paths with `[workspace.metadata.lambda.watch.router]` in Cargo.toml; the
-/// HTTP API with the functions' `HttpApi` events. Both must send each path to the same function.
+/// HTTP API with the functions' `HttpApi` events. Both must send each path and method to the same
+/// function. A router entry naming one function serves every method (`ANY`); an entry listing
+/// `{ method, function }` pairs serves those methods only, as the template's route of that method.
 #[test]
 fn the_watch_router_routes_like_the_template() {
     let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
     let section = cargo.split("[workspace.metadata.lambda.watch.router]").nth(1).expect("the watch router");
-    let router: BTreeSet<(String, String)> = section
+    let quoted = |s: &str| s.trim().trim_matches('"').to_string();
+    let mut router: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for (path, value) in section
         .lines()
         .take_while(|l| !l.starts_with('['))
+        .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split_once('='))
-        .map(|(path, function)| {
-            let path = path.trim().trim_matches('"').replace("{*proxy}", "{proxy+}");
-            let path = if path.len() > 1 { path.trim_end_matches('/').to_string() } else { path };
-            (path, function.trim().trim_matches('"').to_string())
-        })
-        .collect();
+    {
+        let path = quoted(path).replace("{*proxy}", "{proxy+}");
+        let path = if path.len() > 1 { path.trim_end_matches('/').to_string() } else { path };
+        let value = value.trim();
+        if !value.starts_with('[') {
+            router.insert((path, "ANY".into(), quoted(value)));
+            continue;
+        }
+        for pair in value.trim_matches(|c| c == '[' || c == ']').split('}').filter(|p| p.contains('=')) {
+            let field = |name: &str| {
+                let at = pair.find(&format!("{name} =")).unwrap_or_else(|| panic!("{name} in {pair}"));
+                quoted(pair[at + name.len() + 2..].split(',').next().unwrap())
+            };
+            router.insert((path.clone(), field("method"), field("function")));
+        }
+    }
 
     let keys = yaml_keys(&std::fs::read_to_string(root().join("template.yaml")).unwrap());
     let value = |path: &[&str]| keys.iter().find(|(p, _)| p == path).map(|(_, v)| v.clone());
@@ -196,11 +211,13 @@ fn the_watch_router_routes_like_the_template() {
         {
             let p: Vec<&str> = path.iter().map(String::as_str).collect();
             let route = value(&[p[0], p[1], p[2], p[3], p[4], "Properties", "Path"]).unwrap();
+            let method = value(&[p[0], p[1], p[2], p[3], p[4], "Properties", "Method"]).unwrap();
             let binary = value(&["Resources", p[1], "Metadata", "BuildProperties", "Binary"]).unwrap();
-            template.insert((route, binary));
+            template.insert((route, method, binary));
         }
     }
     assert!(!template.is_empty());
+    assert!(router.iter().any(|(_, method, _)| method == "POST"), "method routes are read");
     assert_eq!(router, template, "Cargo.toml's watch router vs template.yaml's HttpApi events");
 }
 
