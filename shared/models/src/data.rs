@@ -2,7 +2,8 @@
 //! sleep_cycle, workouts, body, meal, profile) and grouped timeseries samples, each with its
 //! `source` context.
 //!
-//! Units: durations in seconds, distances and heights in meters, energy in kcal, mass in kg.
+//! Units: durations in seconds, distances and heights in meters, energy in kcal, mass in kg,
+//! glucose in mg/dL (whatever unit the source gave: [`GLUCOSE_MG_DL_PER_MMOL_L`]).
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,13 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
+
+/// mg/dL in one mmol/L of glucose, by which every source's mmol/L reading becomes Wearlab's
+/// unit: the factor the iOS SDK's Libre reader divides by (`tryVital/vital-ios`,
+/// `Sources/VitalDevices/NFC/Glucose.swift`) and the Open Wearables backend multiplies by. Other
+/// published factors are within 0.02 % of it (HealthKit's molar mass 180.156 g/mol gives
+/// 18.0156; the BLE meters' `1 mg/dL = 0.0555 mmol/L` gives 18.018).
+pub const GLUCOSE_MG_DL_PER_MMOL_L: f64 = 18.0182;
 
 /// Where a summary or a group of samples comes from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]

@@ -16,6 +16,7 @@ use wearlab_domain::ports::providers::{
     ProviderError, PushOutcome, PushRequest, RateWindow, RequestGate,
 };
 use wearlab_models::Resource;
+use wearlab_models::data::GLUCOSE_MG_DL_PER_MMOL_L;
 
 use crate::adapter::Adapter;
 use crate::config::{AppConfig, Endpoints};
@@ -218,8 +219,9 @@ fn parse_system_time(s: &str) -> Option<NaiveDateTime> {
     NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").ok()
 }
 
-/// One EGV as a glucose sample `{timestamp, value, unit}`, in the unit Dexcom gives (the
-/// pipeline's samples carry their own unit, so nothing is converted; `unknown` stays stated).
+/// One EGV as a glucose sample `{timestamp, value, unit}` in Wearlab's unit, mg/dL: a reading
+/// in mmol/L (the user's Dexcom setting) is converted ([`GLUCOSE_MG_DL_PER_MMOL_L`]), so that a
+/// user's glucose reads the same from every source; `unknown` stays stated, unconverted.
 /// `None` for a reading outside `range`, without a value or without a unit.
 fn egv_sample(r: &Value, range: DateRange) -> Option<Value> {
     let at = parse_system_time(r.get("systemTime")?.as_str()?)?;
@@ -229,6 +231,10 @@ fn egv_sample(r: &Value, range: DateRange) -> Option<Value> {
     }
     let unit = r.get("unit")?.as_str().filter(|u| GLUCOSE_UNITS.contains(u))?;
     let value = r.get("value")?.as_f64()?;
+    let (value, unit) = match unit {
+        "mmol/L" => (value * GLUCOSE_MG_DL_PER_MMOL_L, "mg/dL"),
+        unit => (value, unit),
+    };
     Some(json!({"timestamp": at.and_utc().to_rfc3339(), "value": value, "unit": unit}))
 }
 
@@ -307,11 +313,16 @@ mod tests {
     }
 
     #[test]
-    fn an_egv_keeps_its_unit_and_is_read_as_utc() {
+    fn an_egv_is_read_in_mg_per_dl_as_utc() {
         let r = json!({"recordId": "a", "systemTime": "2026-11-21T08:05:00", "value": 7.9, "unit": "mmol/L"});
         assert_eq!(
             egv_sample(&r, range()),
-            Some(json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 7.9, "unit": "mmol/L"}))
+            Some(json!({"timestamp": "2026-11-21T08:05:00+00:00", "value": 7.9 * 18.0182, "unit": "mg/dL"}))
+        );
+        let r = json!({"recordId": "b", "systemTime": "2026-11-21T08:10:00", "value": 142, "unit": "mg/dL"});
+        assert_eq!(
+            egv_sample(&r, range()),
+            Some(json!({"timestamp": "2026-11-21T08:10:00+00:00", "value": 142.0, "unit": "mg/dL"}))
         );
         let unknown = json!({"systemTime": "2026-11-21T08:05:00", "value": 135, "unit": "unknown"});
         assert_eq!(

@@ -44,7 +44,7 @@ fn series(resource: &Resource) -> (&'static str, f64, f64, i32) {
     match resource {
         Resource::Heartrate => ("bpm", 52.0, 110.0, 0),
         Resource::Hrv => ("ms", 25.0, 95.0, 1),
-        Resource::Glucose => ("mmol/L", 4.2, 9.5, 1),
+        Resource::Glucose => ("mg/dL", 76.0, 171.0, 0),
         Resource::BloodOxygen => ("%", 93.0, 99.5, 1),
         Resource::BloodPressure => ("mmHg", 105.0, 135.0, 0),
         Resource::RespiratoryRate => ("bpm", 12.0, 19.0, 1),

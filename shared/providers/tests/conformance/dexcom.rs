@@ -148,7 +148,7 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     assert_eq!(q[0]["endDate"], "2026-11-24T00:00:00");
     assert_eq!(fake.calls("dataRange"), 0);
 
-    // Readings before the fixture's, one in mmol/L (kept in mmol/L), one on a window's bound.
+    // Readings before the fixture's, one in mmol/L (read in mg/dL), one on a window's bound.
     let egv = |id: &str, at: &str, value: f64, unit: &str| {
         json!({"recordId": id, "systemTime": at, "displayTime": at, "value": value, "unit": unit,
             "status": "ok", "trend": "flat"})
@@ -166,7 +166,7 @@ async fn fetches_glucose_in_the_apis_unit_over_windows_of_a_week() {
     );
     assert_eq!(
         fetched.records[9],
-        json!({"timestamp": "2026-11-24T00:00:00+00:00", "value": 7.9, "unit": "mmol/L"})
+        json!({"timestamp": "2026-11-24T00:00:00+00:00", "value": 7.9 * 18.0182, "unit": "mg/dL"})
     );
     // A long range: cut to the user's data (dataRange), then windows of at most a week that
     // cover it without a gap (the reading on the bound came twice and is kept once).

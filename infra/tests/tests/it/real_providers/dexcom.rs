@@ -180,5 +180,5 @@ async fn a_refused_dexcom_token_is_refreshed_with_the_teams_app_and_the_poll_goe
     assert_eq!(connection_of(&r, &user, "dexcom_v3").await.status, ConnectionStatus::Connected);
     let today = glucose(&r, &user, "2026-11-25", "2026-11-25").await;
     assert_eq!(today.len(), 1, "{today:?}");
-    assert_eq!((today[0]["value"].as_f64(), today[0]["unit"].as_str()), (Some(6.1), Some("mmol/L")));
+    assert_eq!((today[0]["value"].as_f64(), today[0]["unit"].as_str()), (Some(6.1 * 18.0182), Some("mg/dL")));
 }

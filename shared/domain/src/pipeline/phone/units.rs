@@ -14,11 +14,7 @@
 
 use wearlab_models::Resource;
 
-/// mg/dL in one mmol/L of glucose: the factor the iOS SDK's Libre reader divides by
-/// (`Sources/VitalDevices/NFC/Glucose.swift`) and the Open Wearables backend multiplies by. The
-/// SDK's other glucose paths are within 0.02 % of it (HealthKit's molar mass 180.156 g/mol gives
-/// 18.0156; the BLE meters' `1 mg/dL = 0.0555 mmol/L` gives 18.018).
-pub(super) const GLUCOSE_MG_DL_PER_MMOL_L: f64 = 18.0182;
+use wearlab_models::data::GLUCOSE_MG_DL_PER_MMOL_L;
 
 /// One label an SDK writes, the Wearlab unit it becomes, and the factor to it.
 struct Reading {
