@@ -15,6 +15,7 @@
 //! (`data.3.value`): the SDKs commit a sync's anchor only after a 2xx and ignore the answer's
 //! body, so samples dropped from an accepted upload would be lost without anyone seeing why.
 
+pub mod summary;
 mod units;
 
 use std::collections::{BTreeMap, HashMap};
