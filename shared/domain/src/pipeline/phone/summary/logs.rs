@@ -134,9 +134,8 @@ fn health_connect_meals(cx: &Cx, hc: &Obj, issues: &mut Issues, out: &mut Vec<So
         r.text("end_zone_offset", false, issues);
         let mut sums = Nutrients::default();
         for (key, value) in r.o {
-            if value.is_number()
-                || matches!(key.as_str(), "energy" | "protein" | "total_carbohydrate" | "total_fat")
-            {
+            let nutrient = key != "meal_type" && value.is_number();
+            if nutrient || matches!(key.as_str(), "energy" | "protein" | "total_carbohydrate" | "total_fat") {
                 let Some(v) = r.number(key, AT_LEAST_0, issues) else { continue };
                 match key.as_str() {
                     "energy" => sums.energy = Some(v),

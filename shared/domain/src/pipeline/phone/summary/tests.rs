@@ -680,3 +680,54 @@ fn an_empty_historical_chunk_is_valid() {
     assert!(u.entries.is_empty());
     assert!(matches!(u.envelope.stage, super::super::Stage::Historical { .. }));
 }
+
+#[test]
+fn every_kind_keeps_its_key_when_a_later_upload_changes_a_value() {
+    // (resource, upload, the same upload with one value changed)
+    let workout = |calories: f64| {
+        json!([{"id": "a1", "start_date": "2026-11-20T07:00:00Z", "end_date": "2026-11-20T07:30:00Z",
+                "source_bundle": "com.google.android.apps.fitness", "sport": "running", "calories": calories}])
+    };
+    let body = |kg: f64| {
+        json!({"body_mass": [{"value": kg, "unit": "kg", "start_date": "2026-11-20T07:00:00Z",
+                              "end_date": "2026-11-20T07:00:00Z"}],
+               "body_fat_percentage": [], "body_mass_index": [], "lean_body_mass": [], "waist_circumference": []})
+    };
+    let meal = |kcal: f64| {
+        json!([{"health_connect": {"source_bundle": "com.myfitnesspal.android", "nutrition_records": [
+            {"start_time": "2026-11-20T12:00:00Z", "end_time": "2026-11-20T12:20:00Z", "energy": kcal,
+             "name": "Soup", "meal_type": 2, "metadata": {}}]}}])
+    };
+    let ecg = |hr: f64| {
+        json!([{"electrocardiogram": {"id": "E1", "session_start": "2026-11-20T09:00:00Z",
+                                      "session_end": "2026-11-20T09:00:30Z", "voltage_sample_count": 0,
+                                      "heart_rate_mean": hr, "source_bundle": "com.apple.NanoHeartRhythm"},
+                "voltage_data": {"session_start_offset_millisecond": [], "lead1": []}}])
+    };
+    let cases = [
+        (Resource::Workouts, android(workout(200.0)), android(workout(250.0))),
+        (Resource::Body, android(body(80.0)), android(body(79.5))),
+        (Resource::Meal, android(meal(300.0)), android(meal(320.0))),
+        (Resource::Electrocardiogram, ios(ecg(60.0)), ios(ecg(61.0))),
+    ];
+    for (resource, first, later) in cases {
+        let (a, b) = (parse(resource.clone(), first).unwrap(), parse(resource.clone(), later).unwrap());
+        let (a, b) = (one(&a, resource.clone()), one(&b, resource.clone()));
+        assert_eq!((&a.0, &a.1, &a.2["id"]), (&b.0, &b.1, &b.2["id"]), "{resource}: same day, key and id");
+        assert_ne!(a.2, b.2, "{resource}: the later value");
+    }
+}
+
+#[test]
+fn a_bad_meal_type_is_reported_once() {
+    let m = json!([{"health_connect": {"source_bundle": "com.myfitnesspal.android", "nutrition_records": [
+        {"start_time": "2026-11-20T12:00:00Z", "end_time": "2026-11-20T12:20:00Z", "energy": 300.0,
+         "meal_type": -1, "metadata": {}}]}}]);
+    assert_eq!(
+        refusal(parse(Resource::Meal, android(m))),
+        [(
+            "data.0.health_connect.nutrition_records.0.meal_type".into(),
+            "meal_type must be a number from 0 to 4".into()
+        )]
+    );
+}
