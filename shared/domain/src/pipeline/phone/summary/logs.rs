@@ -369,32 +369,36 @@ pub(super) fn electrocardiograms(
 }
 
 /// Checks an ECG's voltage lists, reporting the first bad element of each (a recording has
-/// thousands).
+/// thousands, so no location is built for the good ones).
 fn voltage(v: &Obj, issues: &mut Issues) {
-    let offsets = v.list("session_start_offset_millisecond", issues);
-    let leads = v.list("lead1", issues);
-    if let Some((loc, _)) = offsets.iter().find(|(_, x)| x.as_u64().is_none()) {
+    let mut elements = |key: &str, good: fn(&Value) -> bool, msg: &str, kind: &str| -> usize {
+        let Some(items) = v.get(key) else { return 0 };
+        let Some(items) = items.as_array() else {
+            refuse(issues, v.loc_of(key), "Input should be a valid list", "list_type");
+            return 0;
+        };
+        if let Some(i) = items.iter().position(|x| !good(x)) {
+            refuse(issues, at(&v.loc_of(key), i), msg, kind);
+        }
+        items.len()
+    };
+    let offsets = elements(
+        "session_start_offset_millisecond",
+        |x| x.as_u64().is_some(),
+        "Input should be a whole number of milliseconds of at least 0",
+        "int_type",
+    );
+    let leads = elements(
+        "lead1",
+        |x| x.is_null() || x.as_f64().is_some_and(f64::is_finite),
+        "Input should be a number or null",
+        "float_type",
+    );
+    if offsets != leads {
         refuse(
             issues,
-            loc.clone(),
-            "Input should be a whole number of milliseconds of at least 0",
-            "int_type",
-        );
-    }
-    if let Some((loc, _)) =
-        leads.iter().find(|(_, x)| !x.is_null() && !x.as_f64().is_some_and(f64::is_finite))
-    {
-        refuse(issues, loc.clone(), "Input should be a number or null", "float_type");
-    }
-    if offsets.len() != leads.len() {
-        refuse(
-            issues,
-            at(&v.loc, "lead1"),
-            format!(
-                "lead1 must have one value per offset ({} offsets, {} values)",
-                offsets.len(),
-                leads.len()
-            ),
+            v.loc_of("lead1"),
+            format!("lead1 must have one value per offset ({offsets} offsets, {leads} values)"),
             "value_error",
         );
     }
