@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod bulk;
 pub mod data;
+pub mod data_phone;
 mod enums;
 pub mod errors;
 pub mod events;

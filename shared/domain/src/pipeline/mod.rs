@@ -12,6 +12,7 @@ pub mod phone;
 pub mod pull;
 pub mod push;
 pub mod read;
+pub mod sport;
 mod store;
 
 use serde::{Deserialize, Serialize};

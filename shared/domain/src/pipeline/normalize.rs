@@ -102,7 +102,7 @@ pub fn source_of(provider: &str, source_type: Option<String>, app_id: Option<Str
 }
 
 /// A stable id of a stored record.
-fn record_id(parts: &[&str]) -> String {
+pub(crate) fn record_id(parts: &[&str]) -> String {
     let mut h = Sha256::new();
     for p in parts {
         h.update(p.as_bytes());

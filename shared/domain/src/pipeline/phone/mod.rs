@@ -16,6 +16,7 @@
 //! body, so samples dropped from an accepted upload would be lost without anyone seeing why.
 
 pub mod open_wearables;
+pub mod summary;
 mod units;
 
 use std::collections::{BTreeMap, HashMap};
