@@ -12,10 +12,19 @@
 //! kilocalories, `m`, `degC`, `breaths/min`, `mg/dL`, `mmHg`, `L` of water, oxygen saturation
 //! already times 100).
 //!
+//! Sleep slices and workouts come in through the Junction SDKs' summary parse
+//! ([`SummaryUpload::parse`]): the slices of a night are stitched into a session as the Open
+//! Wearables backend does ([`sleep`]), and each session and each workout is written as the iOS
+//! Junction SDK's summary record ([`workouts`]), so that both dialects share one summary parse,
+//! one set of units, one store and one deduplication.
+//!
 //! As the Open Wearables backend does, a record of a type Wearlab keeps no timeseries of, or one
-//! whose value cannot be read, is skipped alone (counted in [`OpenWearablesSync::skipped`]); a
-//! body that is not the documented shape is refused whole. Sleep slices and workouts are
-//! counted as skipped too (docs/MOBILE.md, "The Open Wearables dialect").
+//! whose value cannot be read, is skipped alone (counted in [`OpenWearablesSync::skipped`]), and
+//! so is a sleep slice or a workout that cannot be read; a body that is not the documented shape
+//! is refused whole (docs/MOBILE.md, "The Open Wearables dialect").
+
+mod sleep;
+mod workouts;
 
 use std::collections::BTreeMap;
 
@@ -23,8 +32,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use wearlab_models::{Resource, ValidationIssue};
 
+use super::summary::SummaryUpload;
 use super::{TimeseriesUpload, UploadBody};
 use crate::common::error::{DomainError, issue};
+use crate::common::ids::UserId;
 
 /// A sync body as the Open Wearables SDKs send it.
 #[derive(Debug, Deserialize)]
@@ -54,6 +65,9 @@ pub struct OpenWearablesSync {
     pub provider: &'static str,
     /// One upload per resource, in the daily stage (the dialect has no historical stage).
     pub uploads: Vec<TimeseriesUpload>,
+    /// The sleep sessions stitched from the body's slices (with their hypnograms) and its
+    /// workouts, as the Junction SDKs' summary uploads; one upload per resource and zone.
+    pub summaries: Vec<SummaryUpload>,
     /// Records, sleep slices and workouts not kept.
     pub skipped: usize,
 }
@@ -145,6 +159,97 @@ fn zone_of_offset(offset: &str) -> String {
     }
 }
 
+/// The Junction fields of a record's `source`: its app (`source_bundle`: `bundleIdentifier`,
+/// else `appId`), its device (`product_type`: `productType`, else `deviceModel`) and, at
+/// `type_key` (`type` in a quantity sample, `source_type` in a summary), its kind of source
+/// ([`source_type`]).
+fn source_fields(record: &Map<String, Value>, type_key: &str) -> Map<String, Value> {
+    let empty = Map::new();
+    let source = record.get("source").and_then(Value::as_object).unwrap_or(&empty);
+    let text = |k: &str| source.get(k).and_then(Value::as_str);
+    let mut s = Map::new();
+    if let Some(bundle) = text("bundleIdentifier").or(text("appId")) {
+        s.insert("source_bundle".into(), json!(bundle));
+    }
+    if let Some(product) = text("productType").or(text("deviceModel")) {
+        s.insert("product_type".into(), json!(product));
+    }
+    if let Some(kind) = source_type(source) {
+        s.insert(type_key.into(), json!(kind));
+    }
+    s
+}
+
+/// A daily upload of `data` as the Junction SDKs send it, from the device zone `zone`.
+fn daily(provider: &str, zone: &str, data: Vec<Value>) -> UploadBody {
+    UploadBody {
+        stage: "daily".into(),
+        start_date: None,
+        end_date: None,
+        time_zone: zone.to_owned(),
+        provider: provider.into(),
+        data: Value::Array(data),
+        is_final_chunk: None,
+    }
+}
+
+/// A sleep session or a workout written in the iOS Junction SDK's summary shape.
+struct Written {
+    /// The device's zone (the upload's `time_zone`), from the record's `zoneOffset`.
+    zone: String,
+    record: Value,
+    /// How many of the body's entries (slices, workouts) it was written from.
+    entries: usize,
+}
+
+/// The summary uploads of `resource` from `written` records, one per zone. A record the
+/// summary parse refuses is skipped alone, its entries counted in `skipped`.
+fn summary_uploads(
+    resource: &Resource,
+    user: UserId,
+    provider: &str,
+    written: Vec<Written>,
+    skipped: &mut usize,
+) -> Result<Vec<SummaryUpload>, DomainError> {
+    let mut by_zone: BTreeMap<String, Vec<Written>> = BTreeMap::new();
+    for w in written {
+        by_zone.entry(w.zone.clone()).or_default().push(w);
+    }
+    let mut out = Vec::with_capacity(by_zone.len());
+    for (zone, written) in by_zone {
+        let upload =
+            |data: Vec<Value>| SummaryUpload::parse(resource.clone(), user, &daily(provider, &zone, data));
+        if let Ok(u) = upload(written.iter().map(|w| w.record.clone()).collect()) {
+            out.push(u);
+            continue;
+        }
+        // One record the parse refuses: keep the others, each checked alone.
+        let mut good = Vec::new();
+        for w in written {
+            if upload(vec![w.record.clone()]).is_ok() {
+                good.push(w.record);
+            } else {
+                *skipped += w.entries;
+            }
+        }
+        if !good.is_empty() {
+            out.push(upload(good).map_err(refusal)?);
+        }
+    }
+    Ok(out)
+}
+
+/// An Open Wearables time (`startDate`, `endDate`: ISO 8601 with an offset) at `key`.
+fn instant(o: &Map<String, Value>, key: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let text = o.get(key)?.as_str()?;
+    chrono::DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// A time as the iOS Junction SDK writes it (`2026-11-20T07:00:00Z`).
+fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
 /// One record as a Junction quantity sample (`{value, unit, start_date, end_date,
 /// source_bundle, product_type, type, metadata}`), with its resource; `None` when Wearlab keeps
 /// no timeseries of its type or its unit is not one the dialect's SDKs write.
@@ -152,23 +257,12 @@ fn sample(record: &Map<String, Value>) -> Option<(Resource, String, Value)> {
     let text = |k: &str| record.get(k).and_then(Value::as_str);
     let (resource, unit, factor) = reading(text("type")?, text("unit")?)?;
     let value = record.get("value").and_then(Value::as_f64)? * factor;
-    let empty = Map::new();
-    let source = record.get("source").and_then(Value::as_object).unwrap_or(&empty);
-    let source_text = |k: &str| source.get(k).and_then(Value::as_str);
     let mut s = Map::new();
     s.insert("value".into(), json!(value));
     s.insert("unit".into(), json!(unit));
     s.insert("start_date".into(), json!(text("startDate")?));
     s.insert("end_date".into(), json!(text("endDate")?));
-    if let Some(bundle) = source_text("bundleIdentifier").or(source_text("appId")) {
-        s.insert("source_bundle".into(), json!(bundle));
-    }
-    if let Some(product) = source_text("productType").or(source_text("deviceModel")) {
-        s.insert("product_type".into(), json!(product));
-    }
-    if let Some(kind) = source_type(source) {
-        s.insert("type".into(), json!(kind));
-    }
+    s.extend(source_fields(record, "type"));
     if let Some(zone) = record.get("metadata").and_then(|m| m.get("HKTimeZone")) {
         s.insert("metadata".into(), json!({ "HKTimeZone": zone }));
     }
@@ -189,9 +283,9 @@ fn reading_key(record: &Map<String, Value>) -> String {
 }
 
 impl OpenWearablesSync {
-    /// Reads a sync body: an unknown `provider` or a body of the wrong shape is refused; records
-    /// Wearlab cannot keep are skipped alone.
-    pub fn parse(body: &Value) -> Result<Self, DomainError> {
+    /// Reads `user`'s sync body: an unknown `provider` or a body of the wrong shape is refused;
+    /// records, sleep slices and workouts Wearlab cannot keep are skipped alone.
+    pub fn parse(user: UserId, body: &Value) -> Result<Self, DomainError> {
         let body: SyncBody = serde_json::from_value(body.clone()).map_err(|e| {
             DomainError::Validation(vec![issue(
                 &["body"],
@@ -206,7 +300,7 @@ impl OpenWearablesSync {
                 "enum",
             )]));
         };
-        let mut skipped = body.data.sleep.len() + body.data.workouts.len();
+        let mut skipped = 0;
         // Per resource and zone: the samples, in the order sent.
         let mut groups: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
         // Blood pressure halves by reading, until both are there.
@@ -243,20 +337,8 @@ impl OpenWearablesSync {
         let mut uploads = Vec::with_capacity(groups.len());
         for ((resource, zone), samples) in groups {
             let resource = Resource::known(&resource).expect("a resource of the table above");
-            let upload = |data: Vec<Value>| {
-                TimeseriesUpload::parse(
-                    resource.clone(),
-                    &UploadBody {
-                        stage: "daily".into(),
-                        start_date: None,
-                        end_date: None,
-                        time_zone: zone.clone(),
-                        provider: provider.into(),
-                        data: Value::Array(data),
-                        is_final_chunk: None,
-                    },
-                )
-            };
+            let upload =
+                |data: Vec<Value>| TimeseriesUpload::parse(resource.clone(), &daily(provider, &zone, data));
             match upload(samples.clone()) {
                 Ok(u) => uploads.push(u),
                 // One sample the parse refuses: keep the others, each checked alone.
@@ -270,7 +352,13 @@ impl OpenWearablesSync {
                 }
             }
         }
-        Ok(Self { provider, uploads, skipped })
+        let (sessions, dropped) = sleep::sessions(&body.data.sleep);
+        skipped += dropped;
+        let mut summaries = summary_uploads(&Resource::Sleep, user, provider, sessions, &mut skipped)?;
+        let (written, dropped) = workouts::workouts(&body.data.workouts);
+        skipped += dropped;
+        summaries.extend(summary_uploads(&Resource::Workouts, user, provider, written, &mut skipped)?);
+        Ok(Self { provider, uploads, summaries, skipped })
     }
 }
 
@@ -288,6 +376,69 @@ fn refusal(e: DomainError) -> DomainError {
 mod tests {
     use super::*;
     use crate::pipeline::normalize::Entry;
+
+    pub(super) fn user() -> UserId {
+        UserId::from_uuid(uuid::Uuid::from_u128(0x0e11_0000_0000_4000_8000_0000_0000_0001))
+    }
+
+    /// The source of the schema's example (`SyncRequest.Config.json_schema_extra` of
+    /// `the-momentum/open-wearables` `backend/app/schemas/providers/mobile_sdk/sync_request.py`):
+    /// Samsung Health on a Galaxy Watch7.
+    pub(super) fn samsung_source() -> Value {
+        json!({
+            "appId": "com.sec.android.app.shealth",
+            "deviceId": "R9ZW30ABC12",
+            "deviceName": "Galaxy Watch7",
+            "deviceManufacturer": "Samsung",
+            "deviceModel": "SM-R960",
+            "deviceType": "watch",
+            "recordingMethod": null
+        })
+    }
+
+    /// A source as the iOS SDK's `_mapSource` writes it
+    /// (`the-momentum/open_wearables_ios_sdk` `Sources/OpenWearablesHealthSDK/Internal/Types.swift`).
+    pub(super) fn ios_source() -> Value {
+        json!({
+            "appId": "com.apple.health.81A1B5B2",
+            "name": "Apple Watch",
+            "deviceId": null,
+            "deviceName": "Apple Watch",
+            "deviceManufacturer": "Apple Inc.",
+            "deviceModel": "Watch7,1",
+            "deviceType": "watch",
+            "recordingMethod": null,
+            "operatingSystemVersion": {"majorVersion": 11, "minorVersion": 1, "patchVersion": 0}
+        })
+    }
+
+    /// A sync body of `provider` with `sleep` slices and `workouts` (`SyncRequest`).
+    pub(super) fn body(provider: &str, sleep: Vec<Value>, workouts: Vec<Value>) -> Value {
+        json!({
+            "provider": provider,
+            "sdkVersion": "0.1.0",
+            "syncTimestamp": "2026-02-24T10:00:00Z",
+            "data": {"records": [], "sleep": sleep, "workouts": workouts}
+        })
+    }
+
+    /// The summaries of `resource` read, as (day, n, value), in the order of the uploads.
+    pub(super) fn summaries_of(
+        parsed: &OpenWearablesSync,
+        resource: &Resource,
+    ) -> Vec<(String, String, Value)> {
+        parsed
+            .summaries
+            .iter()
+            .flat_map(|u| &u.entries)
+            .filter_map(|s| match &s.entry {
+                Entry::Summary { resource: r, date, n, value } if r == resource => {
+                    Some((date.to_string(), n.clone(), value.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
 
     /// A record as `_mapQuantityEfficient` of the iOS SDK writes it
     /// (`Sources/OpenWearablesHealthSDK/Internal/Types.swift`), with the source of `_mapSource`.
@@ -338,13 +489,16 @@ mod tests {
 
     #[test]
     fn ios_records_become_the_same_uploads_as_the_junction_sdks_send() {
-        let parsed = OpenWearablesSync::parse(&sync(vec![
-            ios("HKQuantityTypeIdentifierHeartRate", 61.0, "bpm", "2026-11-20T07:00:00Z"),
-            ios("HKQuantityTypeIdentifierBloodGlucose", 99.0, "mg/dL", "2026-11-20T07:05:00Z"),
-            ios("HKQuantityTypeIdentifierDietaryWater", 0.25, "L", "2026-11-20T07:10:00Z"),
-            ios("HKQuantityTypeIdentifierActiveEnergyBurned", 12.5, "Cal", "2026-11-20T07:15:00Z"),
-            ios("HKQuantityTypeIdentifierWalkingSpeed", 1.3, "m/s", "2026-11-20T07:20:00Z"),
-        ]))
+        let parsed = OpenWearablesSync::parse(
+            user(),
+            &sync(vec![
+                ios("HKQuantityTypeIdentifierHeartRate", 61.0, "bpm", "2026-11-20T07:00:00Z"),
+                ios("HKQuantityTypeIdentifierBloodGlucose", 99.0, "mg/dL", "2026-11-20T07:05:00Z"),
+                ios("HKQuantityTypeIdentifierDietaryWater", 0.25, "L", "2026-11-20T07:10:00Z"),
+                ios("HKQuantityTypeIdentifierActiveEnergyBurned", 12.5, "Cal", "2026-11-20T07:15:00Z"),
+                ios("HKQuantityTypeIdentifierWalkingSpeed", 1.3, "m/s", "2026-11-20T07:20:00Z"),
+            ]),
+        )
         .unwrap();
         assert_eq!(parsed.provider, "apple_health_kit");
         assert_eq!(parsed.skipped, 1, "walking speed has no timeseries in Wearlab");
@@ -372,7 +526,7 @@ mod tests {
         let lone = ios("BLOOD_PRESSURE_SYSTOLIC", 130.0, "mmHg", "2026-02-24T09:30:00Z");
         let mut body = sync(vec![sys, dia, lone]);
         body["provider"] = json!("samsung");
-        let parsed = OpenWearablesSync::parse(&body).unwrap();
+        let parsed = OpenWearablesSync::parse(user(), &body).unwrap();
         assert_eq!((parsed.provider, parsed.skipped), ("samsung_health", 1));
         let bp = &parsed.uploads[0].blood_pressure;
         assert_eq!((bp.len(), bp[0].systolic, bp[0].diastolic), (1, 122.0, 81.0));
@@ -380,17 +534,20 @@ mod tests {
 
     #[test]
     fn a_bad_record_is_skipped_alone_and_a_bad_body_refused_whole() {
-        let parsed = OpenWearablesSync::parse(&sync(vec![
-            ios("HKQuantityTypeIdentifierHeartRate", 61.0, "bpm", "2026-11-20T07:00:00Z"),
-            ios("HKQuantityTypeIdentifierHeartRate", -5.0, "bpm", "2026-11-20T07:01:00Z"),
-        ]))
+        let parsed = OpenWearablesSync::parse(
+            user(),
+            &sync(vec![
+                ios("HKQuantityTypeIdentifierHeartRate", 61.0, "bpm", "2026-11-20T07:00:00Z"),
+                ios("HKQuantityTypeIdentifierHeartRate", -5.0, "bpm", "2026-11-20T07:01:00Z"),
+            ]),
+        )
         .unwrap();
         assert_eq!((parsed.uploads.len(), values(&parsed.uploads[0]).len()), (1, 1));
         let mut body = sync(vec![]);
         body["provider"] = json!("oura");
-        assert!(matches!(OpenWearablesSync::parse(&body), Err(DomainError::Validation(_))));
+        assert!(matches!(OpenWearablesSync::parse(user(), &body), Err(DomainError::Validation(_))));
         assert!(matches!(
-            OpenWearablesSync::parse(&json!({"provider": "apple", "data": {"records": 3}})),
+            OpenWearablesSync::parse(user(), &json!({"provider": "apple", "data": {"records": 3}})),
             Err(DomainError::Validation(_))
         ));
     }
