@@ -22,10 +22,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use crate::Deps;
+use crate::DomainError;
 use crate::common::crypto::{SigningKey, random_bytes};
 use crate::common::ids::{TeamId, UserId};
+use crate::keys;
 use crate::ports::{Condition, Item, StoreError, WriteOp};
-use crate::{Deps, DomainError, keys, users};
+use crate::users;
 
 /// How long a sign-in token may be exchanged (once).
 pub const SIGN_IN_TOKEN_LIFETIME: Duration = Duration::hours(1);
