@@ -17,8 +17,8 @@ use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, path_user_id};
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SignInTokenBody {
     pub user_id: uuid::Uuid,
-    /// Padded base64 of `{"public_key": <PEM>, "user_token": <RS256 JWT>}`: what the SDKs'
-    /// `signIn` takes. Exchangeable once, within an hour.
+    /// Padded base64 of `{"public_key": <base64 SPKI DER>, "user_token": <RS256 JWT>}`: what
+    /// the SDKs' `signIn` takes. Exchangeable once, within an hour.
     pub sign_in_token: String,
 }
 

@@ -87,9 +87,8 @@ async fn sign_in_token_in_the_sdk_format_verifies_with_its_public_key(t: TestApp
     assert_eq!(claims["claims"]["vital_team_id"], t.team.to_string());
     assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 3600);
     assert!(claims["jti"].is_string());
-    // RS256 over `header.claims` with the public key handed out (PEM of the SPKI DER).
-    let der: String = public_key.lines().filter(|l| !l.starts_with("-----")).collect();
-    let der = STANDARD.decode(der).unwrap();
+    // RS256 over `header.claims` with the public key handed out (base64 of the SPKI DER).
+    let der = STANDARD.decode(&public_key).unwrap();
     let (signed, signature) = jwt.rsplit_once('.').unwrap();
     let signature = URL_SAFE_NO_PAD.decode(signature).unwrap();
     aws_lc_rs::signature::UnparsedPublicKey::new(&aws_lc_rs::signature::RSA_PKCS1_2048_8192_SHA256, &der)

@@ -220,18 +220,6 @@ impl SigningKey {
     pub fn public_key_der(&self) -> &[u8] {
         &self.public_der
     }
-
-    /// The public half as PEM (`-----BEGIN PUBLIC KEY-----`, RFC 7468 section 13).
-    pub fn public_key_pem(&self) -> String {
-        let body = STANDARD.encode(&self.public_der);
-        let mut pem = String::from("-----BEGIN PUBLIC KEY-----\n");
-        for line in body.as_bytes().chunks(64) {
-            pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
-            pem.push('\n');
-        }
-        pem.push_str("-----END PUBLIC KEY-----\n");
-        pem
-    }
 }
 
 /// `n` random bytes from the operating system's generator.
