@@ -322,3 +322,20 @@ async fn open_wearables_token_routes_on_moto() {
 async fn a_user_token_opens_only_its_users_routes_on_moto() {
     a_user_token_opens_only_its_users_routes(moto().await).await;
 }
+
+/// A function that was not given the signing key accepts no user token (and issues none).
+#[tokio::test]
+async fn without_the_signing_key_user_tokens_open_nothing() {
+    let t = embedded().await;
+    let user = t.create_user("phone-keyless").await;
+    let (access, _) = signed_in(&t, &user).await;
+    let keyless = TestApp {
+        app: t.app_on(wearlab_web::AppState::new(t.deps.clone(), Default::default())),
+        ..embedded().await
+    };
+    let keyless = TestApp { deps: t.deps.clone(), key: t.key.clone(), team: t.team, ..keyless };
+    let a = as_user(&keyless, Method::GET, &format!("/v2/user/providers/{user}"), &access, None).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    let a = keyless.post_empty(&format!("/v2/user/{user}/sign_in_token")).await;
+    assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE, "{}", a.body);
+}
