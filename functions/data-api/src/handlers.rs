@@ -12,12 +12,12 @@ use wearlab_models::data::{
     SleepCycleResponse, SleepResponse, SummaryQuery, TimeseriesQuery, WorkoutsResponse,
 };
 use wearlab_models::{DetailBody, Resource};
-use wearlab_web::{ApiError, AppState, AuthTeam, Inputs, QueryParams, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthCaller, Inputs, QueryParams};
 
 type Answer<T> = Result<T, ApiError>;
 
 /// A summary read as every `/v2/summary/{resource}/{user_id}` route takes it: the team of the key
-/// (401 first), the user of the path, the days of the query and its provider filter.
+/// or the user's token (401 first), the user of the path (a user's token: its own only), the days of the query and its provider filter.
 pub struct SummaryCall {
     team: TeamId,
     user: UserId,
@@ -29,14 +29,14 @@ impl FromRequestParts<AppState> for SummaryCall {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        let AuthTeam(team) = AuthTeam::from_request_parts(parts, s).await?;
+        let caller = AuthCaller::from_request_parts(parts, s).await?;
         // The routes have the one parameter; a path that does not give it is not a user id.
         let raw = Path::<String>::from_request_parts(parts, s).await.map(|p| p.0).unwrap_or_default();
         let QueryParams(q) = QueryParams::<SummaryQuery>::from_request_parts(parts, s).await?;
-        let user = path_user_id(&raw)?;
+        let user = caller.user_in_path(&raw)?;
         let days =
             read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref()).map_err(|e| READ.locate(e))?;
-        Ok(Self { team, user, days, provider: q.provider })
+        Ok(Self { team: caller.team, user, days, provider: q.provider })
     }
 }
 
@@ -124,11 +124,13 @@ pub async fn meal(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<M
     ))]
 pub async fn profile(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     Path(user_id): Path<String>,
     QueryParams(q): QueryParams<ProfileQuery>,
 ) -> Answer<Json<ProfileSummary>> {
-    Ok(Json(read::profile(&s.deps, team, path_user_id(&user_id)?, q.provider.as_deref()).await?))
+    Ok(Json(
+        read::profile(&s.deps, caller.team, caller.user_in_path(&user_id)?, q.provider.as_deref()).await?,
+    ))
 }
 
 /// Samples of one timeseries resource (e.g. heartrate, steps, hrv, glucose, calories_active,
@@ -145,16 +147,16 @@ pub async fn profile(
     ))]
 pub async fn timeseries(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     // The resource is read by its wire name here; one that is not a timeseries is refused by
     // the read (422, `resource`).
     Path((user_id, resource)): Path<(String, Resource)>,
     QueryParams(q): QueryParams<TimeseriesQuery>,
 ) -> Answer<Json<GroupedTimeseries>> {
-    let user = path_user_id(&user_id)?;
+    let user = caller.user_in_path(&user_id)?;
     let days = read::parse_days(&s.deps, &q.start_date, q.end_date.as_deref()).map_err(|e| READ.locate(e))?;
     Ok(Json(
-        read::timeseries(&s.deps, team, user, &resource, days, q.next_cursor.as_deref())
+        read::timeseries(&s.deps, caller.team, user, &resource, days, q.next_cursor.as_deref())
             .await
             .map_err(|e| READ.locate(e))?,
     ))

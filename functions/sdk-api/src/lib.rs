@@ -6,11 +6,16 @@
 
 mod handlers;
 
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
     Routes::new()
+        .routes(routes!(handlers::tokens::sign_in_token))
+        .routes(routes!(handlers::tokens::token))
+        .routes(routes!(handlers::tokens::ow_user_token))
+        .routes(routes!(handlers::tokens::ow_refresh))
+        .routes(routes!(handlers::tokens::ow_revoke))
 }
 
 /// The function as served, `/openapi.json` included.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wearlab_domain::common::crypto::DataKey;
+use wearlab_domain::common::crypto::{DataKey, SigningKey};
 use wearlab_domain::common::ids::TeamId;
 use wearlab_domain::common::settings::{Settings, whole_number};
 use wearlab_domain::ports::providers::Providers;
@@ -91,6 +91,9 @@ pub struct LocalStack {
     pub clock: Arc<ShiftedClock>,
     /// The operator's settings the stack's API and sweeps run with.
     pub settings: Settings,
+    /// The key of the phone's per-user tokens (`data_dir/phone_signing_key`); none in memory
+    /// unless a test gives one ([`LocalStack::with_phone_key`]).
+    pub phone_key: Option<Arc<SigningKey>>,
 }
 
 /// The local stack's configuration, read once at start ([`LocalConfig::from_vars`]: `main.rs`
@@ -111,6 +114,9 @@ pub struct LocalConfig {
     pub data_key: Option<String>,
     /// `WEARLAB_API_KEY`: the local team's API key, else the one kept in the data directory.
     pub api_key: Option<String>,
+    /// `WEARLAB_PHONE_SIGNING_KEY`: the phone tokens' signing key (base64 PKCS#8 DER of an RSA
+    /// 2048 key), else the one kept in the data directory.
+    pub phone_signing_key: Option<String>,
 }
 
 impl LocalConfig {
@@ -127,6 +133,7 @@ impl LocalConfig {
             cache_bytes: cache_bytes_of(get("WEARLAB_CACHE_MB").as_deref())?,
             data_key: get("WEARLAB_DATA_KEY"),
             api_key: get("WEARLAB_API_KEY"),
+            phone_signing_key: get("WEARLAB_PHONE_SIGNING_KEY"),
         })
     }
 
@@ -139,6 +146,7 @@ impl LocalConfig {
             cache_bytes: wearlab_embedded::DEFAULT_CACHE_BYTES,
             data_key: None,
             api_key: None,
+            phone_signing_key: None,
         }
     }
 }
@@ -156,6 +164,7 @@ impl LocalStack {
         let data_dir = &config.data_dir;
         let table = RedbTable::open_with_cache(&data_dir.join("wearlab.redb"), config.cache_bytes)?;
         let key = local_data_key(data_dir, config.data_key.as_deref())?;
+        let phone_key = local_phone_key(data_dir, config.phone_signing_key.as_deref())?;
         // Local receivers run on this machine: http and loopback are allowed.
         let sender = HttpSender::new(UrlPolicy::LocalStack).with_in_flight(config.settings.webhook_in_flight);
         // Real providers where the developer configured an OAuth app (docs/PROVIDERS.md); every
@@ -164,7 +173,12 @@ impl LocalStack {
         wearlab_providers::simulated_links(local_var).map_err(DomainError::Rejected)?;
         let providers = |sim| wearlab_providers::from_vars(sim, local_var);
         let stack = Self::with(table, Arc::new(SystemClock), key, sender, providers);
-        Ok(Self { settings: config.settings.clone(), ..stack })
+        Ok(Self { settings: config.settings.clone(), phone_key: Some(Arc::new(phone_key)), ..stack })
+    }
+
+    /// The same stack with the key of the phone's per-user tokens (tests: a fixed key).
+    pub fn with_phone_key(self, key: Arc<SigningKey>) -> Self {
+        Self { phone_key: Some(key), ..self }
     }
 
     /// A stack in memory on the given clock (tests, benchmarks), with a throwaway data key.
@@ -212,6 +226,7 @@ impl LocalStack {
             queue,
             clock: shifted,
             settings: Settings::default(),
+            phone_key: None,
         }
     }
 
@@ -259,7 +274,11 @@ impl LocalStack {
     }
 
     pub fn state(&self) -> AppState {
-        AppState::new(self.deps.clone(), self.settings.clone())
+        let state = AppState::new(self.deps.clone(), self.settings.clone());
+        match &self.phone_key {
+            Some(key) => state.with_phone_key(key.clone()),
+            None => state,
+        }
     }
 
     /// This stack's queues and the simulated lab network.
@@ -563,6 +582,37 @@ fn local_data_key(data_dir: &Path, configured: Option<&str>) -> Result<DataKey, 
     Ok(key)
 }
 
+/// The phone tokens' signing key: `configured` (`WEARLAB_PHONE_SIGNING_KEY`) if set, else the
+/// key kept in `data_dir/phone_signing_key`, generated on first start (RSA 2048, base64 PKCS#8
+/// DER, mode 0600 like the data key).
+fn local_phone_key(data_dir: &Path, configured: Option<&str>) -> Result<SigningKey, DomainError> {
+    let unusable = |what: &str, e: &dyn std::fmt::Display| {
+        DomainError::Rejected(format!("{what} is not a usable signing key: {e}"))
+    };
+    if let Some(k) = configured {
+        return SigningKey::from_base64(k).map_err(|e| unusable("WEARLAB_PHONE_SIGNING_KEY", &e));
+    }
+    let file = data_dir.join("phone_signing_key");
+    if let Ok(saved) = std::fs::read_to_string(&file) {
+        return SigningKey::from_base64(&saved).map_err(|e| unusable(&file.display().to_string(), &e));
+    }
+    let (key, encoded) = SigningKey::generate().map_err(|e| unusable("a new key", &e))?;
+    write_private(&file, &encoded).map_err(|e| unusable(&file.display().to_string(), &e))?;
+    Ok(key)
+}
+
+/// Writes a secret file readable by its owner only (0600 from the start on unix).
+fn write_private(file: &Path, text: &str) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    std::io::Write::write_all(&mut options.open(file)?, text.as_bytes())
+}
+
 /// The OpenAPI document of the whole API, as `docs/openapi.json` holds it.
 pub fn openapi_json() -> String {
     let doc = wearlab_web::openapi(routes());
@@ -628,5 +678,25 @@ mod tests {
             let e = config(&[(name, bad)]).unwrap_err().to_string();
             assert!(e.contains(name), "{name}={bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_phone_signing_key_is_kept_in_the_data_dir_owner_only_and_reused() {
+        let dir = std::env::temp_dir().join(format!("wearlab-phone-key-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = local_phone_key(&dir, None).unwrap();
+        let file = dir.join("phone_signing_key");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let again = local_phone_key(&dir, None).unwrap();
+        assert_eq!(again.public_key_der(), first.public_key_der(), "the kept key on the next start");
+        let saved = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(local_phone_key(&dir, Some(&saved)).unwrap().public_key_der(), first.public_key_der());
+        let e = local_phone_key(&dir, Some("c2hvcnQ=")).err().unwrap().to_string();
+        assert!(e.contains("WEARLAB_PHONE_SIGNING_KEY") && !e.contains("c2hvcnQ"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

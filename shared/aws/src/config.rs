@@ -76,6 +76,84 @@ impl DataKeySource {
     }
 }
 
+/// The variable holding the phone tokens' signing key itself (base64 PKCS#8 DER of an RSA 2048
+/// key): local runs against an emulator, benches.
+pub const PHONE_SIGNING_KEY_VAR: &str = "WEARLAB_PHONE_SIGNING_KEY";
+/// The variable naming the SSM SecureString that holds the phone tokens' signing key.
+pub const PHONE_SIGNING_KEY_PARAMETER_VAR: &str = "WEARLAB_PHONE_SIGNING_KEY_PARAMETER";
+
+/// The phone tokens' signing key as the deployment gives it: `WEARLAB_PHONE_SIGNING_KEY` when
+/// set, else the SSM SecureString `WEARLAB_PHONE_SIGNING_KEY_PARAMETER` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PhoneKeySource {
+    Plain(String),
+    Ssm(String),
+}
+
+impl PhoneKeySource {
+    pub fn from_env() -> Result<Self, String> {
+        match required_var(PHONE_SIGNING_KEY_VAR) {
+            Ok(key) => Ok(Self::Plain(key)),
+            Err(_) => Ok(Self::Ssm(required_var(PHONE_SIGNING_KEY_PARAMETER_VAR)?)),
+        }
+    }
+}
+
+/// The data key and the phone tokens' signing key, the SSM parameters among them read in one
+/// `GetParameters` (one round trip at a cold start). Errors name the source, never a value.
+pub async fn load_data_and_phone_keys(
+    data: &DataKeySource,
+    phone: &PhoneKeySource,
+    config: &LazySdkConfig,
+) -> Result<(wearlab_domain::common::crypto::DataKey, wearlab_domain::common::crypto::SigningKey), String> {
+    let names: Vec<String> = [
+        match data {
+            DataKeySource::Ssm(n) => Some(n.clone()),
+            DataKeySource::Plain(_) => None,
+        },
+        match phone {
+            PhoneKeySource::Ssm(n) => Some(n.clone()),
+            PhoneKeySource::Plain(_) => None,
+        },
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let fetched =
+        if names.is_empty() { Default::default() } else { read_secure_parameters(config, &names).await? };
+    let value =
+        |name: &str| fetched.get(name).cloned().ok_or_else(|| format!("SSM parameter {name} has no value"));
+    let (data_text, data_source) = match data {
+        DataKeySource::Plain(k) => (k.clone(), "WEARLAB_DATA_KEY".to_owned()),
+        DataKeySource::Ssm(n) => (value(n)?, format!("SSM parameter {n}")),
+    };
+    let (phone_text, phone_source) = match phone {
+        PhoneKeySource::Plain(k) => (k.clone(), PHONE_SIGNING_KEY_VAR.to_owned()),
+        PhoneKeySource::Ssm(n) => (value(n)?, format!("SSM parameter {n}")),
+    };
+    let data_key = wearlab_domain::common::crypto::DataKey::from_base64(data_text.trim())
+        .map_err(|e| format!("{data_source}: {e}"))?;
+    let phone_key = wearlab_domain::common::crypto::SigningKey::from_base64(phone_text.trim())
+        .map_err(|e| format!("{phone_source}: {e}"))?;
+    Ok((data_key, phone_key))
+}
+
+/// The decrypted values of SSM SecureStrings, by name, in one `GetParameters` (at most 10).
+async fn read_secure_parameters(
+    config: &LazySdkConfig,
+    names: &[String],
+) -> Result<std::collections::HashMap<String, String>, String> {
+    let client = aws_sdk_ssm::Client::new(config.get().await);
+    let out =
+        client.get_parameters().set_names(Some(names.to_vec())).with_decryption(true).send().await.map_err(
+            |e| format!("SSM parameters {names:?}: {}", aws_sdk_ssm::error::DisplayErrorContext(&e)),
+        )?;
+    if let Some(missing) = out.invalid_parameters.as_ref().and_then(|m| m.first()) {
+        return Err(format!("SSM parameter {missing} does not exist"));
+    }
+    Ok(out.parameters.unwrap_or_default().into_iter().filter_map(|p| Some((p.name?, p.value?))).collect())
+}
+
 /// The decrypted value of an SSM SecureString.
 async fn read_secure_parameter(config: &LazySdkConfig, name: &str) -> Result<String, String> {
     let client = aws_sdk_ssm::Client::new(config.get().await);
@@ -120,6 +198,16 @@ impl AwsEnv {
         providers: Arc<dyn Providers>,
     ) -> Result<Deps, String> {
         let data_key = self.data_key.load(&config).await?;
+        Ok(self.deps_with_key(config, providers, data_key))
+    }
+
+    /// The adapters with a data key already read.
+    fn deps_with_key(
+        &self,
+        config: LazySdkConfig,
+        providers: Arc<dyn Providers>,
+        data_key: wearlab_domain::common::crypto::DataKey,
+    ) -> Deps {
         let table = DynamoDbTable::on_first_use(config.clone(), &self.table_name);
         let scheduler = EventBridgeScheduler::on_first_use(
             config.clone(),
@@ -130,14 +218,14 @@ impl AwsEnv {
             },
         );
         let bus = EventBridgeBus::on_first_use(config, &self.event_bus_name);
-        Ok(Deps {
+        Deps {
             table: Arc::new(table),
             scheduler: Arc::new(scheduler),
             clock: Arc::new(SystemClock),
             bus: Arc::new(bus),
             providers,
             data_key: Arc::new(data_key),
-        })
+        }
     }
 }
 
@@ -214,6 +302,23 @@ pub async fn deps_from_env(
     let vars = ProviderVars::from_env(&config).await?;
     let deps = env.deps_on_first_use(config, providers(&|name| vars.get(name))).await?;
     Ok((deps, settings))
+}
+
+/// [`deps_from_env`] for the functions that issue or accept the phone's per-user tokens
+/// (sdk-api, user-api, data-api): also the signing key (`WEARLAB_PHONE_SIGNING_KEY`, else the
+/// SSM SecureString `WEARLAB_PHONE_SIGNING_KEY_PARAMETER` names), read with the data key in one
+/// `GetParameters`.
+pub async fn deps_with_phone_key_from_env(
+    providers: impl FnOnce(&dyn Fn(&str) -> Option<String>) -> Arc<dyn Providers>,
+) -> Result<(Deps, Settings, Arc<wearlab_domain::common::crypto::SigningKey>), String> {
+    let env = AwsEnv::from_env()?;
+    let phone = PhoneKeySource::from_env()?;
+    let settings = settings_from_env()?;
+    let config = LazySdkConfig::from_env();
+    let vars = ProviderVars::from_env(&config).await?;
+    let (data_key, phone_key) = load_data_and_phone_keys(&env.data_key, &phone, &config).await?;
+    let deps = env.deps_with_key(config, providers(&|name| vars.get(name)), data_key);
+    Ok((deps, settings, Arc::new(phone_key)))
 }
 
 /// The operator's settings of a deployed function, from the process environment: every one

@@ -15,8 +15,9 @@ mod scheduler;
 mod sqs;
 
 pub use config::{
-    AwsEnv, DATA_KEY_PARAMETER_VAR, DataKeySource, aws_config_from_env, clients_for_endpoint,
-    config_for_endpoint, deps_from_env, queue_url_var, required_var, settings_from_env,
+    AwsEnv, DATA_KEY_PARAMETER_VAR, DataKeySource, PHONE_SIGNING_KEY_PARAMETER_VAR, PHONE_SIGNING_KEY_VAR,
+    PhoneKeySource, aws_config_from_env, clients_for_endpoint, config_for_endpoint, deps_from_env,
+    deps_with_phone_key_from_env, load_data_and_phone_keys, queue_url_var, required_var, settings_from_env,
     sqs_dead_letters_from_env, sqs_queue_from_env,
 };
 pub use dead_letters::{DeadLetterError, SqsDeadLetters};

@@ -353,3 +353,44 @@ async fn the_data_key_is_read_from_an_ssm_secure_string() {
     let err = wearlab_aws::DataKeySource::Ssm(short.clone()).load(&lazy).await.err().unwrap();
     assert!(err.contains(&short) && !err.contains("c2hvcnQ"), "{err}");
 }
+
+#[tokio::test]
+async fn the_data_key_and_the_phone_signing_key_are_read_in_one_call() {
+    let endpoint = endpoint();
+    let config = wearlab_aws::config_for_endpoint(&endpoint).await;
+    let ssm = aws_sdk_ssm::Client::new(&config);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let put = |name: String, value: String| {
+        ssm.put_parameter()
+            .name(name)
+            .value(value)
+            .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+            .send()
+    };
+    let (data, data_b64) = wearlab_domain::common::crypto::DataKey::generate();
+    let (phone, phone_b64) = wearlab_domain::common::crypto::SigningKey::generate().unwrap();
+    let (data_name, phone_name) =
+        (format!("/wearlab-test/{nanos}/data-key"), format!("/wearlab-test/{nanos}/phone-signing-key"));
+    put(data_name.clone(), data_b64).await.unwrap();
+    put(phone_name.clone(), phone_b64.clone()).await.unwrap();
+    let lazy = wearlab_aws::LazySdkConfig::given(config.clone());
+
+    let data_source = wearlab_aws::DataKeySource::Ssm(data_name.clone());
+    let phone_source = wearlab_aws::PhoneKeySource::Ssm(phone_name.clone());
+    let (d, p) = wearlab_aws::load_data_and_phone_keys(&data_source, &phone_source, &lazy).await.unwrap();
+    assert_eq!(d.open(&data.seal(b"x", "c"), "c").unwrap(), b"x", "the same data key");
+    assert_eq!(p.public_key_der(), phone.public_key_der(), "the same signing key");
+    // The phone key given plainly, the data key from SSM.
+    let plain = wearlab_aws::PhoneKeySource::Plain(phone_b64);
+    let (_, p) = wearlab_aws::load_data_and_phone_keys(&data_source, &plain, &lazy).await.unwrap();
+    assert_eq!(p.public_key_der(), phone.public_key_der());
+    // A parameter that does not exist, or a value that is no key: named, the value never shown.
+    let missing = wearlab_aws::PhoneKeySource::Ssm(format!("{phone_name}-missing"));
+    let err = wearlab_aws::load_data_and_phone_keys(&data_source, &missing, &lazy).await.err().unwrap();
+    assert!(err.contains(&format!("{phone_name}-missing")), "{err}");
+    let bad = format!("{phone_name}-bad");
+    put(bad.clone(), "c2hvcnQ=".into()).await.unwrap();
+    let bad_source = wearlab_aws::PhoneKeySource::Ssm(bad.clone());
+    let err = wearlab_aws::load_data_and_phone_keys(&data_source, &bad_source, &lazy).await.err().unwrap();
+    assert!(err.contains(&bad) && !err.contains("c2hvcnQ"), "{err}");
+}

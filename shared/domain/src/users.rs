@@ -234,7 +234,7 @@ fn check_ingestion(start: Option<NaiveDate>, end: Option<NaiveDate>, issues: &mu
     }
 }
 
-pub(crate) fn not_found(user_id: impl std::fmt::Display) -> DomainError {
+pub fn not_found(user_id: impl std::fmt::Display) -> DomainError {
     DomainError::NotFound(format!("User {user_id} not found."))
 }
 

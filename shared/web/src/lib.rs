@@ -17,7 +17,7 @@ mod schema_check;
 mod state;
 mod well_formed;
 
-pub use auth::AuthTeam;
+pub use auth::{AuthCaller, AuthTeam};
 pub use body::{MAX_BODY_BYTES, MAX_DECODED_BODY_BYTES};
 pub use error::{ApiError, Inputs};
 pub use extract::{JsonBody, Parsed, QueryParams, path_user_id};

@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use wearlab_domain::Deps;
+use wearlab_domain::common::crypto::SigningKey;
 use wearlab_domain::common::fair_use::FairUse;
 use wearlab_domain::common::ids::Caller;
 use wearlab_domain::common::settings::Settings;
@@ -41,6 +42,10 @@ pub struct SharedState {
     fair_use: Arc<FairUse>,
     /// The pages of teams' user lists this process answered, kept while unchanged.
     pub user_pages: Arc<PageCache>,
+    /// The deployment's key of the phone's per-user tokens: set by the functions that issue or
+    /// accept them (sdk-api, user-api, data-api); without it, a user's bearer token opens
+    /// nothing (401).
+    phone_key: Option<Arc<SigningKey>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -61,6 +66,7 @@ impl AppState {
             webhook_urls: UrlPolicy::Production,
             fair_use: Arc::new(FairUse::new(settings.team_rate_limit)),
             user_pages: Arc::new(PageCache::new(deps.table.index_lag())),
+            phone_key: None,
             settings,
             deps,
         }))
@@ -77,6 +83,17 @@ impl AppState {
     pub fn with_default_rate_limit(self, requests_per_minute: u32) -> Self {
         let fair_use = Arc::new(FairUse::new(requests_per_minute));
         Self(Arc::new(SharedState { fair_use, ..Arc::unwrap_or_clone(self.0) }))
+    }
+
+    /// The same state with the key of the phone's per-user tokens (the functions that issue or
+    /// accept them).
+    pub fn with_phone_key(self, key: Arc<SigningKey>) -> Self {
+        Self(Arc::new(SharedState { phone_key: Some(key), ..Arc::unwrap_or_clone(self.0) }))
+    }
+
+    /// The key of the phone's per-user tokens, if this function has it.
+    pub fn phone_key(&self) -> Option<&SigningKey> {
+        self.0.phone_key.as_deref()
     }
 
     /// Per-team fair use as this process keeps it.

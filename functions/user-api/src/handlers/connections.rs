@@ -10,7 +10,7 @@ use wearlab_domain::pipeline;
 use wearlab_domain::ports::Queue;
 use wearlab_models::data::HistoricalPullStarted;
 use wearlab_models::{DetailBody, SuccessBody, UserConnections};
-use wearlab_web::{ApiError, AppState, AuthTeam, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthCaller, AuthTeam, path_user_id};
 
 /// Lists the user's connections with their status and resources.
 #[utoipa::path(operation_id = "list_user_connections", get, path = "/v2/user/providers/{user_id}", tag = "users",
@@ -21,10 +21,10 @@ use wearlab_web::{ApiError, AppState, AuthTeam, path_user_id};
     ))]
 pub async fn list(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     Path(user_id): Path<String>,
 ) -> Result<Json<UserConnections>, ApiError> {
-    Ok(Json(connections::list(&s.deps, team, path_user_id(&user_id)?).await?))
+    Ok(Json(connections::list(&s.deps, caller.team, caller.user_in_path(&user_id)?).await?))
 }
 
 /// Removes the user's connection to a provider and deregisters it at the provider.
@@ -39,10 +39,10 @@ pub async fn list(
     ))]
 pub async fn deregister(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     Path((user_id, provider)): Path<(String, String)>,
 ) -> Result<Json<SuccessBody>, ApiError> {
-    connections::deregister(&s.deps, team, path_user_id(&user_id)?, &provider).await?;
+    connections::deregister(&s.deps, caller.team, caller.user_in_path(&user_id)?, &provider).await?;
     Ok(Json(SuccessBody { success: true }))
 }
 

@@ -19,9 +19,10 @@ use wearlab_web::{App, AppState};
 pub const API_KEY_HEADER: &str = "x-service-api-key";
 
 /// The state the tests' apps run on: a deployment's (the API-key cache on, keys trusted 60 s on
-/// the test clock), with the default settings.
+/// the test clock), with the default settings and the fixed test key of the phone's tokens.
 pub fn state(deps: &Deps) -> AppState {
     AppState::new(deps.clone(), wearlab_domain::common::settings::Settings::default())
+        .with_phone_key(Arc::new(wearlab_domain::common::crypto::SigningKey::fixed_for_tests()))
 }
 
 /// A fixed start so that dates in assertions are stable.

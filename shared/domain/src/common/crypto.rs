@@ -133,6 +133,102 @@ impl DataKey {
     }
 }
 
+/// Errors of the deployment's signing key (the phone's per-user tokens).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SigningKeyError {
+    #[error("the signing key must be base64 of the DER of an RSA private key of 2048 to 8192 bits")]
+    BadKey,
+}
+
+/// The deployment's RSA signing key (2048 bits): it signs the phone's per-user tokens with
+/// RS256 (RSASSA-PKCS1-v1_5 with SHA-256, RFC 7518 section 3.3) and verifies them. Kept like the
+/// data key: base64 of the PKCS#8 DER private key, e.g.
+/// `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 | openssl pkcs8 -topk8 -nocrypt
+/// -outform DER | base64 -w0` (a PKCS#1 `RSAPrivateKey` DER is read too).
+pub struct SigningKey {
+    pair: aws_lc_rs::rsa::KeyPair,
+    /// The public half as X.509 SubjectPublicKeyInfo DER (what `public_key` hands out).
+    public_der: Vec<u8>,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningKey(***)")
+    }
+}
+
+impl SigningKey {
+    /// The key from base64 (standard alphabet) of its PKCS#8 DER; under 2048 bits is refused.
+    pub fn from_base64(s: &str) -> Result<Self, SigningKeyError> {
+        let der = STANDARD.decode(s.trim()).map_err(|_| SigningKeyError::BadKey)?;
+        Self::from_pkcs8(&der)
+    }
+
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, SigningKeyError> {
+        use aws_lc_rs::encoding::AsDer;
+        use aws_lc_rs::signature::KeyPair as _;
+        // PKCS#8, or the PKCS#1 `RSAPrivateKey` some `openssl` versions write instead.
+        let pair = aws_lc_rs::rsa::KeyPair::from_pkcs8(der)
+            .or_else(|_| aws_lc_rs::rsa::KeyPair::from_der(der))
+            .map_err(|_| SigningKeyError::BadKey)?;
+        if pair.public_modulus_len() < 256 {
+            return Err(SigningKeyError::BadKey);
+        }
+        let public_der = pair.public_key().as_der().map_err(|_| SigningKeyError::BadKey)?.as_ref().to_vec();
+        Ok(Self { pair, public_der })
+    }
+
+    /// A fresh RSA 2048 key and its base64 PKCS#8 form (to keep it). Slow (tens to hundreds
+    /// of milliseconds): once per deployment or local data directory, never per request.
+    pub fn generate() -> Result<(Self, String), SigningKeyError> {
+        use aws_lc_rs::encoding::AsDer;
+        let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048)
+            .map_err(|_| SigningKeyError::BadKey)?;
+        let der: aws_lc_rs::encoding::Pkcs8V1Der<'_> = pair.as_der().map_err(|_| SigningKeyError::BadKey)?;
+        let encoded = STANDARD.encode(der.as_ref());
+        Ok((Self::from_pkcs8(der.as_ref())?, encoded))
+    }
+
+    /// A fixed key, the same in every process (tests and benchmarks: generating one is slow in
+    /// debug builds). Never a deployment's: it is public, in this repository.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn fixed_for_tests() -> Self {
+        Self::from_base64(include_str!("test_signing_key.b64")).expect("the test key is valid")
+    }
+
+    /// The RS256 signature of `message`.
+    pub fn sign_rs256(&self, message: &[u8]) -> Vec<u8> {
+        let mut signature = vec![0; self.pair.public_modulus_len()];
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        self.pair
+            .sign(&aws_lc_rs::signature::RSA_PKCS1_SHA256, &rng, message, &mut signature)
+            .expect("RSA signing of an in-memory message does not fail");
+        signature
+    }
+
+    /// Whether `signature` is this key's RS256 signature of `message`.
+    pub fn verify_rs256(&self, message: &[u8], signature: &[u8]) -> bool {
+        aws_lc_rs::signature::UnparsedPublicKey::new(
+            &aws_lc_rs::signature::RSA_PKCS1_2048_8192_SHA256,
+            &self.public_der,
+        )
+        .verify(message, signature)
+        .is_ok()
+    }
+
+    /// The public half, X.509 SubjectPublicKeyInfo DER.
+    pub fn public_key_der(&self) -> &[u8] {
+        &self.public_der
+    }
+}
+
+/// `n` random bytes from the operating system's generator.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut out = [0u8; N];
+    aws_lc_rs::rand::fill(&mut out).expect("the system random generator does not fail");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
