@@ -6,11 +6,15 @@
 
 mod handlers;
 
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
     Routes::new()
+        .routes(routes!(handlers::connect::connect))
+        .routes(routes!(handlers::sync::sync_state))
+        .routes(routes!(handlers::sync::start_historical_stage))
+        .routes(routes!(handlers::sync::post_progress, handlers::sync::get_progress))
 }
 
 /// The function as served, `/openapi.json` included.

@@ -1,1 +1,4 @@
 //! One module per group of the SDKs' routes.
+
+pub mod connect;
+pub mod sync;

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod bulk;
 pub mod lab;
 pub mod linking;
+pub mod phone_sync;
 pub mod pipeline;
 pub mod webhooks;
 
