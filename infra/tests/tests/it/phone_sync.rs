@@ -284,6 +284,28 @@ async fn no_pull_from_a_phone(storage: Storage) {
     assert!(on_demand.body["detail"].as_str().unwrap().contains("phone"), "{}", on_demand.body);
 }
 
+/// A refresh of the user polls each connection now; the phone's is not polled (the simulator
+/// would answer for it with synthetic data).
+async fn a_refresh_fetches_nothing_for_a_phone(storage: Storage) {
+    let e = env(storage).await;
+    let user = e.t.create_user("phone-8").await;
+    assert_eq!(e.connect("apple_health_kit", ios_connect(&user)).await.status, StatusCode::OK);
+    let refreshed = e.t.post_empty(&format!("/v2/user/refresh/{user}")).await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.body);
+    for list in ["failed_sources", "refreshed_sources", "in_progress_sources"] {
+        assert_eq!(refreshed.body[list], json!([]), "{}", refreshed.body);
+    }
+    let list = e.t.get(&format!("/v2/user/providers/{user}")).await;
+    assert_eq!(list.body["providers"][0]["status"], "connected", "not marked failing");
+    let items = e.user_items(&user).await;
+    assert!(
+        !items.iter().any(|sk| sk.starts_with("DATA#") || sk.starts_with("SYNC")),
+        "nothing fetched: {items:?}"
+    );
+    let daily = e.bus.published().into_iter().filter(|ev| ev.event_type.starts_with("daily.")).count();
+    assert_eq!(daily, 0);
+}
+
 async fn disconnecting_ends_the_connection_without_a_revoke(storage: Storage) {
     let e = env(storage).await;
     let user = e.t.create_user("phone-4").await;
@@ -489,6 +511,7 @@ on_both!(
     connecting_is_idempotent_and_announced_once,
     connect_refusals,
     no_pull_from_a_phone,
+    a_refresh_fetches_nothing_for_a_phone,
     disconnecting_ends_the_connection_without_a_revoke,
     sync_state_answers_the_sdk,
     historical_stage_is_accepted,
