@@ -29,15 +29,21 @@ enum Storage {
 }
 
 /// A table that counts the writes reaching it (puts, deletes, transactions; not the atomic adds
-/// of the fair-use counters).
+/// of the fair-use counters) and the reads.
 struct Counting {
     inner: Arc<dyn Table>,
     writes: AtomicUsize,
+    reads: AtomicUsize,
 }
 
 impl Counting {
-    fn take(&self) -> usize {
-        self.writes.swap(0, Ordering::SeqCst)
+    /// The writes and reads (item reads and queries) since the last call.
+    fn take(&self) -> (usize, usize) {
+        (self.writes.swap(0, Ordering::SeqCst), self.reads.swap(0, Ordering::SeqCst))
+    }
+
+    fn read(&self) {
+        self.reads.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -47,12 +53,15 @@ impl Table for Counting {
         self.inner.index_lag()
     }
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.read();
         self.inner.get(key).await
     }
     async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
+        self.read();
         self.inner.get_raw(key).await
     }
     async fn get_many(&self, keys: &[Key]) -> Result<Vec<Option<RawItem>>, StoreError> {
+        self.read();
         self.inner.get_many(keys).await
     }
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
@@ -71,9 +80,11 @@ impl Table for Counting {
         self.inner.add(add).await
     }
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        self.read();
         self.inner.query(query).await
     }
     async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        self.read();
         self.inner.query_raw(query).await
     }
 }
@@ -90,7 +101,7 @@ async fn env(storage: Storage) -> Env {
         Storage::Embedded => Arc::new(wearlab_embedded::RedbTable::in_memory()),
         Storage::Moto => Arc::new(moto_table().await),
     };
-    let table = Arc::new(Counting { inner, writes: AtomicUsize::new(0) });
+    let table = Arc::new(Counting { inner, writes: AtomicUsize::new(0), reads: AtomicUsize::new(0) });
     let bus = Arc::new(MemoryBus::new());
     let deps = Deps {
         table: table.clone(),
@@ -216,7 +227,7 @@ async fn connecting_is_idempotent_and_announced_once(storage: Storage) {
         let again = e.connect("apple_health_kit", body).await;
         assert_eq!((again.status, &again.body), (StatusCode::OK, &json!({"success": true})));
     }
-    assert_eq!(e.table.take(), 0, "a connected user costs no write");
+    assert_eq!(e.table.take(), (0, 2), "a connected user costs one read per call and no write");
     assert_eq!(e.connection_events().len(), 1, "announced once");
     let after = e.t.deps.table.get(&key).await.unwrap().unwrap();
     assert_eq!((after.version, &after.body), (stored.version, &stored.body), "stored state unchanged");
