@@ -16,6 +16,10 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::tokens::ow_user_token))
         .routes(routes!(handlers::tokens::ow_refresh))
         .routes(routes!(handlers::tokens::ow_revoke))
+        .routes(routes!(handlers::connect::connect))
+        .routes(routes!(handlers::sync::sync_state))
+        .routes(routes!(handlers::sync::start_historical_stage))
+        .routes(routes!(handlers::sync::post_progress, handlers::sync::get_progress))
 }
 
 /// The function as served, `/openapi.json` included.

@@ -292,6 +292,10 @@ pub async fn refresh(
     // the request (on Lambda it would die with the invocation); unfinished work is queued.
     let mut polls = tokio::task::JoinSet::new();
     for (conn, _) in connections::load_all(deps, user_id).await? {
+        // The phone sends its data itself: there is nothing to fetch, refreshed or failed.
+        if conn.from_phone() {
+            continue;
+        }
         if conn.status != ConnectionStatus::Connected {
             result.failed_sources.extend(entries(
                 &conn.provider,

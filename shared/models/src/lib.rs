@@ -12,6 +12,7 @@ pub mod events;
 pub mod lab;
 pub mod link;
 pub mod patch;
+pub mod phone_sync;
 pub mod provider;
 pub mod user;
 pub mod webhooks;

@@ -196,6 +196,8 @@ pub struct UserConnection {
     pub slug: String,
     #[schema(required = true)]
     pub logo: Option<String>,
+    /// `YYYY-MM-DDTHH:MM:SS+00:00`, as the mobile SDKs read times.
+    #[serde(serialize_with = "crate::phone_sync::serialize_sdk_time")]
     pub created_on: DateTime<Utc>,
     pub status: ConnectionStatus,
     /// The user's id at the provider.

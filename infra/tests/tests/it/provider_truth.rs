@@ -145,13 +145,20 @@ async fn the_catalog_says_how_each_provider_can_be_linked() {
     let off = env(Storage::Embedded, vec![]).await;
     let catalog = off.t.get("/v2/providers").await;
     assert_eq!(catalog.status, StatusCode::OK);
-    for slug in ["peloton", "garmin", "oura", "apple_health_kit", "freestyle_libre"] {
+    for slug in ["peloton", "garmin", "oura", "freestyle_libre"] {
         assert_eq!(entry(&catalog.body, slug)["availability"], "demo_only", "{slug}");
     }
     let a = off.t.get("/v2/providers?source_type=password").await;
     assert!(a.body.as_array().unwrap().iter().all(|e| e["availability"] == "demo_only"), "{}", a.body);
 
     let on = env(Storage::Embedded, simulating(true)).await;
+    // The eight SDK providers are live on every deployment: their data comes from the phone.
+    for deployment in [&off, &on] {
+        let sdk = deployment.t.get("/v2/providers?source_type=sdk").await;
+        let entries = sdk.body.as_array().unwrap();
+        assert_eq!(entries.len(), 8, "{}", sdk.body);
+        assert!(entries.iter().all(|e| e["availability"] == "live"), "{}", sdk.body);
+    }
     let catalog = on.t.get("/v2/providers").await;
     for slug in ["peloton", "garmin", "oura"] {
         assert_eq!(entry(&catalog.body, slug)["availability"], "simulated", "{slug}");

@@ -44,7 +44,7 @@ impl ProviderInfo {
     /// fills ([`Catalog::resources_on`]), how it can be linked, and a description that says so
     /// when the provider is simulated or demo only here.
     pub fn entry_on(&self, providers: &dyn Providers) -> ProviderEntry {
-        let availability = providers.availability(&self.slug);
+        let availability = self.availability_on(providers);
         let mut description = self.description.clone();
         let has_adapter = providers.resources(&self.slug).is_some();
         match availability {
@@ -64,12 +64,25 @@ impl ProviderInfo {
         }
     }
 
+    /// How the provider can be linked on this deployment: an `sdk` provider is always `live`
+    /// (its data comes from the user's phone through the mobile SDKs' routes, not from a
+    /// provider's API or the simulator; its demo connections stay synthetic like any other's);
+    /// every other provider as `providers` say.
+    pub fn availability_on(&self, providers: &dyn Providers) -> ProviderAvailability {
+        if self.is_sdk() { ProviderAvailability::Live } else { providers.availability(&self.slug) }
+    }
+
     pub fn reference(&self) -> ProviderRef {
         ProviderRef { name: self.name.clone(), slug: self.slug.clone(), logo: self.logo.clone() }
     }
 
     pub fn is(&self, auth: &AuthType) -> bool {
         self.auth_type.as_ref() == Some(auth)
+    }
+
+    /// The providers whose data the mobile SDKs upload from the phone (`auth_type` `sdk`).
+    pub fn is_sdk(&self) -> bool {
+        self.is(&AuthType::Sdk)
     }
 
     /// OAuth providers, whether on the platform's app or only on the team's own.
@@ -104,6 +117,18 @@ impl Catalog {
 
     pub fn all(&self) -> &[ProviderInfo] {
         &self.providers
+    }
+
+    /// The `sdk` provider `slug` (see [`ProviderInfo::is_sdk`]), else the refusal (400) naming
+    /// the ones there are.
+    pub fn sdk(&self, slug: &str) -> Result<&ProviderInfo, crate::common::error::DomainError> {
+        self.get(slug).filter(|p| p.is_sdk()).ok_or_else(|| {
+            let slugs: Vec<&str> = self.list(Some("sdk")).iter().map(|p| p.slug.as_str()).collect();
+            crate::common::error::DomainError::Rejected(format!(
+                "{slug} is not a provider of the mobile SDKs; the providers are: {}.",
+                slugs.join(", ")
+            ))
+        })
     }
 
     /// Every provider, or those whose auth type is `source_type`.
@@ -231,6 +256,15 @@ mod tests {
                 assert!(wearlab_models::Region::known(r).is_some(), "{}: {r}", p.slug);
             }
         }
+    }
+
+    #[test]
+    fn the_eight_sdk_providers() {
+        let sdk: Vec<&str> = catalog().list(Some("sdk")).iter().map(|p| p.slug.as_str()).collect();
+        assert_eq!(sdk.len(), 8, "{sdk:?}");
+        assert!(sdk.iter().all(|slug| catalog().sdk(slug).is_ok_and(ProviderInfo::is_sdk)));
+        let refused = catalog().sdk("oura").unwrap_err().to_string();
+        assert!(refused.contains("apple_health_kit") && refused.contains("freestyle_libre_ble"), "{refused}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod bulk;
 pub mod lab;
 pub mod linking;
 pub mod phone;
+pub mod phone_sync;
 pub mod pipeline;
 pub mod webhooks;
 

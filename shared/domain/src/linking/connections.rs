@@ -108,16 +108,29 @@ impl ConnectionRecord {
         item
     }
 
+    /// A connection of an `sdk` provider made by the mobile SDKs (not a demo): its data comes
+    /// from the user's phone, nothing is pulled, refreshed or revoked at a provider, and it has
+    /// no provider account (`external_user_id` null on the wire and in its event).
+    pub fn from_phone(&self) -> bool {
+        !self.demo && catalog().get(&self.provider).is_some_and(ProviderInfo::is_sdk)
+    }
+
+    /// The provider account id as the API says it: none for a connection from the phone.
+    fn wire_external_user_id(&self) -> Option<String> {
+        (!self.from_phone()).then(|| self.external_user_id.clone())
+    }
+
     /// Whether the connection's data is synthetic: a demo connection, or credentials that reach
     /// the simulator (a link made where simulated providers may be linked, kept and still
     /// working as a demo where they no longer may).
     pub fn is_demo(&self, deps: &Deps) -> bool {
         self.demo
-            || match self.credentials(deps) {
-                Ok(c) => deps.providers.simulates(&self.provider, &c),
-                // Credentials that do not open reach nothing; say what the provider is here.
-                Err(_) => deps.providers.availability(&self.provider) != ProviderAvailability::Live,
-            }
+            || (!self.from_phone()
+                && match self.credentials(deps) {
+                    Ok(c) => deps.providers.simulates(&self.provider, &c),
+                    // Credentials that do not open reach nothing; say what the provider is here.
+                    Err(_) => deps.providers.availability(&self.provider) != ProviderAvailability::Live,
+                })
     }
 
     /// The connection as GET /v2/user/providers lists it, with the resources it offers on this
@@ -146,7 +159,7 @@ impl ConnectionRecord {
             logo: provider.logo,
             created_on: self.created_on,
             status: self.status.clone(),
-            external_user_id: Some(self.external_user_id.clone()),
+            external_user_id: self.wire_external_user_id(),
             error_details: self.error_details.clone(),
             resource_availability,
             demo: self.is_demo(deps),
@@ -353,7 +366,7 @@ pub async fn commit(
         }
         ops.extend(new.extra_ops.iter().cloned());
         // Staged with the connection: its historical pull starts from this event.
-        let created = Staged::new(deps, user_id, vec![created_event(&user, slug)]);
+        let created = Staged::new(deps, user_id, vec![created_event(&user, &record)]);
         ops.push(created.write_op());
         // A bulk import tells kept pages once per message (`users::listed_changed`).
         let counter = ops.len();
@@ -383,10 +396,16 @@ pub async fn commit(
     Err(DomainError::Busy("the user is being changed concurrently, retry".into()))
 }
 
-/// `provider.connection.created` with `provider` and the deprecated `source` (same content).
-fn created_event(user: &UserRecord, slug: &str) -> EventEnvelope {
-    let provider = catalog().reference(slug);
-    let data = serde_json::json!({"user_id": user.user_id, "provider": provider, "source": provider});
+/// `provider.connection.created` with `provider`, the deprecated `source` (same content) and
+/// the provider account's `external_user_id` (null for a connection from the phone).
+fn created_event(user: &UserRecord, conn: &ConnectionRecord) -> EventEnvelope {
+    let provider = catalog().reference(&conn.provider);
+    let data = serde_json::json!({
+        "user_id": user.user_id,
+        "provider": provider,
+        "source": provider,
+        "external_user_id": conn.wire_external_user_id(),
+    });
     crate::events::of_user(user, CONNECTION_CREATED, data)
 }
 

@@ -104,6 +104,8 @@ impl Pending {
         user: UserId,
         conns: &[ConnectionRecord],
     ) -> Result<Self, DomainError> {
+        // A connection from the phone has nothing to revoke: no provider issued it credentials.
+        let conns: Vec<&ConnectionRecord> = conns.iter().filter(|c| !c.from_phone()).collect();
         if conns.is_empty() {
             return Ok(Self { record: None });
         }

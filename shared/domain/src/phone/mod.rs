@@ -1,4 +1,8 @@
-//! The phone: what the mobile SDKs (Apple HealthKit, Health Connect, Samsung Health, the
-//! phone's Bluetooth devices) do against the API, as docs/MOBILE.md describes.
+//! The phone as a source of data: what the mobile SDKs (Apple HealthKit, Health Connect, Samsung
+//! Health, the phone's Bluetooth devices) do against the API besides their uploads (their
+//! parse is `pipeline::phone`). docs/MOBILE.md says what each route answers and why.
 
+pub mod connect;
+pub mod progress;
+pub mod sync_state;
 pub mod tokens;

@@ -73,7 +73,7 @@ async fn list_and_deregister_one() {
     assert_eq!(c[1]["slug"], "renpho");
     assert_eq!(c[1]["name"], "Renpho");
     assert!(c[1]["logo"].as_str().unwrap().starts_with("https://"));
-    assert_eq!(c[1]["created_on"], "2026-03-01T09:01:00Z");
+    assert_eq!(c[1]["created_on"], "2026-03-01T09:01:00+00:00");
     assert_eq!(c[1]["error_details"], serde_json::Value::Null);
     assert_eq!(
         c[1]["resource_availability"]["weight"],

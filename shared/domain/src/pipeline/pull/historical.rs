@@ -144,6 +144,10 @@ async fn usable(
         tracing::info!(user_id = %user_id, provider, "pull dropped: no connection");
         return Ok(None);
     };
+    if conn.from_phone() {
+        tracing::info!(user_id = %user_id, provider, "pull dropped: the phone uploads its history");
+        return Ok(None);
+    }
     if conn.status != ConnectionStatus::Connected
         || progress.is_some_and(|p| p.connection_created_on != conn.created_on)
     {

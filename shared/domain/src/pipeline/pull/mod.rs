@@ -73,6 +73,12 @@ pub async fn start(
             conn.status
         )));
     }
+    if conn.from_phone() {
+        return Err(DomainError::Rejected(format!(
+            "{provider}'s data comes from the user's phone: the mobile SDK uploads its history, \
+             there is nothing to pull."
+        )));
+    }
     let pull_id = format!("req-{}", deps.now().timestamp_micros());
     let job = PullJob {
         team_id: team,
@@ -126,6 +132,11 @@ async fn on_event(deps: &Deps, e: EventEnvelope) -> Result<Outcome, DomainError>
     };
     let user_id = UserId::from_uuid(e.user_id);
     let Some(conn) = connections::find(deps, user_id, provider).await? else { return Ok(Outcome::Ack) };
+    // The phone sends its history itself (the SDKs' historical stage): there is no API to pull.
+    if conn.from_phone() {
+        tracing::info!(user_id = %user_id, provider, "no historical pull: the phone uploads its history");
+        return Ok(Outcome::Ack);
+    }
     // One pull per connection: a duplicate event names the same pull.
     let pull_id = format!("conn-{}", conn.created_on.timestamp_micros());
     let job = PullJob {

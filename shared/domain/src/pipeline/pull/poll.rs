@@ -149,7 +149,8 @@ pub async fn poll_until(
         deps.table.delete(&sync_key, Condition::None).await?;
         return Ok(Polled::Nothing);
     };
-    if conn.status != ConnectionStatus::Connected {
+    // A connection from the phone has no API to poll: its data is uploaded.
+    if conn.status != ConnectionStatus::Connected || conn.from_phone() {
         return Ok(Polled::Nothing);
     }
     let resources = data_resources(deps.providers.as_ref(), provider);
