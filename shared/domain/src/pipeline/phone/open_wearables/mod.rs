@@ -287,8 +287,9 @@ impl OpenWearablesSync {
     /// records, sleep slices and workouts Wearlab cannot keep are skipped alone.
     pub fn parse(user: UserId, body: &Value) -> Result<Self, DomainError> {
         let body: SyncBody = serde_json::from_value(body.clone()).map_err(|e| {
+            // The body as a whole: no one field is named (the web layer says where it was).
             DomainError::Validation(vec![issue(
-                &["body"],
+                &[],
                 format!("not an Open Wearables sync body: {e}"),
                 "model_type",
             )])
