@@ -6,11 +6,11 @@
 
 mod handlers;
 
-use wearlab_web::{AppState, Routes};
+use wearlab_web::{AppState, Routes, routes};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
-    Routes::new()
+    Routes::new().routes(routes!(handlers::uploads::timeseries))
 }
 
 /// The function as served, `/openapi.json` included.

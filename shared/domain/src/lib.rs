@@ -14,6 +14,7 @@ pub mod events;
 pub mod lab;
 pub mod lifecycle;
 pub mod linking;
+pub mod phone;
 pub mod pipeline;
 pub mod teams;
 pub mod users;

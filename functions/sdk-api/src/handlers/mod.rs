@@ -1,1 +1,3 @@
 //! One module per group of the SDKs' routes.
+
+pub mod uploads;

@@ -51,7 +51,7 @@ const LAYERS: &[&[&str]] = &[
     &["events"],
     &["linking", "lab"],
     &["pipeline"],
-    &["bulk", "lifecycle", "webhooks"],
+    &["bulk", "lifecycle", "webhooks", "phone"],
 ];
 
 /// The room of a domain source file (a path relative to `shared/domain/src`).

@@ -12,7 +12,7 @@ pub mod phone;
 pub mod pull;
 pub mod push;
 pub mod read;
-mod store;
+pub(crate) mod store;
 
 use serde::{Deserialize, Serialize};
 use wearlab_models::data::DataPullPreferences;
