@@ -27,6 +27,7 @@ mod max_heart_rate;
 mod metrics;
 mod one_422;
 mod outbox;
+mod phone_uploads;
 mod pipeline;
 mod provider_secrets;
 mod provider_truth;
