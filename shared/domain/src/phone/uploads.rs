@@ -91,9 +91,8 @@ pub async fn store_upload(
             _ => None,
         })
         .collect();
-    let series_days = days.len();
     let plan = store::merge_days(deps, user.user_id, provider, &days, daily).await?;
-    out.unchanged += series_days - plan.merged.len();
+    out.unchanged += plan.unchanged;
     for m in &plan.merged {
         count(&mut out, m.change);
         if let Some(value) = &m.value {

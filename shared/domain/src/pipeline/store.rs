@@ -367,6 +367,7 @@ pub(crate) async fn merge_days(
             merging[*i].old_parts.extend(part.data);
         }
     }
+    let days_merged = merging.len();
     let (mut firsts, mut others, mut out) = (Vec::new(), Vec::new(), Vec::new());
     for day in merging {
         let mut points: BTreeMap<DateTime<Utc>, Sample> = BTreeMap::new();
@@ -397,7 +398,8 @@ pub(crate) async fn merge_days(
         let value = values.then(|| to_body(&SampleGroup { source: day.source, data: samples }));
         out.push(Merged { resource: day.resource, change, value });
     }
-    Ok(MergePlan { merged: out, firsts, others })
+    let unchanged = days_merged - out.len();
+    Ok(MergePlan { merged: out, unchanged, firsts, others })
 }
 
 /// The days a merge changed ([`merge_days`]), and their items, not written yet: the caller
@@ -405,6 +407,8 @@ pub(crate) async fn merge_days(
 #[derive(Debug)]
 pub(crate) struct MergePlan {
     pub merged: Vec<Merged>,
+    /// How many of the days merged did not change.
+    pub unchanged: usize,
     firsts: Vec<TextItem>,
     others: Vec<TextItem>,
 }
