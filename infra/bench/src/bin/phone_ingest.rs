@@ -23,26 +23,26 @@ use wearlab_local::LocalStack;
 
 const SAMPLES: i64 = 90 * 24 * 60;
 
+/// Sample `m` (minutes from the window's start) as iOS writes it.
+fn sample(start: chrono::DateTime<chrono::Utc>, m: i64) -> Value {
+    let at = (start + chrono::Duration::minutes(m)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    json!({
+        "value": 55 + m % 40, "start_date": at, "end_date": at,
+        "source_bundle": "com.apple.health.8C1F2A53-9B0E-4C1D-A6B2-3E7F5D9C0A11",
+        "product_type": "Watch7,1", "unit": "bpm",
+        "metadata": {"_DMO": "Watch", "_DMA": "Apple Inc.", "_DHV": "Watch7,1", "_DSV": "11.1"}
+    })
+}
+
+/// The chunks' bodies as JSON text, built one chunk at a time.
 fn chunks(chunk: usize) -> Vec<Bytes> {
     let start = chrono::DateTime::parse_from_rfc3339("2026-08-22T00:00:00Z").expect("a time").to_utc();
-    let samples: Vec<Value> = (0..SAMPLES)
-        .map(|m| {
-            let at =
-                (start + chrono::Duration::minutes(m)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            json!({
-                "value": 55 + m % 40, "start_date": at, "end_date": at,
-                "source_bundle": "com.apple.health.8C1F2A53-9B0E-4C1D-A6B2-3E7F5D9C0A11",
-                "product_type": "Watch7,1", "unit": "bpm",
-                "metadata": {"_DMO": "Watch", "_DMA": "Apple Inc.", "_DHV": "Watch7,1", "_DSV": "11.1"}
-            })
-        })
-        .collect();
-    let count = samples.len().div_ceil(chunk);
-    samples
-        .chunks(chunk)
-        .enumerate()
-        .map(|(i, data)| {
-            let body: Value = json!({
+    let count = (SAMPLES as usize).div_ceil(chunk);
+    (0..count)
+        .map(|i| {
+            let from = (i * chunk) as i64;
+            let data: Vec<Value> = (from..(from + chunk as i64).min(SAMPLES)).map(|m| sample(start, m)).collect();
+            let body = json!({
                 "stage": "historical", "start_date": "2026-08-22T00:00:00Z", "end_date": "2026-11-20T00:00:00Z",
                 "time_zone": "Europe/Berlin", "provider": "apple_health_kit", "data": data,
                 "is_final_chunk": i + 1 == count
