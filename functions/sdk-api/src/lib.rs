@@ -20,6 +20,7 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::sync::sync_state))
         .routes(routes!(handlers::sync::start_historical_stage))
         .routes(routes!(handlers::sync::post_progress, handlers::sync::get_progress))
+        .routes(routes!(handlers::uploads::timeseries))
 }
 
 /// The function as served, `/openapi.json` included.

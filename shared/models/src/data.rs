@@ -273,6 +273,12 @@ pub struct Sample {
     pub unit: String,
     /// Seconds east of UTC at the sample.
     pub timezone_offset: i32,
+    /// `blood_pressure` only: the systolic pressure, the same as `value` (mmHg).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub systolic: Option<f64>,
+    /// `blood_pressure` only: the diastolic pressure (mmHg).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diastolic: Option<f64>,
 }
 
 /// Samples of one source.

@@ -3,3 +3,4 @@
 pub mod connect;
 pub mod sync;
 pub mod tokens;
+pub mod uploads;

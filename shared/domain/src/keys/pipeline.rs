@@ -2,7 +2,7 @@
 //! partition (`super::user_partition`), so erasure removes it; the poll index is a sparse GSI1
 //! entry of the user's sync item, so it goes with it.
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use wearlab_models::Resource;
 
 use crate::common::ids::{TeamId, UserId};
@@ -26,6 +26,27 @@ pub fn series(user: UserId, resource: &Resource, date: NaiveDate, provider: &str
     Key::new(super::user_partition(user), format!("{SERIES_PREFIX}{resource}#{date}#{provider}"))
 }
 
+/// What joins a provider and a source type in the sort key of a day of one source's samples
+/// ([`series_of_source`]): not `#`, so the key keeps the shape of [`series`] and its parts.
+pub const SOURCE_SEPARATOR: char = '@';
+
+/// The samples of one resource, day, provider and source type: the phone's data, where one
+/// provider has several sources (the watch and the phone, a cuff and a manual entry) whose
+/// points of the same time are different points. `source_type` is `[a-z0-9_]+`
+/// (`pipeline::phone` refuses any other). The pulled providers keep [`series`].
+pub fn series_of_source(
+    user: UserId,
+    resource: &Resource,
+    date: NaiveDate,
+    provider: &str,
+    source_type: &str,
+) -> Key {
+    Key::new(
+        super::user_partition(user),
+        format!("{SERIES_PREFIX}{resource}#{date}#{provider}{SOURCE_SEPARATOR}{source_type}"),
+    )
+}
+
 /// Part `part` (2 and up) of a day of samples too many for one item: the day's own item
 /// ([`series`]) is its first part, and the others follow it in sort order.
 pub fn series_part(day: &Key, part: u32) -> Key {
@@ -46,9 +67,10 @@ pub fn series_day(part: &Key) -> Key {
     Key::new(part.pk.clone(), series_part_of(&part.sk).1)
 }
 
-/// The provider of a stored summary's or day of samples' sort key.
+/// The provider of a stored summary's or day of samples' sort key (of a day of one source's
+/// samples too, [`series_of_source`]).
 pub fn provider_of(sk: &str) -> Option<&str> {
-    sk.split('#').nth(4)
+    sk.split('#').nth(4).map(|p| p.split_once(SOURCE_SEPARATOR).map_or(p, |(provider, _)| provider))
 }
 
 pub fn series_range(resource: &Resource, start: NaiveDate, end: NaiveDate) -> (String, String) {
@@ -65,6 +87,22 @@ pub const PROFILE_PREFIX: &str = "DATA#PROFILE#";
 /// The provider of a stored profile's sort key ([`profile`]).
 pub fn profile_provider(sk: &str) -> Option<&str> {
     sk.strip_prefix(PROFILE_PREFIX)
+}
+
+/// The marker of a phone upload's historical stage announced: one per provider, resource and
+/// stage window, written on condition that it is not there, so a resent final chunk is not
+/// announced twice.
+pub fn phone_historical(
+    user: UserId,
+    provider: &str,
+    resource: &Resource,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Key {
+    Key::new(
+        super::user_partition(user),
+        format!("PHONE#HISTORICAL#{provider}#{resource}#{}#{}", start.timestamp(), end.timestamp()),
+    )
 }
 
 /// Progress and done marker of one historical pull.
@@ -128,5 +166,23 @@ mod tests {
         let (from, to) =
             series_range(&Resource::Heartrate, "2026-03-02".parse().unwrap(), "2026-03-02".parse().unwrap());
         assert!(from < day.sk && part.sk < to, "parts are in their day's range");
+    }
+
+    #[test]
+    fn a_day_of_one_source_is_its_providers_and_keeps_the_shape_of_a_day() {
+        let user = UserId::new_random();
+        let date = "2026-11-20".parse().unwrap();
+        let pulled = series(user, &Resource::Heartrate, date, "apple_health_kit");
+        assert_eq!(pulled.sk, "DATA#TS#heartrate#2026-11-20#apple_health_kit", "the pulled key is unchanged");
+        let watch = series_of_source(user, &Resource::Heartrate, date, "apple_health_kit", "watch");
+        assert_eq!(watch.sk, "DATA#TS#heartrate#2026-11-20#apple_health_kit@watch");
+        assert_eq!(provider_of(&watch.sk), Some("apple_health_kit"));
+        assert_eq!(provider_of(&pulled.sk), Some("apple_health_kit"));
+        let part = series_part(&watch, 3);
+        assert_eq!(provider_of(&part.sk), Some("apple_health_kit"));
+        assert_eq!(series_part_of(&part.sk), (3, watch.sk.as_str()));
+        assert_eq!(series_part_of(&watch.sk), (1, watch.sk.as_str()));
+        let (from, to) = series_range(&Resource::Heartrate, date, date);
+        assert!(from < watch.sk && part.sk < to);
     }
 }

@@ -1,9 +1,11 @@
 //! A day of samples (or one part of a day) as the table keeps it: in columns.
 //!
-//! `{"n":[nanos..],"o":[[offset,count]..],"t":[seconds,delta..],"u":[[unit,count]..],"v":[value..]}`
+//! `{"d":[diastolic..],"n":[nanos..],"o":[[offset,count]..],"t":[seconds,delta..],"u":[[unit,count]..],"v":[value..]}`
 //!
 //! - `t`: the first sample's time in seconds since the epoch, then each sample's distance in
 //!   seconds from the one before;
+//! - `d`: a blood pressure reading's diastolic pressure (its systolic is `v`), only when some
+//!   sample has one;
 //! - `n`: each timestamp's fraction of a second in nanoseconds, only when some has one;
 //! - `o` and `u`: the time zone offsets and units in runs of equal values (a day has one or two);
 //! - `v`: the values.
@@ -31,6 +33,9 @@ impl Serialize for ColumnsText<'_> {
         use serde::ser::SerializeMap;
         let samples = self.0;
         let mut map = serializer.serialize_map(None)?;
+        if samples.iter().any(|s| s.diastolic.is_some()) {
+            map.serialize_entry("d", &Each(samples, |s: &Sample| s.diastolic))?;
+        }
         if samples.iter().any(|s| s.timestamp.timestamp_subsec_nanos() != 0) {
             map.serialize_entry("n", &Each(samples, |s: &Sample| s.timestamp.timestamp_subsec_nanos()))?;
         }
@@ -98,6 +103,8 @@ impl Serialize for Seconds<'_> {
 #[derive(Debug, Deserialize)]
 pub(crate) struct Columns {
     #[serde(default)]
+    d: Option<Vec<Option<f64>>>,
+    #[serde(default)]
     n: Option<Vec<u32>>,
     o: Vec<(i32, u32)>,
     t: Vec<i64>,
@@ -111,7 +118,10 @@ impl Columns {
     pub(crate) fn into_samples(self) -> Result<Vec<Sample>, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("a stored day of samples: {what}"));
         let len = self.t.len();
-        if self.v.len() != len || self.n.as_ref().is_some_and(|n| n.len() != len) {
+        if self.v.len() != len
+            || self.n.as_ref().is_some_and(|n| n.len() != len)
+            || self.d.as_ref().is_some_and(|d| d.len() != len)
+        {
             return Err(corrupt("columns of different lengths"));
         }
         let units = expand(self.u, len).ok_or_else(|| corrupt("unit runs that do not cover the samples"))?;
@@ -126,7 +136,9 @@ impl Columns {
             let nanos = self.n.as_ref().map_or(0, |n| n[i]);
             let timestamp: DateTime<Utc> = DateTime::from_timestamp(seconds, nanos)
                 .ok_or_else(|| corrupt("a timestamp out of range"))?;
-            data.push(Sample { timestamp, value, unit, timezone_offset });
+            let diastolic = self.d.as_ref().and_then(|d| d[i]);
+            let systolic = diastolic.map(|_| value);
+            data.push(Sample { timestamp, value, unit, timezone_offset, systolic, diastolic });
         }
         Ok(data)
     }
@@ -143,7 +155,14 @@ mod tests {
     use super::*;
 
     fn sample(at: &str, value: f64, unit: &str, offset: i32) -> Sample {
-        Sample { timestamp: at.parse().unwrap(), value, unit: unit.into(), timezone_offset: offset }
+        Sample {
+            timestamp: at.parse().unwrap(),
+            value,
+            unit: unit.into(),
+            timezone_offset: offset,
+            systolic: None,
+            diastolic: None,
+        }
     }
 
     fn round_trip(samples: &[Sample]) -> (String, Vec<Sample>) {
@@ -167,6 +186,17 @@ mod tests {
     }
 
     #[test]
+    fn blood_pressure_keeps_its_diastolic_in_a_column_of_its_own() {
+        let mut bp = sample("2026-11-20T07:30:00Z", 128.0, "mmHg", 3600);
+        (bp.systolic, bp.diastolic) = (Some(128.0), Some(82.0));
+        let (text, read) = round_trip(std::slice::from_ref(&bp));
+        assert_eq!(read, vec![bp]);
+        assert!(text.starts_with(r#"{"d":[82.0],"#), "{text}");
+        let (text, _) = round_trip(&[sample("2026-11-20T07:30:00Z", 64.0, "bpm", 3600)]);
+        assert!(!text.contains("\"d\""), "no column without a diastolic: {text}");
+    }
+
+    #[test]
     fn a_sample_takes_a_tenth_of_the_api_shape() {
         let samples: Vec<Sample> = (0..1_440)
             .map(|m| Sample {
@@ -174,6 +204,8 @@ mod tests {
                 value: 60.0 + (m % 40) as f64,
                 unit: "bpm".into(),
                 timezone_offset: 3600,
+                systolic: None,
+                diastolic: None,
             })
             .collect();
         let (text, read) = round_trip(&samples);

@@ -13,7 +13,7 @@ pub mod pull;
 pub mod push;
 pub mod read;
 pub mod sport;
-mod store;
+pub(crate) mod store;
 
 use serde::{Deserialize, Serialize};
 use wearlab_models::data::DataPullPreferences;

@@ -250,6 +250,8 @@ impl Context {
                 value,
                 unit,
                 timezone_offset: offset,
+                systolic: None,
+                diastolic: None,
             });
         }
         for (day, mut samples) in by_day {

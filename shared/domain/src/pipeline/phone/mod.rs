@@ -226,6 +226,15 @@ pub fn source_type(sent: Option<&str>, bundle: Option<&str>, product_type: Optio
     }
 }
 
+/// Most characters of a sample's source `type`.
+pub const MAX_SOURCE_TYPE: usize = 64;
+
+/// Whether `t` may be a source type: 1 to [`MAX_SOURCE_TYPE`] of `a-z`, `0-9` and `_`.
+pub fn is_source_type(t: &str) -> bool {
+    (1..=MAX_SOURCE_TYPE).contains(&t.len())
+        && t.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
 /// Which heart-rate variability a provider's `hrv` samples measure: HealthKit gives only SDNN
 /// (`HKQuantityTypeIdentifierHeartRateVariabilitySDNN`, which the iOS SDK labels `rmssd`); Health
 /// Connect and Samsung Health give RMSSD, as every other provider of Wearlab does.
@@ -266,9 +275,10 @@ pub struct SourcedSeries {
     pub entry: Entry,
 }
 
-/// One blood pressure reading (mmHg). Wearlab's timeseries sample holds one value and its
-/// `blood_pressure` resource has no documented systolic/diastolic shape yet, so a reading is kept
-/// whole here; its pulse, when the cuff gave one, is a `heartrate` sample of the same source.
+/// One blood pressure reading (mmHg), kept whole: stored as a `blood_pressure` sample whose
+/// `value` and `systolic` are the systolic pressure and `diastolic` the diastolic
+/// ([`TimeseriesUpload::blood_pressure_series`]). Its pulse, when the cuff gave one, is a
+/// `heartrate` sample of the same source.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BloodPressureReading {
     pub source: SourceContext,
@@ -389,6 +399,8 @@ impl TimeseriesUpload {
                 value: p.value,
                 unit: p.unit.to_owned(),
                 timezone_offset: zone.offset_seconds_at(p.timestamp),
+                systolic: None,
+                diastolic: None,
             });
         }
         let series = days
@@ -399,6 +411,33 @@ impl TimeseriesUpload {
             })
             .collect();
         Ok(Self { envelope, resource, series, blood_pressure })
+    }
+}
+
+impl TimeseriesUpload {
+    /// The blood pressure readings as days of samples (per local day, source type and app,
+    /// sorted by time), as [`TimeseriesUpload::series`] holds the other samples: `value` and
+    /// `systolic` the systolic pressure, `diastolic` the diastolic, in mmHg.
+    pub fn blood_pressure_series(&self) -> Vec<SourcedSeries> {
+        let mut days: BTreeMap<DayOfSource, (SourceContext, Vec<Sample>)> = BTreeMap::new();
+        for r in &self.blood_pressure {
+            let day =
+                (Resource::BloodPressure, r.date, r.source.source_type.clone(), r.source.app_id.clone());
+            days.entry(day).or_insert_with(|| (r.source.clone(), Vec::new())).1.push(Sample {
+                timestamp: r.timestamp,
+                value: r.systolic,
+                unit: "mmHg".into(),
+                timezone_offset: r.timezone_offset,
+                systolic: Some(r.systolic),
+                diastolic: Some(r.diastolic),
+            });
+        }
+        days.into_iter()
+            .map(|((resource, date, ..), (source, mut samples))| {
+                samples.sort_by_key(|s| s.timestamp);
+                SourcedSeries { source, entry: Entry::Series { resource, date, samples } }
+            })
+            .collect()
     }
 }
 
@@ -462,6 +501,19 @@ fn quantity(
     };
     let (bundle, product, sent_type) =
         (text("source_bundle", &mut refuse), text("product_type", &mut refuse), text("type", &mut refuse));
+    // The source type names the stored day (`keys::pipeline::series_of_source`): the SDKs'
+    // types are lower-case words (`watch`, `multiple_sources`, `fingerprick`, `cuff`).
+    let sent_type = match sent_type {
+        Some(t) if !t.is_empty() && !is_source_type(t) => {
+            refuse(
+                Some("type"),
+                format!("type must be at most {MAX_SOURCE_TYPE} of a-z, 0-9 and _"),
+                "value_error",
+            );
+            None
+        }
+        t => t,
+    };
     let converted = match (value, unit) {
         (Some(value), Some(unit)) => match units::convert(resource, unit, value) {
             Ok(c) => Some(c),

@@ -294,7 +294,14 @@ fn a_sample_dated_in_its_own_healthkit_time_zone_takes_that_zones_day() {
 fn two_points_differing_only_in_value_have_one_key_and_the_later_wins() {
     let t = "2026-11-20T08:00:00Z".parse::<DateTime<Utc>>().unwrap();
     let src = source_of("apple_health_kit", Some("watch".into()), Some("com.apple.health.A".into()));
-    let first = Sample { timestamp: t, value: 61.0, unit: "bpm".into(), timezone_offset: 0 };
+    let first = Sample {
+        timestamp: t,
+        value: 61.0,
+        unit: "bpm".into(),
+        timezone_offset: 0,
+        systolic: None,
+        diastolic: None,
+    };
     let second = Sample { value: 64.0, ..first.clone() };
     assert_eq!(
         point_key(&Resource::Heartrate, &src, first.timestamp),
