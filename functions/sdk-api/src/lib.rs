@@ -21,6 +21,15 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::sync::start_historical_stage))
         .routes(routes!(handlers::sync::post_progress, handlers::sync::get_progress))
         .routes(routes!(handlers::uploads::timeseries))
+        .routes(routes!(handlers::uploads::activity))
+        .routes(routes!(handlers::uploads::body))
+        .routes(routes!(handlers::uploads::profile))
+        .routes(routes!(handlers::uploads::sleep))
+        .routes(routes!(handlers::uploads::workouts))
+        .routes(routes!(handlers::uploads::meal))
+        .routes(routes!(handlers::uploads::menstrual_cycle))
+        .routes(routes!(handlers::uploads::electrocardiogram))
+        .routes(routes!(handlers::uploads::open_wearables_sync))
 }
 
 /// The function as served, `/openapi.json` included.

@@ -63,7 +63,13 @@ impl AuthCaller {
     /// The `{user_id}` of the path, which a user's token must name (compared as UUIDs, so the
     /// iOS SDK's upper-case ids match): another user's id is 404, as an unknown user is.
     pub fn user_in_path(&self, raw: &str) -> Result<UserId, ApiError> {
-        let user = path_user_id(raw)?;
+        self.acting_for(path_user_id(raw)?)
+    }
+
+    /// `user`, if the caller may act for it: a team for any of its users (the use case then
+    /// finds whether the user is the team's), a user's token for that user only (another user:
+    /// 404, as an unknown user is).
+    pub fn acting_for(&self, user: UserId) -> Result<UserId, ApiError> {
         match self.user {
             Some(own) if own != user => Err(users::not_found(user).into()),
             _ => Ok(user),

@@ -8,7 +8,7 @@ use wearlab_models::phone_sync::{
     HistoricalStageBody, SyncProgressBody, SyncProgressReport, SyncState, SyncStateBody,
 };
 use wearlab_models::{DetailBody, SuccessBody};
-use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, path_user_id};
+use wearlab_web::{ApiError, AppState, AuthCaller, AuthTeam, Json, JsonBody, path_user_id};
 
 /// What the SDK syncs and how: `status` (`active`, `paused` after the user's ingestion end,
 /// `error` without a connection), the ingestion bounds, the historical days to pull (the team's
@@ -26,11 +26,12 @@ use wearlab_web::{ApiError, AppState, AuthTeam, Json, JsonBody, path_user_id};
     ))]
 pub async fn sync_state(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     Path((user_id, provider)): Path<(String, String)>,
     JsonBody(_body): JsonBody<SyncStateBody>,
 ) -> Result<Json<SyncState>, ApiError> {
-    Ok(Json(sync_state::sync_state(&s.deps, team, path_user_id(&user_id)?, &provider).await?))
+    let user = caller.user_in_path(&user_id)?;
+    Ok(Json(sync_state::sync_state(&s.deps, caller.team, user, &provider).await?))
 }
 
 /// The iOS SDK says it starts a historical stage; accepted (the uploads carry the window).
@@ -43,11 +44,11 @@ pub async fn sync_state(
     ))]
 pub async fn start_historical_stage(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     Path(user_id): Path<String>,
     JsonBody(_body): JsonBody<HistoricalStageBody>,
 ) -> Result<Json<SuccessBody>, ApiError> {
-    sync_state::historical_stage(&s.deps, team, path_user_id(&user_id)?).await?;
+    sync_state::historical_stage(&s.deps, caller.team, caller.user_in_path(&user_id)?).await?;
     Ok(Json(SuccessBody { success: true }))
 }
 
@@ -66,11 +67,11 @@ pub async fn start_historical_stage(
     ))]
 pub async fn post_progress(
     State(s): State<AppState>,
-    AuthTeam(team): AuthTeam,
+    caller: AuthCaller,
     Path((user_id, provider)): Path<(String, String)>,
     JsonBody(body): JsonBody<SyncProgressBody>,
 ) -> Result<Json<SuccessBody>, ApiError> {
-    let user_id = path_user_id(&user_id)?;
+    let (team, user_id) = (caller.team, caller.user_in_path(&user_id)?);
     let report = Report::parse(body).map_err(|e| match e {
         Refused::TooLarge(_) => ApiError::PayloadTooLarge(e.to_string()),
         Refused::Invalid(e) => e.into(),

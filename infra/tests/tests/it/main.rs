@@ -28,6 +28,7 @@ mod metrics;
 mod one_422;
 mod outbox;
 mod phone_auth;
+mod phone_journey;
 mod phone_sync;
 mod phone_uploads;
 mod pipeline;

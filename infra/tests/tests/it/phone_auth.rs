@@ -35,7 +35,13 @@ async fn form(t: &TestApp, body: &str) -> Answer {
 }
 
 /// A request with a user's bearer token and no API key.
-async fn as_user(t: &TestApp, method: Method, path: &str, token: &str, body: Option<&str>) -> Answer {
+pub(crate) async fn as_user(
+    t: &TestApp,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<&str>,
+) -> Answer {
     let auth = format!("Bearer {token}");
     t.send_as(method, path, None, &[("authorization", &auth)], body).await
 }
@@ -58,7 +64,7 @@ async fn sign_in_token(t: &TestApp, user: &str) -> String {
 }
 
 /// A user's tokens through the SDKs' exchange: (access, refresh).
-async fn signed_in(t: &TestApp, user: &str) -> (String, String) {
+pub(crate) async fn signed_in(t: &TestApp, user: &str) -> (String, String) {
     let (_, jwt, _, _) = decode_sign_in(&sign_in_token(t, user).await);
     let a = form(t, &format!("{EXCHANGE}{jwt}")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);

@@ -105,7 +105,7 @@ const PHONE_BUNDLE: &str = "com.apple.health.41D7E0B2-6C3A-4F85-9E1D-7A2B5C8F0E3
 /// iOS `TimeSeriesData.heartRate`: a HealthKit sample of an Apple Watch
 /// (`LocalQuantitySample(_:unit:)`, `CoreModels+Extensions.swift`: no `type`, the source
 /// revision's bundle and product type, the device keys in `metadata`).
-fn ios_watch(at: &str, bpm: f64) -> Value {
+pub(crate) fn ios_watch(at: &str, bpm: f64) -> Value {
     json!({
         "value": bpm, "start_date": at, "end_date": at, "source_bundle": WATCH_BUNDLE,
         "product_type": "Watch7,1", "unit": "bpm",
@@ -129,7 +129,7 @@ fn ios_daily(data: Vec<Value>) -> Value {
 }
 
 /// iOS `TaggedPayload` of a historical chunk: the whole window in every chunk.
-fn ios_historical(data: Vec<Value>, last: bool) -> Value {
+pub(crate) fn ios_historical(data: Vec<Value>, last: bool) -> Value {
     json!({"stage": "historical", "start_date": "2026-08-22T00:00:00Z", "end_date": "2026-11-21T00:00:00Z",
            "time_zone": "Europe/Berlin", "provider": "apple_health_kit", "data": data, "is_final_chunk": last})
 }

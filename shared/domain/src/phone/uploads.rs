@@ -26,6 +26,8 @@ use crate::common::outbox::Staged;
 use crate::events::of_user;
 use crate::keys::pipeline as keys;
 use crate::pipeline::normalize::Entry;
+use crate::pipeline::phone::open_wearables::OpenWearablesSync;
+use crate::pipeline::phone::summary::{SummaryUpload, sdk_summary};
 use crate::pipeline::phone::{
     SourcedSeries, Stage, TimeseriesUpload, UploadBody, UploadEnvelope, sdk_timeseries,
 };
@@ -66,6 +68,58 @@ pub async fn timeseries(
     let mut entries = upload.blood_pressure_series();
     entries.extend(upload.series);
     store_upload(deps, &user, &upload.envelope, &upload.resource, &entries).await
+}
+
+/// `POST /v2/summary/{resource}/{user_id}`: `resource` is one of the SDKs' summaries
+/// ([`sdk_summary`]); refusals as [`timeseries`]'s, the body read by [`SummaryUpload::parse`].
+pub async fn summary(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    resource: &str,
+    body: &UploadBody,
+) -> Result<Uploaded, DomainError> {
+    let resource = sdk_summary(resource).ok_or_else(|| {
+        DomainError::invalid(&["resource"], "not a summary resource the SDKs upload", "enum")
+    })?;
+    let (user, _) = users::load_active(deps, team, user).await?;
+    let upload = SummaryUpload::parse(resource, user.user_id, body)?;
+    store_upload(deps, &user, &upload.envelope, &upload.resource, &upload.entries).await
+}
+
+/// What an Open Wearables sync did: the uploads' sum, and what was not kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Synced {
+    pub stored: Uploaded,
+    /// Records, sleep slices and workouts skipped ([`OpenWearablesSync::skipped`]).
+    pub skipped: usize,
+}
+
+/// `POST /api/v1/sdk/users/{user_id}/sync`: an Open Wearables SDK's body, read into the same
+/// uploads as the Junction SDKs' ([`OpenWearablesSync::parse`]) and stored as they are.
+pub async fn open_wearables(
+    deps: &Deps,
+    team: TeamId,
+    user: UserId,
+    body: &serde_json::Value,
+) -> Result<Synced, DomainError> {
+    let (user, _) = users::load_active(deps, team, user).await?;
+    let sync = OpenWearablesSync::parse(user.user_id, body)?;
+    let mut out = Synced { skipped: sync.skipped, ..Synced::default() };
+    let mut add = |done: Uploaded| {
+        out.stored.created += done.created;
+        out.stored.updated += done.updated;
+        out.stored.unchanged += done.unchanged;
+    };
+    for upload in sync.uploads {
+        let mut entries = upload.blood_pressure_series();
+        entries.extend(upload.series);
+        add(store_upload(deps, &user, &upload.envelope, &upload.resource, &entries).await?);
+    }
+    for upload in sync.summaries {
+        add(store_upload(deps, &user, &upload.envelope, &upload.resource, &upload.entries).await?);
+    }
+    Ok(out)
 }
 
 /// Stores an upload's entries of `resource` (days of samples, summaries, a profile, each with
