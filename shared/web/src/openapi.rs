@@ -122,13 +122,25 @@ fn finish_operation(op: &mut Operation, is_post: bool) {
             json_response("A request with the same idempotency key is still running; retry.", "DetailBody")
         });
     }
-    op.security = Some(vec![SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new())]);
+    // An operation that declares `security(())` takes no API key: the phone's token exchange,
+    // where the credential is in the form (a sign-in or refresh token). It says so with no
+    // security requirement at all, and has no 401 of a missing key.
+    let public = op
+        .security
+        .as_ref()
+        .is_some_and(|s| !s.is_empty() && s.iter().all(|r| *r == SecurityRequirement::default()));
+    op.security = Some(match public {
+        true => Vec::new(),
+        false => vec![SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new())],
+    });
     let has_body = op.request_body.is_some();
     let has_input = has_body || op.parameters.as_ref().is_some_and(|p| !p.is_empty());
     let responses = &mut op.responses.responses;
-    responses
-        .entry("401".into())
-        .or_insert_with(|| json_response("Missing or unknown API key.", "DetailBody"));
+    if !public {
+        responses
+            .entry("401".into())
+            .or_insert_with(|| json_response("Missing or unknown API key.", "DetailBody"));
+    }
     if has_input {
         responses.entry("422".into()).or_insert_with(|| {
             json_response("Invalid input: each offending field with its location.", "ValidationErrorBody")

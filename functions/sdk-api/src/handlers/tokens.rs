@@ -111,7 +111,7 @@ pub async fn sign_in_token(
 /// (`subject_token_type=urn:junction:sign-in-token`, `subject_token` the sign-in token's user
 /// token) for a new session, or `refresh_token` for the session's next pair (the old refresh
 /// token is then dead; replaying it revokes the session).
-#[utoipa::path(operation_id = "exchange_token", post, path = "/auth/v1/token", tag = "sdk",
+#[utoipa::path(operation_id = "exchange_token", post, path = "/auth/v1/token", tag = "sdk", security(()),
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
         description = "`grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token_type=urn:junction:sign-in-token&subject_token=<JWT>` or `grant_type=refresh_token&refresh_token=<token>`."),
     responses(
@@ -151,7 +151,7 @@ pub async fn ow_user_token(
 
 /// Open Wearables dialect: the session's next pair for its current refresh token (the old one
 /// is then dead; replaying it revokes the session). No API key.
-#[utoipa::path(operation_id = "refresh_user_token", post, path = "/api/v1/token/refresh", tag = "sdk",
+#[utoipa::path(operation_id = "refresh_user_token", post, path = "/api/v1/token/refresh", tag = "sdk", security(()),
     request_body = RefreshTokenBody,
     responses(
         (status = 200, description = "The session's next tokens.", body = TokenBody),
@@ -173,7 +173,7 @@ pub async fn ow_refresh(
 
 /// Open Wearables dialect: ends the session of a refresh token (its access tokens run out
 /// within the hour). 204 whether or not the token opened a session. No API key.
-#[utoipa::path(operation_id = "revoke_user_token", post, path = "/api/v1/token/revoke", tag = "sdk",
+#[utoipa::path(operation_id = "revoke_user_token", post, path = "/api/v1/token/revoke", tag = "sdk", security(()),
     request_body = RefreshTokenBody,
     responses((status = 204, description = "Revoked (or nothing to revoke).")))]
 pub async fn ow_revoke(
