@@ -50,7 +50,7 @@ impl SummaryCall {
 }
 
 /// Daily activity summaries of the user from `start_date` to `end_date` (inclusive), oldest first.
-#[utoipa::path(operation_id = "get_activity_summary", get, path = "/v2/summary/activity/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_activity_summary", get, path = "/v2/summary/activity/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
     responses(
         (status = 200, description = "Daily activity summaries.", body = ActivityResponse),
@@ -61,7 +61,7 @@ pub async fn activity(State(s): State<AppState>, call: SummaryCall) -> Answer<Js
 }
 
 /// Sleep sessions of the user from `start_date` to `end_date` (inclusive), oldest first.
-#[utoipa::path(operation_id = "get_sleep_summary", get, path = "/v2/summary/sleep/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_sleep_summary", get, path = "/v2/summary/sleep/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
     responses(
         (status = 200, description = "Sleep sessions.", body = SleepResponse),
@@ -72,7 +72,7 @@ pub async fn sleep(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<
 }
 
 /// Sleep cycles (hypnograms; they replace the deprecated hypnogram timeseries) of the user from `start_date` to `end_date` (inclusive), oldest first.
-#[utoipa::path(operation_id = "get_sleep_cycle_summary", get, path = "/v2/summary/sleep_cycle/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_sleep_cycle_summary", get, path = "/v2/summary/sleep_cycle/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
     responses(
         (status = 200, description = "Sleep cycles (hypnograms; they replace the deprecated hypnogram timeseries).", body = SleepCycleResponse),
@@ -83,7 +83,7 @@ pub async fn sleep_cycle(State(s): State<AppState>, call: SummaryCall) -> Answer
 }
 
 /// Workouts of the user from `start_date` to `end_date` (inclusive), oldest first.
-#[utoipa::path(operation_id = "get_workouts_summary", get, path = "/v2/summary/workouts/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_workouts_summary", get, path = "/v2/summary/workouts/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
     responses(
         (status = 200, description = "Workouts.", body = WorkoutsResponse),
@@ -94,7 +94,7 @@ pub async fn workouts(State(s): State<AppState>, call: SummaryCall) -> Answer<Js
 }
 
 /// Body measurements of the user from `start_date` to `end_date` (inclusive), oldest first.
-#[utoipa::path(operation_id = "get_body_summary", get, path = "/v2/summary/body/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_body_summary", get, path = "/v2/summary/body/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
     responses(
         (status = 200, description = "Body measurements.", body = BodyResponse),
@@ -105,7 +105,7 @@ pub async fn body(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<B
 }
 
 /// Meals of the user from `start_date` to `end_date` (inclusive), oldest first.
-#[utoipa::path(operation_id = "get_meal_summary", get, path = "/v2/summary/meal/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_meal_summary", get, path = "/v2/summary/meal/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
     responses(
         (status = 200, description = "Meals.", body = MealResponse),
@@ -116,7 +116,7 @@ pub async fn meal(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<M
 }
 
 /// The user's profile (height, birth year) from one provider.
-#[utoipa::path(operation_id = "get_profile_summary", get, path = "/v2/summary/profile/{user_id}", tag = "data",
+#[utoipa::path(operation_id = "get_profile_summary", get, path = "/v2/summary/profile/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id."), ProfileQuery),
     responses(
         (status = 200, description = "The profile.", body = ProfileSummary),
@@ -135,7 +135,7 @@ pub async fn profile(
 
 /// Samples of one timeseries resource (e.g. heartrate, steps, hrv, glucose, calories_active,
 /// blood_oxygen, weight), grouped by provider and source, a page of days at a time.
-#[utoipa::path(operation_id = "get_grouped_timeseries", get, path = "/v2/timeseries/{user_id}/{resource}/grouped", tag = "data",
+#[utoipa::path(operation_id = "get_grouped_timeseries", get, path = "/v2/timeseries/{user_id}/{resource}/grouped", tag = "data", security(("api_key" = []), ("user_token" = [])),
     params(
         ("user_id" = uuid::Uuid, Path, description = "The user's id."),
         ("resource" = String, Path, example = "heartrate", description = "The timeseries resource."),

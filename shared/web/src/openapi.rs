@@ -7,7 +7,9 @@ use utoipa::openapi::Required;
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Response};
 use utoipa::{PartialSchema, ToSchema};
 use wearlab_models::{DetailBody, LocPart, ValidationErrorBody, ValidationIssue};
@@ -16,6 +18,10 @@ use crate::auth::API_KEY_HEADER;
 use crate::body::{MAX_BODY_BYTES, MAX_DECODED_BODY_BYTES};
 
 pub const SECURITY_SCHEME: &str = "api_key";
+
+/// The security scheme of a user's bearer token (the phone's), beside the API key on the
+/// user-level routes that take one (`AuthCaller`).
+pub const USER_TOKEN_SCHEME: &str = "user_token";
 pub const OPENAPI_PATH: &str = "/openapi.json";
 
 /// The document's frame: title, version, security scheme, shared error schemas.
@@ -48,6 +54,19 @@ pub fn base() -> OpenApi {
             API_KEY_HEADER,
             "Team API key (sk_...). Missing or unknown: 401.",
         ))),
+    );
+    components.add_security_scheme(
+        USER_TOKEN_SCHEME,
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .bearer_format("JWT")
+                .description(Some(
+                    "A user's access token from the phone's token exchange (docs/MOBILE.md): opens that \
+                     user's routes only, where an operation lists it beside the API key.",
+                ))
+                .build(),
+        ),
     );
     components.responses.insert(TOO_MANY_REQUESTS.into(), too_many_requests());
     for (name, schema) in [
@@ -129,9 +148,17 @@ fn finish_operation(op: &mut Operation, is_post: bool) {
         .security
         .as_ref()
         .is_some_and(|s| !s.is_empty() && s.iter().all(|r| *r == SecurityRequirement::default()));
-    op.security = Some(match public {
-        true => Vec::new(),
-        false => vec![SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new())],
+    // An operation that also takes a user's bearer token declares both; every other takes the
+    // API key only.
+    let both = vec![
+        SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new()),
+        SecurityRequirement::new(USER_TOKEN_SCHEME, Vec::<String>::new()),
+    ];
+    let user_level = op.security.as_ref() == Some(&both);
+    op.security = Some(match (public, user_level) {
+        (true, _) => Vec::new(),
+        (false, true) => both,
+        (false, false) => vec![SecurityRequirement::new(SECURITY_SCHEME, Vec::<String>::new())],
     });
     let has_body = op.request_body.is_some();
     let has_input = has_body || op.parameters.as_ref().is_some_and(|p| !p.is_empty());

@@ -10,7 +10,7 @@ use wearlab_web::{ApiError, AppState, AuthCaller, Json, JsonBody};
 /// Connects the user to an SDK provider (`apple_health_kit`, `health_connect`,
 /// `samsung_health` or a Bluetooth device's provider). Idempotent: a user already connected gets
 /// the same answer, and nothing is written or announced again.
-#[utoipa::path(operation_id = "connect_sdk_provider", post, path = "/v2/link/provider/manual/{provider}", tag = "sdk",
+#[utoipa::path(operation_id = "connect_sdk_provider", post, path = "/v2/link/provider/manual/{provider}", tag = "sdk", security(("api_key" = []), ("user_token" = [])),
     params(("provider" = String, Path, example = "apple_health_kit", description = "An SDK provider's slug.")),
     request_body = ManualConnectionBody,
     responses(

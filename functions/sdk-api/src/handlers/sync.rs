@@ -13,7 +13,7 @@ use wearlab_web::{ApiError, AppState, AuthCaller, AuthTeam, Json, JsonBody, path
 /// What the SDK syncs and how: `status` (`active`, `paused` after the user's ingestion end,
 /// `error` without a connection), the ingestion bounds, the historical days to pull (the team's
 /// data pull preferences), the reporting interval and the chunk sizes.
-#[utoipa::path(operation_id = "sdk_sync_state", post, path = "/v2/user/{user_id}/sdk_sync_state/{provider}", tag = "sdk",
+#[utoipa::path(operation_id = "sdk_sync_state", post, path = "/v2/user/{user_id}/sdk_sync_state/{provider}", tag = "sdk", security(("api_key" = []), ("user_token" = [])),
     params(
         ("user_id" = uuid::Uuid, Path, description = "The user's id (any case)."),
         ("provider" = String, Path, example = "apple_health_kit", description = "An SDK provider's slug."),
@@ -35,7 +35,7 @@ pub async fn sync_state(
 }
 
 /// The iOS SDK says it starts a historical stage; accepted (the uploads carry the window).
-#[utoipa::path(operation_id = "sdk_start_historical_stage", post, path = "/v2/user/{user_id}/sdk_start_historical_stage/apple_health_kit", tag = "sdk",
+#[utoipa::path(operation_id = "sdk_start_historical_stage", post, path = "/v2/user/{user_id}/sdk_start_historical_stage/apple_health_kit", tag = "sdk", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id (any case).")),
     request_body = HistoricalStageBody,
     responses(
@@ -53,7 +53,7 @@ pub async fn start_historical_stage(
 }
 
 /// Keeps the SDK's sync progress report as the latest of the user and provider.
-#[utoipa::path(operation_id = "post_sdk_sync_progress", post, path = "/v2/user/{user_id}/sdk_sync_progress/{provider}", tag = "sdk",
+#[utoipa::path(operation_id = "post_sdk_sync_progress", post, path = "/v2/user/{user_id}/sdk_sync_progress/{provider}", tag = "sdk", security(("api_key" = []), ("user_token" = [])),
     params(
         ("user_id" = uuid::Uuid, Path, description = "The user's id (any case)."),
         ("provider" = String, Path, example = "apple_health_kit", description = "An SDK provider's slug."),

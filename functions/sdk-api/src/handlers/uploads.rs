@@ -59,7 +59,7 @@ const UPLOAD: Inputs = Inputs { query: &[], path: &["user_id", "resource"] };
 /// path; `heartrate_variability` and `temperature` are the SDKs' names of `hrv` and
 /// `body_temperature`). Merged point by point into what is stored per source type; a resend
 /// changes nothing and announces nothing. The body may be gzip-compressed.
-#[utoipa::path(operation_id = "post_sdk_timeseries", post, path = "/v2/timeseries/{user_id}/{resource}", tag = "sdk",
+#[utoipa::path(operation_id = "post_sdk_timeseries", post, path = "/v2/timeseries/{user_id}/{resource}", tag = "sdk", security(("api_key" = []), ("user_token" = [])),
     params(
         ("user_id" = String, Path, description = "The user's id (upper-case UUIDs accepted, as iOS sends them)."),
         ("resource" = String, Path, example = "heartrate", description = "The SDK's timeseries name."),
@@ -107,7 +107,7 @@ async fn summary(
 macro_rules! summary_upload {
     ($name:ident, $resource:literal, $path:literal, $what:literal) => {
         #[doc = concat!("A mobile SDK's upload of ", $what, " summaries: a summary replaces its earlier version with the same id (docs/MOBILE.md, \"Uploads: summaries\"); a resend changes nothing and announces nothing. The body may be gzip-compressed.")]
-        #[utoipa::path(operation_id = concat!("post_sdk_summary_", $resource), post, path = $path, tag = "sdk",
+        #[utoipa::path(operation_id = concat!("post_sdk_summary_", $resource), post, path = $path, tag = "sdk", security(("api_key" = []), ("user_token" = [])),
             params(("user_id" = String, Path, description = "The user's id (upper-case UUIDs accepted, as iOS sends them).")),
             request_body = SdkUploadBody,
             responses(
@@ -186,7 +186,7 @@ const SYNC: Inputs = Inputs { query: &[], path: &["user_id"] };
 /// data: {records, sleep, workouts}}`), stored as the Junction SDKs' uploads are: same units,
 /// storage, deduplication, events and reads. Stored before the answer, which is the dialect's
 /// 202. The body may be gzip-compressed.
-#[utoipa::path(operation_id = "post_open_wearables_sync", post, path = "/api/v1/sdk/users/{user_id}/sync", tag = "sdk",
+#[utoipa::path(operation_id = "post_open_wearables_sync", post, path = "/api/v1/sdk/users/{user_id}/sync", tag = "sdk", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = String, Path, description = "The user's id.")),
     request_body = Object,
     responses(

@@ -13,7 +13,7 @@ use wearlab_models::{DetailBody, SuccessBody, UserConnections};
 use wearlab_web::{ApiError, AppState, AuthCaller, AuthTeam, path_user_id};
 
 /// Lists the user's connections with their status and resources.
-#[utoipa::path(operation_id = "list_user_connections", get, path = "/v2/user/providers/{user_id}", tag = "users",
+#[utoipa::path(operation_id = "list_user_connections", get, path = "/v2/user/providers/{user_id}", tag = "users", security(("api_key" = []), ("user_token" = [])),
     params(("user_id" = uuid::Uuid, Path, description = "The user's id.")),
     responses(
         (status = 200, description = "The user's connections, oldest first.", body = UserConnections),
@@ -28,7 +28,7 @@ pub async fn list(
 }
 
 /// Removes the user's connection to a provider and deregisters it at the provider.
-#[utoipa::path(operation_id = "deregister_user_connection", delete, path = "/v2/user/{user_id}/{provider}", tag = "users",
+#[utoipa::path(operation_id = "deregister_user_connection", delete, path = "/v2/user/{user_id}/{provider}", tag = "users", security(("api_key" = []), ("user_token" = [])),
     params(
         ("user_id" = uuid::Uuid, Path, description = "The user's id."),
         ("provider" = String, Path, example = "oura", description = "The provider's slug."),
