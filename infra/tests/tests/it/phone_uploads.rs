@@ -510,6 +510,30 @@ async fn ten_thousand_samples_in_one_upload(p: Phone) {
     assert_eq!(announced, 10_000, "every sample announced once");
 }
 
+/// Android's body uploads carry Health Connect's changed records only (`tryVital/vital-android`
+/// `VitalClient/.../services/data/Summary.kt`, `LocalBody`): a later upload of the day's body fat
+/// alone keeps the weight uploaded before it.
+async fn a_later_body_upload_keeps_the_measures_it_leaves_out(p: Phone) {
+    let user = p.user("phone-body").await;
+    let sample = |value: f64, unit: &str| {
+        json!({"id": "f00d", "value": value, "unit": unit, "start_date": "2026-11-20T12:00:00Z",
+               "end_date": "2026-11-20T12:00:00Z", "source_bundle": "com.fitbit.FitbitMobile", "type": "scale"})
+    };
+    let android = |data: Value| json!({"stage": "daily", "time_zone": "America/New_York", "provider": "health_connect", "data": data});
+    let weight = json!({"body_mass": [sample(80.2, "kg")], "body_fat_percentage": [],
+                        "body_mass_index": [], "lean_body_mass": [], "waist_circumference": []});
+    let fat = json!({"body_mass": [], "body_fat_percentage": [sample(24.0, "percent")],
+                     "body_mass_index": [], "lean_body_mass": [], "waist_circumference": []});
+    for body in [weight, fat] {
+        let a = p.t.post(&format!("/v2/summary/body/{user}"), android(body)).await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    }
+    let a = p.t.get(&format!("/v2/summary/body/{user}?start_date=2026-11-19&end_date=2026-11-21")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let day = &a.body["body"][0];
+    assert_eq!((day["weight"].as_f64(), day["fat"].as_f64()), (Some(80.2), Some(24.0)), "{}", a.body);
+}
+
 macro_rules! on_both_adapters {
     ($($case:ident),* $(,)?) => {
         mod embedded {
@@ -538,4 +562,5 @@ on_both_adapters!(
     a_pulled_providers_day_reads_back_as_it_was,
     refusals,
     ten_thousand_samples_in_one_upload,
+    a_later_body_upload_keeps_the_measures_it_leaves_out,
 );

@@ -155,9 +155,15 @@ pub async fn store_upload(
     }
     let staged = if daily { stage(deps, user, &changed, entries).await? } else { Vec::new() };
     plan.write(deps).await?;
-    // Summaries and profiles: replaced whole by a later version, as the poll stores them.
+    // Summaries and profiles: replaced whole by a later version, as the poll stores them; but a
+    // body day keeps the measures a later upload leaves out (Android sends changed records only).
     for e in entries.iter().filter(|e| !matches!(e.entry, Entry::Series { .. })) {
-        let (change, value) = store::put(deps, user.user_id, provider, &e.entry).await?;
+        let (change, value) = match e.entry.resource() {
+            Resource::Body => {
+                store::put_keeping_stored_measures(deps, user.user_id, provider, &e.entry).await?
+            }
+            _ => store::put(deps, user.user_id, provider, &e.entry).await?,
+        };
         count(&mut out, change);
         if daily && change != Change::Unchanged {
             let staged = stage(deps, user, &[(e.entry.resource().clone(), change, value)], entries).await?;

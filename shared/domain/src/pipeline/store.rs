@@ -247,6 +247,36 @@ pub(crate) async fn put(
     Ok((change, value))
 }
 
+/// Stores a phone's summary of a day that may carry only the measures that changed since the
+/// last upload (the Android SDK's body uploads come from Health Connect's changed records): a
+/// measure the upload leaves out or null keeps its stored value, so a later upload of body fat
+/// alone does not erase the day's weight. Otherwise as [`put`].
+pub(crate) async fn put_keeping_stored_measures(
+    deps: &Deps,
+    user: UserId,
+    provider: &str,
+    entry: &Entry,
+) -> Result<(Change, Value), DomainError> {
+    let Entry::Summary { resource, date, n, value } = entry else {
+        return put(deps, user, provider, entry).await;
+    };
+    let (key, _) = key_and_value(user, provider, entry.clone());
+    let Some(item) = deps.table.get(&key).await? else {
+        return put(deps, user, provider, entry).await;
+    };
+    let stored = item.decode::<Stored>()?.v;
+    let mut value = value.clone();
+    if let (Some(new), Some(stored)) = (value.as_object_mut(), stored.as_object()) {
+        for (field, v) in stored {
+            if !v.is_null() && new.get(field).is_none_or(Value::is_null) {
+                new.insert(field.clone(), v.clone());
+            }
+        }
+    }
+    let entry = Entry::Summary { resource: resource.clone(), date: *date, n: n.clone(), value };
+    put(deps, user, provider, &entry).await
+}
+
 /// Stores `entries` without looking at what was there (historical pulls), in as few writes as
 /// the table allows (`Table::put_all_text`). Entries naming one item twice keep the last, as
 /// writing them one after the other would.
