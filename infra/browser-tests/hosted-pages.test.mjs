@@ -199,12 +199,19 @@ describe('link widget', () => {
 
   test('a deployment that links no simulated provider offers no demo-only provider', async () => {
     // The SAM template's default: no provider has an OAuth app configured here, so every one
-    // is demo only and none may be offered for a real link.
+    // is demo only and none may be offered for a real link; the phone's providers (sdk) are
+    // live everywhere, since their data comes from the app, which connects them.
     const deployed = await Stack.start({ WEARLAB_SIMULATED_PROVIDERS: 'false' });
     try {
       const catalog = await deployed.api('GET', '/v2/providers');
       assert.ok(catalog.length > 30);
-      assert.ok(catalog.every((p) => p.availability === 'demo_only'), 'every provider is demo only here');
+      const phone = catalog.filter((p) => p.auth_type === 'sdk');
+      assert.equal(phone.length, 8);
+      assert.ok(phone.every((p) => p.availability === 'live'), 'the phone providers are live');
+      assert.ok(
+        catalog.every((p) => p.auth_type === 'sdk' || p.availability === 'demo_only'),
+        'every other provider is demo only here',
+      );
       const user = await deployed.createUser('browser-demo-only');
       const { link_web_url: url } = await deployed.linkToken({ user_id: user });
       const page = await newPage();
@@ -212,6 +219,7 @@ describe('link widget', () => {
       assert.equal(res.status(), 200);
       assertPageHeaders(res, 'provider list without providers');
       await page.getByRole('heading', { name: 'Connect a health data provider' }).waitFor();
+      // The phone's providers are connected by the app, never from the widget.
       assert.equal(await page.locator('[data-provider]').count(), 0, 'no provider is offered');
       assert.match(await page.getByRole('status').innerText(), /can be connected here yet/);
       await shot(page, 'widget-demo-only-deployment');
