@@ -123,12 +123,16 @@ impl Catalog {
     /// the ones there are.
     pub fn sdk(&self, slug: &str) -> Result<&ProviderInfo, crate::common::error::DomainError> {
         self.get(slug).filter(|p| p.is_sdk()).ok_or_else(|| {
-            let slugs: Vec<&str> = self.list(Some("sdk")).iter().map(|p| p.slug.as_str()).collect();
             crate::common::error::DomainError::Rejected(format!(
                 "{slug} is not a provider of the mobile SDKs; the providers are: {}.",
-                slugs.join(", ")
+                self.sdk_slugs().join(", ")
             ))
         })
+    }
+
+    /// The slugs of the `sdk` providers, in catalog order.
+    pub fn sdk_slugs(&self) -> Vec<&str> {
+        self.list(Some("sdk")).iter().map(|p| p.slug.as_str()).collect()
     }
 
     /// Every provider, or those whose auth type is `source_type`.

@@ -65,9 +65,7 @@ pub async fn timeseries(
     })?;
     let (user, _) = users::load_active(deps, team, user).await?;
     let upload = TimeseriesUpload::parse(resource, body)?;
-    let mut entries = upload.blood_pressure_series();
-    entries.extend(upload.series);
-    store_upload(deps, &user, &upload.envelope, &upload.resource, &entries).await
+    store_timeseries(deps, &user, upload).await
 }
 
 /// `POST /v2/summary/{resource}/{user_id}`: `resource` is one of the SDKs' summaries
@@ -112,14 +110,22 @@ pub async fn open_wearables(
         out.stored.unchanged += done.unchanged;
     };
     for upload in sync.uploads {
-        let mut entries = upload.blood_pressure_series();
-        entries.extend(upload.series);
-        add(store_upload(deps, &user, &upload.envelope, &upload.resource, &entries).await?);
+        add(store_timeseries(deps, &user, upload).await?);
     }
     for upload in sync.summaries {
         add(store_upload(deps, &user, &upload.envelope, &upload.resource, &upload.entries).await?);
     }
     Ok(out)
+}
+
+/// Stores a timeseries upload (its blood pressure readings included).
+async fn store_timeseries(
+    deps: &Deps,
+    user: &UserRecord,
+    upload: TimeseriesUpload,
+) -> Result<Uploaded, DomainError> {
+    let (envelope, resource) = (upload.envelope.clone(), upload.resource.clone());
+    store_upload(deps, user, &envelope, &resource, &upload.into_entries()).await
 }
 
 /// Stores an upload's entries of `resource` (days of samples, summaries, a profile, each with

@@ -25,7 +25,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use wearlab_models::data::{Sample, SourceContext};
-use wearlab_models::{AuthType, LocPart, Resource, ValidationIssue};
+use wearlab_models::{LocPart, Resource, ValidationIssue};
 
 use super::normalize::{Entry, source_of};
 use crate::common::error::{DomainError, issue};
@@ -127,20 +127,18 @@ impl UploadEnvelope {
                 "value_error",
             ));
         }
-        let sdk = |slug: &str| catalog().get(slug).is_some_and(|p| p.is(&AuthType::Sdk));
-        if !sdk(&body.provider) {
-            let slugs: Vec<&str> =
-                catalog().all().iter().filter(|p| p.is(&AuthType::Sdk)).map(|p| p.slug.as_str()).collect();
+        let provider = catalog().sdk(&body.provider).ok();
+        if provider.is_none() {
             issues.push(issue(
                 &["provider"],
-                format!("provider must be one of {}", slugs.join(", ")),
+                format!("provider must be one of {}", catalog().sdk_slugs().join(", ")),
                 "enum",
             ));
         }
         Some(Self {
             stage: stage?,
             time_zone: time_zone?,
-            provider: sdk(&body.provider).then(|| body.provider.clone())?,
+            provider: provider?.slug.clone(),
             is_final_chunk: body.is_final_chunk.unwrap_or(true),
         })
     }
@@ -415,6 +413,14 @@ impl TimeseriesUpload {
 }
 
 impl TimeseriesUpload {
+    /// Everything the upload stores: its blood pressure readings ([`Self::blood_pressure_series`])
+    /// and its other samples, as days of one source.
+    pub fn into_entries(self) -> Vec<SourcedSeries> {
+        let mut entries = self.blood_pressure_series();
+        entries.extend(self.series);
+        entries
+    }
+
     /// The blood pressure readings as days of samples (per local day, source type and app,
     /// sorted by time), as [`TimeseriesUpload::series`] holds the other samples: `value` and
     /// `systolic` the systolic pressure, `diastolic` the diastolic, in mmHg.
