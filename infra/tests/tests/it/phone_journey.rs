@@ -183,6 +183,19 @@ async fn the_phone_journey(t: TestApp) {
     assert_eq!(values.len(), 61, "{groups:?}");
     assert!(values.contains(&119.0) && values.contains(&66.0));
 
+    // Another team's key reaches none of this user's phone routes: not found, nothing stored.
+    let foreign = t.other_team_key().await;
+    for (path, body) in [
+        (format!("/v2/user/{user}/sign_in_token"), None),
+        (format!("/v2/timeseries/{user}/heartrate"), Some(last.to_string())),
+        (format!("/v2/summary/sleep/{user}"), Some(ios_sleep().to_string())),
+        (format!("/api/v1/users/{user}/token"), None),
+        (format!("/api/v1/sdk/users/{user}/sync"), Some(open_wearables_sync().to_string())),
+    ] {
+        let a = t.send(Method::POST, &path, Some(&foreign), body.as_deref()).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{path}: {}", a.body);
+    }
+
     // The token is this user's only: another user's upload is not found.
     let other = t.create_user("phone-journey-other").await;
     let a = upload(&t, &format!("/v2/timeseries/{other}/heartrate"), &token, &last).await;
