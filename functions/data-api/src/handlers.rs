@@ -11,6 +11,7 @@ use wearlab_models::data::{
     ActivityResponse, BodyResponse, GroupedTimeseries, MealResponse, ProfileQuery, ProfileSummary,
     SleepCycleResponse, SleepResponse, SummaryQuery, TimeseriesQuery, WorkoutsResponse,
 };
+use wearlab_models::data_phone::{ElectrocardiogramResponse, MenstrualCycleResponse};
 use wearlab_models::{DetailBody, Resource};
 use wearlab_web::{ApiError, AppState, AuthCaller, Inputs, QueryParams};
 
@@ -113,6 +114,39 @@ pub async fn body(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<B
     ))]
 pub async fn meal(State(s): State<AppState>, call: SummaryCall) -> Answer<Json<MealResponse>> {
     Ok(Json(MealResponse { meals: call.read(&s, Resource::Meal).await? }))
+}
+
+/// Menstrual cycles the user's phone recorded (Apple Health, Health Connect), by the day their
+/// period started, from `start_date` to `end_date` (inclusive), oldest first.
+#[utoipa::path(operation_id = "get_menstrual_cycle_summary", get, path = "/v2/summary/menstrual_cycle/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
+    params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
+    responses(
+        (status = 200, description = "Menstrual cycles.", body = MenstrualCycleResponse),
+        (status = 404, description = "No such user in this team.", body = DetailBody),
+    ))]
+pub async fn menstrual_cycle(
+    State(s): State<AppState>,
+    call: SummaryCall,
+) -> Answer<Json<MenstrualCycleResponse>> {
+    Ok(Json(MenstrualCycleResponse { menstrual_cycle: call.read(&s, Resource::MenstrualCycle).await? }))
+}
+
+/// Electrocardiogram recordings (Apple Watch) of the user from `start_date` to `end_date`
+/// (inclusive), oldest first; their voltage samples are the `electrocardiogram_voltage`
+/// timeseries.
+#[utoipa::path(operation_id = "get_electrocardiogram_summary", get, path = "/v2/summary/electrocardiogram/{user_id}", tag = "data", security(("api_key" = []), ("user_token" = [])),
+    params(("user_id" = uuid::Uuid, Path, description = "The user's id."), SummaryQuery),
+    responses(
+        (status = 200, description = "Electrocardiogram recordings.", body = ElectrocardiogramResponse),
+        (status = 404, description = "No such user in this team.", body = DetailBody),
+    ))]
+pub async fn electrocardiogram(
+    State(s): State<AppState>,
+    call: SummaryCall,
+) -> Answer<Json<ElectrocardiogramResponse>> {
+    Ok(Json(ElectrocardiogramResponse {
+        electrocardiogram: call.read(&s, Resource::Electrocardiogram).await?,
+    }))
 }
 
 /// The user's profile (height, birth year) from one provider.

@@ -16,6 +16,8 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::workouts))
         .routes(routes!(handlers::body))
         .routes(routes!(handlers::meal))
+        .routes(routes!(handlers::menstrual_cycle))
+        .routes(routes!(handlers::electrocardiogram))
         .routes(routes!(handlers::profile))
         .routes(routes!(handlers::timeseries))
         .layer(AuditLayer)

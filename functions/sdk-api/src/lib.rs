@@ -6,6 +6,7 @@
 
 mod handlers;
 
+use wearlab_web::audit::AuditLayer;
 use wearlab_web::{AppState, Routes, routes};
 
 /// The routes of this function with their documentation.
@@ -20,6 +21,13 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::sync::sync_state))
         .routes(routes!(handlers::sync::start_historical_stage))
         .routes(routes!(handlers::sync::post_progress, handlers::sync::get_progress))
+        .merge(uploads())
+}
+
+/// The uploads change a user's health data: every request through them is recorded in the audit
+/// log, with the API key or the user's own token that made it.
+fn uploads() -> Routes {
+    Routes::new()
         .routes(routes!(handlers::uploads::timeseries))
         .routes(routes!(handlers::uploads::activity))
         .routes(routes!(handlers::uploads::body))
@@ -30,6 +38,7 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::uploads::menstrual_cycle))
         .routes(routes!(handlers::uploads::electrocardiogram))
         .routes(routes!(handlers::uploads::open_wearables_sync))
+        .layer(AuditLayer)
 }
 
 /// The function as served, `/openapi.json` included.

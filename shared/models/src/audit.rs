@@ -12,7 +12,8 @@ pub struct AuditLogEntry {
     pub id: String,
     /// When the request was answered.
     pub at: DateTime<Utc>,
-    /// Which of the team's API keys made the request.
+    /// Which of the team's API keys made the request; `user_token` when the user's own app made
+    /// it, with the access token its phone got from the token exchange (`POST /auth/v1/token`).
     pub key_id: String,
     #[schema(example = "GET")]
     pub method: String,

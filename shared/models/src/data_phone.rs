@@ -133,3 +133,15 @@ pub struct ElectrocardiogramSummary {
     pub algorithm_version: Option<String>,
     pub source: SourceContext,
 }
+
+/// `GET /v2/summary/menstrual_cycle/{user_id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct MenstrualCycleResponse {
+    pub menstrual_cycle: Vec<MenstrualCycleSummary>,
+}
+
+/// `GET /v2/summary/electrocardiogram/{user_id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct ElectrocardiogramResponse {
+    pub electrocardiogram: Vec<ElectrocardiogramSummary>,
+}

@@ -2,9 +2,10 @@
 //! layer that each API function applies to its PHI routes only, so no handler records anything
 //! itself.
 //!
-//! The layer leaves a slot in the request that [`AuthTeam`](crate::AuthTeam) fills with the
-//! caller and the state once the API key is verified; a request that never authenticated (401)
-//! has no team to file an entry under and is not recorded. After the handler answered, the
+//! The layer leaves a slot in the request that [`AuthTeam`](crate::AuthTeam) and
+//! [`AuthCaller`](crate::AuthCaller) fill with the caller (an API key, or a user's own token) and
+//! the state once the credential is verified; a request that never authenticated (401) has no
+//! team to file an entry under and is not recorded. After the handler answered, the
 //! entry is written with the answer's status, before the answer leaves. When that write fails,
 //! a read is withheld (503) and a change keeps its answer, both logged
 //! (`wearlab_domain::common::audit::on_failure` says why).
@@ -17,19 +18,18 @@ use axum::extract::{MatchedPath, RawPathParams, Request};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::BoxFuture;
 use tower::{Layer, Service};
-use wearlab_domain::common::audit::{self, Access, OnFailure};
-use wearlab_domain::common::ids::Caller;
+use wearlab_domain::common::audit::{self, Access, Actor, OnFailure};
 use wearlab_domain::common::ids::UserId;
 
 use crate::{ApiError, AppState};
 
-/// Filled by the API-key extractor: who called, and the state to record with.
+/// Filled by the credential extractors: who called, and the state to record with.
 #[derive(Clone, Default)]
-pub(crate) struct CallerSlot(Arc<OnceLock<(Caller, AppState)>>);
+pub(crate) struct CallerSlot(Arc<OnceLock<(Actor, AppState)>>);
 
 impl CallerSlot {
-    pub(crate) fn fill(&self, caller: Caller, state: &AppState) {
-        let _ = self.0.set((caller, state.clone()));
+    pub(crate) fn fill(&self, actor: Actor, state: &AppState) {
+        let _ = self.0.set((actor, state.clone()));
     }
 }
 
@@ -72,12 +72,12 @@ where
             req.extensions_mut().insert(slot.clone());
             let what = What::of(&mut req).await;
             let response = inner.call(req).await?;
-            let Some((caller, state)) = slot.0.get() else {
+            let Some((actor, state)) = slot.0.get() else {
                 return Ok(response);
             };
-            let access = what.access(*caller, response.status().as_u16());
+            let access = what.access(*actor, response.status().as_u16());
             let method = access.method.clone();
-            let (team_id, key_id, route) = (caller.team_id, caller.key_id, access.route.clone());
+            let (team_id, key_id, route) = (actor.team_id, actor.credential, access.route.clone());
             let user_id = access.user_id;
             let Err(e) = audit::record(&state.deps, access, state.settings.audit_retention).await else {
                 return Ok(response);
@@ -139,9 +139,9 @@ impl What {
         }
     }
 
-    fn access(self, caller: Caller, status: u16) -> Access {
+    fn access(self, actor: Actor, status: u16) -> Access {
         Access {
-            caller,
+            actor,
             method: self.method,
             route: self.route,
             user_id: self.user_id,

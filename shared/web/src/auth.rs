@@ -1,5 +1,6 @@
 use axum::extract::FromRequestParts;
 use http::request::Parts;
+use wearlab_domain::common::audit::{Actor, Credential};
 use wearlab_domain::common::ids::{TeamId, UserId};
 use wearlab_domain::phone::tokens;
 use wearlab_domain::{DomainError, teams, users};
@@ -38,10 +39,7 @@ async fn team_of_key(parts: &mut Parts, state: &AppState) -> Result<TeamId, ApiE
             caller
         }
     };
-    // On an audited route, the audit layer learns who called.
-    if let Some(slot) = parts.extensions.get::<CallerSlot>() {
-        slot.fill(caller, state);
-    }
+    tell_audit(parts, caller.into(), state);
     admit(parts, state, caller.team_id).await?;
     Ok(caller.team_id)
 }
@@ -96,8 +94,20 @@ impl FromRequestParts<AppState> for AuthCaller {
             Err(DomainError::NotFound(_)) => return Err(refused()),
             Err(e) => return Err(e.into()),
         }
+        tell_audit(
+            parts,
+            Actor { team_id: claims.team, credential: Credential::UserToken(claims.sub) },
+            state,
+        );
         admit(parts, state, claims.team).await?;
         Ok(Self { team: claims.team, user: Some(claims.sub) })
+    }
+}
+
+/// On an audited route, the audit layer learns who called.
+fn tell_audit(parts: &Parts, actor: Actor, state: &AppState) {
+    if let Some(slot) = parts.extensions.get::<CallerSlot>() {
+        slot.fill(actor, state);
     }
 }
 

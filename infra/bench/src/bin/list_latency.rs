@@ -241,7 +241,7 @@ async fn audit_listing(entries: usize, n: usize, on_moto: bool) -> Result<(), Bo
     for chunk in (0..entries).collect::<Vec<_>>().chunks(16) {
         let records = chunk.iter().map(|i| {
             let access = Access {
-                caller,
+                actor: caller.into(),
                 method: "GET".into(),
                 route: "/v2/summary/sleep/{user_id}".into(),
                 user_id: None,

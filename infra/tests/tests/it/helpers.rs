@@ -431,3 +431,23 @@ pub async fn json_receiver(answer: fn(usize) -> StatusCode) -> (String, Received
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}/hook"), seen)
 }
+
+/// Runs each named case, an `async fn(TestApp)`, on the embedded store and on DynamoDB (moto):
+/// as tests `embedded::<case>` and `dynamodb_moto::<case>` of the calling module. With
+/// `via = f;` first, each case takes `f(app)` instead (an app with more of the test's own).
+macro_rules! on_both_adapters {
+    (via = $via:path; $($case:ident),* $(,)?) => {
+        mod embedded {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case($via(crate::helpers::TestApp::embedded().await)).await })*
+        }
+        mod dynamodb_moto {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() { super::$case($via(crate::users_on_dynamodb::on_moto().await.0)).await })*
+        }
+    };
+    ($($case:ident),* $(,)?) => {
+        crate::helpers::on_both_adapters!(via = std::convert::identity; $($case),*);
+    };
+}
+pub(crate) use on_both_adapters;

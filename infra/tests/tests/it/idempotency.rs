@@ -139,20 +139,7 @@ pub async fn a_retry_with_the_same_json_written_differently_is_the_same_request(
     assert_eq!(again.body, first.body);
 }
 
-macro_rules! on_both_adapters {
-    ($($case:ident),*) => {
-        mod embedded {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(crate::helpers::TestApp::embedded().await).await })*
-        }
-        mod dynamodb_moto {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(crate::users_on_dynamodb::on_moto().await.0).await })*
-        }
-    };
-}
-
-on_both_adapters!(
+crate::helpers::on_both_adapters!(
     replays_the_first_answer,
     same_key_different_request_is_422,
     concurrent_duplicates_create_one_user,

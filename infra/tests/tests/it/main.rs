@@ -29,6 +29,7 @@ mod one_422;
 mod outbox;
 mod phone_auth;
 mod phone_journey;
+mod phone_summaries;
 mod phone_sync;
 mod phone_uploads;
 mod pipeline;

@@ -534,22 +534,8 @@ async fn a_later_body_upload_keeps_the_measures_it_leaves_out(p: Phone) {
     assert_eq!((day["weight"].as_f64(), day["fat"].as_f64()), (Some(80.2), Some(24.0)), "{}", a.body);
 }
 
-macro_rules! on_both_adapters {
-    ($($case:ident),* $(,)?) => {
-        mod embedded {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() { super::$case(super::phone(crate::helpers::TestApp::embedded().await)).await })*
-        }
-        mod dynamodb_moto {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                super::$case(super::phone(crate::users_on_dynamodb::on_moto().await.0)).await
-            })*
-        }
-    };
-}
-
-on_both_adapters!(
+crate::helpers::on_both_adapters!(
+    via = super::phone;
     a_watch_and_the_phone_the_same_minute_are_both_kept,
     a_second_daily_upload_of_the_day_merges_into_it,
     a_resend_stores_nothing_and_announces_nothing,

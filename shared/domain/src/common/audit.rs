@@ -1,4 +1,4 @@
-//! The audit log of PHI access: who (team, API key id) read or changed which user's health data,
+//! The audit log of PHI access: who (team, API key id or a user's own token) read or changed which user's health data,
 //! demographics, insurance or lab orders, through which route, when, and with what outcome.
 //!
 //! An entry holds ids, the route template and the status code, never the data, the query string
@@ -16,8 +16,7 @@ use crate::Deps;
 use wearlab_models::ValidationIssue;
 
 use crate::common::error::{DomainError, issue};
-use crate::common::ids::Caller;
-use crate::common::ids::{TeamId, UserId};
+use crate::common::ids::{Caller, KeyId, TeamId, UserId};
 use crate::keys::audit as keys;
 use crate::ports::{Condition, Cursor, Item, Page, Query, StoreError, to_body};
 
@@ -53,10 +52,46 @@ impl Default for Retention {
     }
 }
 
+/// Who made an audited request: a team, with one of its API keys or through one user's own app.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Actor {
+    pub team_id: TeamId,
+    pub credential: Credential,
+}
+
+/// The credential of an audited request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential {
+    /// One of the team's API keys.
+    ApiKey(KeyId),
+    /// The access token a user's phone got from the token exchange (`phone::tokens`): the
+    /// user's own app, reading or sending that user's data.
+    UserToken(UserId),
+}
+
+/// What an entry's `key_id` says for a request made with a user's token.
+pub const USER_TOKEN: &str = "user_token";
+
+impl std::fmt::Display for Credential {
+    /// The entry's `key_id`: the API key's id, or [`USER_TOKEN`].
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::ApiKey(key) => key.fmt(f),
+            Credential::UserToken(_) => f.write_str(USER_TOKEN),
+        }
+    }
+}
+
+impl From<Caller> for Actor {
+    fn from(caller: Caller) -> Self {
+        Self { team_id: caller.team_id, credential: Credential::ApiKey(caller.key_id) }
+    }
+}
+
 /// One access, as the edge saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Access {
-    pub caller: Caller,
+    pub actor: Actor,
     pub method: String,
     /// The route template (`/v2/summary/sleep/{user_id}`), never the concrete path.
     pub route: String,
@@ -104,12 +139,12 @@ pub fn on_failure(method: &str) -> OnFailure {
 pub async fn record(deps: &Deps, access: Access, retention: Retention) -> Result<(), DomainError> {
     let at = deps.now();
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let team = access.caller.team_id;
+    let team = access.actor.team_id;
     let expires = at + retention.duration();
     let entry = AuditEntry {
         id,
         at,
-        key_id: access.caller.key_id.to_string(),
+        key_id: access.actor.credential.to_string(),
         method: access.method,
         route: access.route,
         user_id: access.user_id,

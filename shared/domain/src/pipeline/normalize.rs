@@ -30,8 +30,9 @@ pub fn is_summary(resource: &Resource) -> bool {
     SUMMARIES.contains(resource)
 }
 
-/// Whether Wearlab stores `resource` (the simulator gives the menstrual cycle, which Wearlab
-/// does not model yet: not stored, no events).
+/// Whether a pull stores `resource`: the simulator gives a menstrual cycle day counter, not
+/// cycles, so a pulled menstrual cycle is not stored and not announced (the phone's uploads
+/// store real cycles, `pipeline::phone::summary`).
 pub fn is_modelled(resource: &Resource) -> bool {
     *resource != Resource::MenstrualCycle
 }

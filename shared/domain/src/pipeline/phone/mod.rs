@@ -383,31 +383,20 @@ impl TimeseriesUpload {
                 }
             })
             .collect();
-        let mut days: BTreeMap<DayOfSource, (SourceContext, Vec<Sample>)> = BTreeMap::new();
-        for p in latest(points, |p| point_key(&p.resource, &p.source, p.timestamp)) {
-            let zone = tz(&p);
-            let day = (
-                p.resource,
-                zone.local_date(p.timestamp),
-                p.source.source_type.clone(),
-                p.source.app_id.clone(),
-            );
-            days.entry(day).or_insert_with(|| (p.source, Vec::new())).1.push(Sample {
-                timestamp: p.timestamp,
-                value: p.value,
-                unit: p.unit.to_owned(),
-                timezone_offset: zone.offset_seconds_at(p.timestamp),
-                systolic: None,
-                diastolic: None,
-            });
-        }
-        let series = days
-            .into_iter()
-            .map(|((resource, date, ..), (source, mut samples))| {
-                samples.sort_by_key(|s| s.timestamp);
-                SourcedSeries { source, entry: Entry::Series { resource, date, samples } }
-            })
-            .collect();
+        let series = days_of_source(
+            latest(points, |p| point_key(&p.resource, &p.source, p.timestamp)).into_iter().map(|p| {
+                let zone = tz(&p);
+                let sample = Sample {
+                    timestamp: p.timestamp,
+                    value: p.value,
+                    unit: p.unit.to_owned(),
+                    timezone_offset: zone.offset_seconds_at(p.timestamp),
+                    systolic: None,
+                    diastolic: None,
+                };
+                (p.resource, zone.local_date(p.timestamp), p.source, sample)
+            }),
+        );
         Ok(Self { envelope, resource, series, blood_pressure })
     }
 }
@@ -425,26 +414,36 @@ impl TimeseriesUpload {
     /// sorted by time), as [`TimeseriesUpload::series`] holds the other samples: `value` and
     /// `systolic` the systolic pressure, `diastolic` the diastolic, in mmHg.
     pub fn blood_pressure_series(&self) -> Vec<SourcedSeries> {
-        let mut days: BTreeMap<DayOfSource, (SourceContext, Vec<Sample>)> = BTreeMap::new();
-        for r in &self.blood_pressure {
-            let day =
-                (Resource::BloodPressure, r.date, r.source.source_type.clone(), r.source.app_id.clone());
-            days.entry(day).or_insert_with(|| (r.source.clone(), Vec::new())).1.push(Sample {
+        days_of_source(self.blood_pressure.iter().map(|r| {
+            let sample = Sample {
                 timestamp: r.timestamp,
                 value: r.systolic,
                 unit: "mmHg".into(),
                 timezone_offset: r.timezone_offset,
                 systolic: Some(r.systolic),
                 diastolic: Some(r.diastolic),
-            });
-        }
-        days.into_iter()
-            .map(|((resource, date, ..), (source, mut samples))| {
-                samples.sort_by_key(|s| s.timestamp);
-                SourcedSeries { source, entry: Entry::Series { resource, date, samples } }
-            })
-            .collect()
+            };
+            (Resource::BloodPressure, r.date, r.source.clone(), sample)
+        }))
     }
+}
+
+/// Samples, each with its resource, local day and source, as days of one source: per
+/// resource, local day, source type and app, sorted by time (the shape the store merges).
+pub(crate) fn days_of_source(
+    samples: impl IntoIterator<Item = (Resource, NaiveDate, SourceContext, Sample)>,
+) -> Vec<SourcedSeries> {
+    let mut days: BTreeMap<DayOfSource, (SourceContext, Vec<Sample>)> = BTreeMap::new();
+    for (resource, date, source, sample) in samples {
+        let day = (resource, date, source.source_type.clone(), source.app_id.clone());
+        days.entry(day).or_insert_with(|| (source, Vec::new())).1.push(sample);
+    }
+    days.into_iter()
+        .map(|((resource, date, ..), (source, mut samples))| {
+            samples.sort_by_key(|s| s.timestamp);
+            SourcedSeries { source, entry: Entry::Series { resource, date, samples } }
+        })
+        .collect()
 }
 
 /// Of the items with the same key, the last one, in the order the items came.

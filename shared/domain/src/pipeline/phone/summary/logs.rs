@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, FixedOffset, NaiveDate};
 use serde_json::Value;
-use wearlab_models::data::{Macros, MealSummary};
+use wearlab_models::data::{Macros, MealSummary, Sample};
 use wearlab_models::data_phone::{
     BasalBodyTemperatureEntry, CervicalMucusEntry, ContraceptiveEntry, DetectedDeviationEntry,
     ElectrocardiogramSummary, IntermenstrualBleedingEntry, MenstrualCycleSummary, MenstrualFlowEntry,
@@ -15,7 +15,7 @@ use wearlab_models::{LocPart, Resource};
 use super::fields::{self, Issues, Obj, at, refuse};
 use super::{AT_LEAST_0, Cx, HEART_RATE};
 use crate::pipeline::normalize::{record_id, source_of};
-use crate::pipeline::phone::{SourcedSeries, source_type, zone_of};
+use crate::pipeline::phone::{SourcedSeries, days_of_source, source_type, zone_of};
 
 /// What a meal holds: energy (kcal) and macronutrients (g).
 #[derive(Default)]
@@ -309,8 +309,10 @@ pub(super) fn menstrual_cycles(
 
 /// iOS `ManualElectrocardiogram` (`{electrocardiogram, voltage_data}`), a list. A recording is
 /// keyed by its `id` (the HealthKit UUID); its day is the local day it starts on. The voltage
-/// data is checked (offsets in whole milliseconds from 0, one lead-I value or `null` each), not
-/// kept in the summary.
+/// data (offsets in whole milliseconds from the start, one lead-I value in mV or `null` each:
+/// `HealthKitReads+Electrocardiogram.swift` reads `voltUnit(with: .milli)`) is not part of the
+/// summary: it is stored as the `electrocardiogram_voltage` timeseries of the same source, one
+/// sample per value (a `null`, a moment the lead gave nothing, is left out).
 pub(super) fn electrocardiograms(
     cx: &Cx,
     data: &Value,
@@ -320,9 +322,7 @@ pub(super) fn electrocardiograms(
     let mut out = Vec::new();
     for (loc, v) in fields::list(data, loc, issues) {
         let Some(m) = fields::object(v, loc, issues) else { continue };
-        if let Some(volts) = m.object("voltage_data", true, issues) {
-            voltage(&volts, issues);
-        }
+        let volts = m.object("voltage_data", true, issues).and_then(|v| voltage(&v, issues));
         let Some(e) = m.object("electrocardiogram", true, issues) else { continue };
         let id = e.record_id("id", true, issues);
         let span = e.span("session_start", "session_end", issues);
@@ -363,14 +363,29 @@ pub(super) fn electrocardiograms(
             algorithm_version: algorithm.map(str::to_owned),
             source: source.clone(),
         };
-        out.push(cx.summary(Resource::Electrocardiogram, date, id, source, &summary));
+        out.push(cx.summary(Resource::Electrocardiogram, date, id, source.clone(), &summary));
+        let samples = volts.into_iter().flatten().filter_map(|(offset_ms, mv)| {
+            let timestamp = start + chrono::Duration::milliseconds(offset_ms);
+            let sample = Sample {
+                timestamp,
+                value: mv?,
+                unit: "mV".into(),
+                timezone_offset: zone.offset_seconds_at(timestamp),
+                systolic: None,
+                diastolic: None,
+            };
+            Some((Resource::ElectrocardiogramVoltage, zone.local_date(timestamp), source.clone(), sample))
+        });
+        out.extend(days_of_source(samples));
     }
     out
 }
 
-/// Checks an ECG's voltage lists, reporting the first bad element of each (a recording has
-/// thousands, so no location is built for the good ones).
-fn voltage(v: &Obj, issues: &mut Issues) {
+/// Reads an ECG's voltage lists into (milliseconds from the start, lead-I mV) pairs, reporting
+/// the first bad element of each (a recording has thousands, so no location is built for the
+/// good ones); `None` when they are not good.
+fn voltage(v: &Obj, issues: &mut Issues) -> Option<Vec<(i64, Option<f64>)>> {
+    let before = issues.len();
     let mut elements = |key: &str, good: fn(&Value) -> bool, msg: &str, kind: &str| -> usize {
         let Some(items) = v.get(key) else { return 0 };
         let Some(items) = items.as_array() else {
@@ -384,8 +399,8 @@ fn voltage(v: &Obj, issues: &mut Issues) {
     };
     let offsets = elements(
         "session_start_offset_millisecond",
-        |x| x.as_u64().is_some(),
-        "Input should be a whole number of milliseconds of at least 0",
+        |x| x.as_u64().is_some_and(|ms| ms <= MAX_ECG_OFFSET_MS),
+        "Input should be a whole number of milliseconds from 0 to 86400000",
         "int_type",
     );
     let leads = elements(
@@ -402,4 +417,14 @@ fn voltage(v: &Obj, issues: &mut Issues) {
             "value_error",
         );
     }
+    if issues.len() > before {
+        return None;
+    }
+    let list = |key: &str| v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let offsets = list("session_start_offset_millisecond").iter().filter_map(Value::as_i64);
+    Some(offsets.zip(list("lead1").iter().map(Value::as_f64)).collect())
 }
+
+/// The latest a voltage sample may be after the recording's start: a day (a recording lasts
+/// about 30 seconds; anything beyond a day is not a time within it).
+const MAX_ECG_OFFSET_MS: u64 = 86_400_000;

@@ -51,14 +51,15 @@ fn refusal(r: Result<SummaryUpload, DomainError>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The summaries of an upload as (resource, day, n, value).
+/// The summaries of an upload as (resource, day, n, value) (an ECG's voltage series left out).
 fn summaries(u: &SummaryUpload) -> Vec<(Resource, String, String, Value)> {
     u.entries
         .iter()
-        .map(|s| match &s.entry {
+        .filter_map(|s| match &s.entry {
             Entry::Summary { resource, date, n, value } => {
-                (resource.clone(), date.to_string(), n.clone(), value.clone())
+                Some((resource.clone(), date.to_string(), n.clone(), value.clone()))
             }
+            Entry::Series { resource: Resource::ElectrocardiogramVoltage, .. } => None,
             e => panic!("a summary, got {e:?}"),
         })
         .collect()
@@ -563,8 +564,9 @@ fn a_menstrual_cycle_is_keyed_by_its_periods_first_day() {
 }
 
 #[test]
-fn an_ecg_is_a_summary_keyed_by_its_id_without_its_voltages() {
-    // iOS `ManualElectrocardiogram` (`Patches/LocalElectrocardiogram.swift`).
+fn an_ecg_is_a_summary_keyed_by_its_id_and_its_voltages_a_timeseries() {
+    // iOS `ManualElectrocardiogram` (`Patches/LocalElectrocardiogram.swift`), lead I in mV
+    // (`HealthKitReads+Electrocardiogram.swift`).
     let e = json!([{
         "electrocardiogram": {
             "id": "C0FFEE00-1111-4222-8333-944455556666", "session_start": "2026-11-20T09:00:00Z",
@@ -573,7 +575,7 @@ fn an_ecg_is_a_summary_keyed_by_its_id_without_its_voltages() {
             "source_bundle": "com.apple.NanoHeartRhythm", "product_type": "Watch7,1", "device_model": "Watch",
             "metadata": {}
         },
-        "voltage_data": {"session_start_offset_millisecond": [0, 2, 4, 6], "lead1": [0.00012, null, -0.0003, 0.0001]}
+        "voltage_data": {"session_start_offset_millisecond": [0, 2, 4, 6], "lead1": [0.12, null, -0.3, 0.1]}
     }]);
     let u = parse(Resource::Electrocardiogram, ios(e)).unwrap();
     let (day, n, v) = one(&u, Resource::Electrocardiogram);
@@ -584,6 +586,36 @@ fn an_ecg_is_a_summary_keyed_by_its_id_without_its_voltages() {
     assert_eq!(v["timezone_offset"], 3600);
     assert!(v.get("voltage_data").is_none() && v.get("lead1").is_none());
     serde_json::from_value::<wearlab_models::data_phone::ElectrocardiogramSummary>(v).unwrap();
+    // The voltages: one sample per value (the null left out), at the start plus its offset.
+    let series: Vec<_> = u
+        .entries
+        .iter()
+        .filter_map(|s| match &s.entry {
+            Entry::Series { resource: Resource::ElectrocardiogramVoltage, date, samples } => {
+                Some((date.to_string(), s.source.app_id.clone(), samples.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(series.len(), 1, "{series:?}");
+    let (day, app, samples) = &series[0];
+    assert_eq!(
+        (day.as_str(), app.as_deref()),
+        ("2026-11-20", Some("com.apple.NanoHeartRhythm")),
+        "the ECG's source"
+    );
+    let got: Vec<_> = samples
+        .iter()
+        .map(|s| (s.timestamp.to_rfc3339(), s.value, s.unit.as_str(), s.timezone_offset))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("2026-11-20T09:00:00+00:00".to_owned(), 0.12, "mV", 3600),
+            ("2026-11-20T09:00:00.004+00:00".to_owned(), -0.3, "mV", 3600),
+            ("2026-11-20T09:00:00.006+00:00".to_owned(), 0.1, "mV", 3600),
+        ]
+    );
 }
 
 #[test]
