@@ -534,6 +534,67 @@ async fn a_later_body_upload_keeps_the_measures_it_leaves_out(p: Phone) {
     assert_eq!((day["weight"].as_f64(), day["fat"].as_f64()), (Some(80.2), Some(24.0)), "{}", a.body);
 }
 
+/// Every timeseries the iOS SDK uploads (`TimeSeriesData` names, `Base Models/ResourceData.swift`;
+/// blood pressure has its own test), one sample each in the unit label the SDK writes for it
+/// (`QuantityUnit` in `CoreModels+Extensions.swift`): (path name, label, value, the resource it
+/// is read back as, Wearlab's unit, the value read back).
+const IOS_TIMESERIES: [(&str, &str, f64, &str, &str, f64); 32] = [
+    ("glucose", "mmol/L", 5.5, "glucose", "mg/dL", 5.5 * 18.0182),
+    ("blood_oxygen", "%", 97.0, "blood_oxygen", "%", 97.0),
+    ("heartrate", "bpm", 61.0, "heartrate", "bpm", 61.0),
+    ("heartrate_variability", "rmssd", 48.0, "hrv", "ms", 48.0),
+    ("water", "mL", 250.0, "water", "mL", 250.0),
+    ("caffeine", "mg", 95.0, "caffeine", "mg", 95.0),
+    ("mindfulness_minutes", "minute", 10.0, "mindfulness_minutes", "min", 10.0),
+    ("respiratory_rate", "bpm", 14.0, "respiratory_rate", "bpm", 14.0),
+    ("calories_active", "kcal", 12.5, "calories_active", "kcal", 12.5),
+    ("calories_basal", "kcal", 70.0, "calories_basal", "kcal", 70.0),
+    ("distance", "m", 820.0, "distance", "m", 820.0),
+    ("floors_climbed", "count", 3.0, "floors_climbed", "count", 3.0),
+    ("steps", "count", 1200.0, "steps", "count", 1200.0),
+    ("vo2_max", "mL/kg/min", 44.1, "vo2_max", "mL/kg/min", 44.1),
+    ("temperature", "°C", 36.6, "body_temperature", "°C", 36.6),
+    ("afib_burden", "%", 2.0, "afib_burden", "%", 2.0),
+    ("heart_rate_alert", "count", 1.0, "heart_rate_alert", "count", 1.0),
+    ("stand_hour", "count", 1.0, "stand_hour", "count", 1.0),
+    ("stand_duration", "minute", 5.0, "stand_duration", "min", 5.0),
+    ("sleep_apnea_alert", "count", 1.0, "sleep_apnea_alert", "count", 1.0),
+    ("sleep_breathing_disturbance", "count", 4.0, "sleep_breathing_disturbance", "count", 4.0),
+    ("wheelchair_push", "count", 30.0, "wheelchair_push", "count", 30.0),
+    ("forced_expiratory_volume_1", "L", 3.4, "forced_expiratory_volume_1", "L", 3.4),
+    ("forced_vital_capacity", "L", 4.2, "forced_vital_capacity", "L", 4.2),
+    ("peak_expiratory_flow_rate", "L/min", 480.0, "peak_expiratory_flow_rate", "L/min", 480.0),
+    ("inhaler_usage", "count", 1.0, "inhaler_usage", "count", 1.0),
+    ("fall", "count", 1.0, "fall", "count", 1.0),
+    ("uv_exposure", "count", 3.0, "uv_exposure", "count", 3.0),
+    ("daylight_exposure", "minute", 42.0, "daylight_exposure", "min", 42.0),
+    ("handwashing", "count", 1.0, "handwashing", "count", 1.0),
+    ("basal_body_temperature", "°C", 36.4, "basal_body_temperature", "°C", 36.4),
+    ("heart_rate_recovery_one_minute", "count", 22.0, "heart_rate_recovery_one_minute", "bpm", 22.0),
+];
+
+/// Each of them is stored and read back through the data API in Wearlab's unit, with the
+/// Apple Watch as its source.
+async fn every_timeseries_the_ios_sdk_uploads_reads_back(p: Phone) {
+    let user = p.user("phone-every-series").await;
+    for (path, label, value, resource, unit, read_back) in IOS_TIMESERIES {
+        let mut sample = ios_watch(&at(5), value);
+        sample["unit"] = json!(label);
+        p.stored(&user, path, ios_daily(vec![sample])).await;
+        let groups = p.read(&user, resource, "apple_health_kit").await;
+        assert_eq!(groups.len(), 1, "{path}: {groups:?}");
+        let got = &groups[0]["data"][0];
+        assert_eq!(
+            (got["unit"].as_str(), groups[0]["source"]["type"].as_str()),
+            (Some(unit), Some("watch")),
+            "{path}"
+        );
+        let v = got["value"].as_f64().unwrap();
+        assert!((v - read_back).abs() < 1e-9, "{path}: {v} read back, {read_back} expected");
+        assert_eq!(got["timestamp"], at(5), "{path}");
+    }
+}
+
 crate::helpers::on_both_adapters!(
     via = super::phone;
     a_watch_and_the_phone_the_same_minute_are_both_kept,
@@ -549,4 +610,5 @@ crate::helpers::on_both_adapters!(
     refusals,
     ten_thousand_samples_in_one_upload,
     a_later_body_upload_keeps_the_measures_it_leaves_out,
+    every_timeseries_the_ios_sdk_uploads_reads_back,
 );
