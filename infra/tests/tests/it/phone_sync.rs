@@ -247,6 +247,57 @@ async fn connecting_is_idempotent_and_announced_once(storage: Storage) {
     assert_eq!(c["demo"], false, "the phone's data is real");
 }
 
+/// Two first connects at once (the app syncing in the foreground while its background task
+/// does): the one that commits second finds the connection on its retry and keeps it, so the
+/// user has one connection, announced once.
+async fn a_connect_that_lost_the_race_keeps_the_first(storage: Storage) {
+    use wearlab_domain::common::crypto::Secret;
+    use wearlab_domain::common::provider_catalog::catalog;
+    use wearlab_domain::linking::connections::{self, Committed, NewConnection};
+    use wearlab_domain::ports::providers::{ProviderAccount, ProviderCredentials};
+
+    let e = env(storage).await;
+    let user = e.t.create_user("phone-race").await;
+    let a = e.connect("apple_health_kit", ios_connect(&user)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let id = UserId::parse(&user).unwrap();
+    let key = keys::linking::connection(id, "apple_health_kit");
+    let stored = e.t.deps.table.get(&key).await.unwrap().unwrap();
+    // What the losing connect commits after its read found no connection.
+    let late = NewConnection {
+        provider: catalog().get("apple_health_kit").unwrap(),
+        account: ProviderAccount {
+            external_user_id: user.clone(),
+            credentials: ProviderCredentials {
+                access_token: Secret::new(""),
+                refresh_token: None,
+                expires_at: None,
+                scopes: vec!["HKQuantityTypeIdentifierStepCount".into()],
+            },
+        },
+        demo: false,
+        token: None,
+        extra_ops: vec![],
+        team_app_client_id: None,
+        import_op: None,
+    };
+    let done = connections::commit(&e.t.deps, e.t.team, id, late).await.unwrap();
+    assert!(matches!(done, Committed::Connected { .. }), "{done:?}");
+    let after = e.t.deps.table.get(&key).await.unwrap().unwrap();
+    assert_eq!((after.version, &after.body), (stored.version, &stored.body), "the first connection kept");
+    assert_eq!(e.connection_events().len(), 1, "announced once");
+
+    // And through the API, both at once.
+    let other = e.t.create_user("phone-race-2").await;
+    let (one, two) = tokio::join!(
+        e.connect("health_connect", android_connect(&other, "health_connect")),
+        e.connect("health_connect", android_connect(&other, "health_connect")),
+    );
+    assert_eq!((one.status, two.status), (StatusCode::OK, StatusCode::OK), "{} {}", one.body, two.body);
+    let created: Vec<_> = e.connection_events().into_iter().filter(|c| c["user_id"] == other).collect();
+    assert_eq!(created.len(), 1, "one connection, announced once: {created:?}");
+}
+
 async fn connect_refusals(storage: Storage) {
     let e = env(storage).await;
     let user = e.t.create_user("phone-2").await;
@@ -520,6 +571,7 @@ macro_rules! on_both {
 
 on_both!(
     connecting_is_idempotent_and_announced_once,
+    a_connect_that_lost_the_race_keeps_the_first,
     connect_refusals,
     no_pull_from_a_phone,
     a_refresh_fetches_nothing_for_a_phone,

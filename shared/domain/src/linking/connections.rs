@@ -183,6 +183,13 @@ pub struct NewConnection {
     pub import_op: Option<String>,
 }
 
+impl NewConnection {
+    /// Made by the mobile SDKs (see [`ConnectionRecord::from_phone`]).
+    pub fn from_phone(&self) -> bool {
+        !self.demo && self.provider.is_sdk()
+    }
+}
+
 /// How a commit ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Committed {
@@ -297,6 +304,12 @@ pub async fn commit(
         if let (Some(op), Some((old, _))) = (&new.import_op, &existing)
             && old.imported_by(team, op)
         {
+            return Ok(Committed::Connected { external_user_id: old.external_user_id.clone() });
+        }
+        // The phone connects before every sync: a connection that exists (one a concurrent
+        // connect made between its read and this commit, or a demo one) is the user's
+        // connection, kept as it is and not announced again.
+        if let (true, Some((old, _))) = (new.from_phone(), &existing) {
             return Ok(Committed::Connected { external_user_id: old.external_user_id.clone() });
         }
         // An import replaces the user's own connection (new tokens); a link to a provider the
