@@ -15,7 +15,9 @@
 //! - `activity`: the day's steps, the sum of its `steps` values.
 //! - `vo2_max`: the day's `{value, day_start_timestamp}`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -78,9 +80,59 @@ pub static DESCRIPTION: ProviderDescription = ProviderDescription {
     refresh: Refresh::Token { extra: &[] },
 };
 
+/// How long a day's document fetched for one resource may serve the others (see [`Days`]).
+pub const DAY_TTL: std::time::Duration = std::time::Duration::from_secs(120);
+/// Most days' documents kept at once.
+const DAYS_KEPT: usize = 256;
+
 pub struct Ultrahuman {
     api: Api,
+    days: Days,
 }
+
+/// The days' documents fetched in the last [`DAY_TTL`], by provider user and day. A day's document
+/// holds every metric, and the pipeline fetches resource by resource (a poll asks the same days
+/// for each), so one call serves them all. Each resource is served a document once: a resource
+/// asking again for a day it was served is a later poll or pull, which asks Ultrahuman again (and
+/// the new document serves the other resources in turn).
+#[derive(Default)]
+struct Days {
+    kept: Mutex<HashMap<(String, NaiveDate), Kept>>,
+}
+
+struct Kept {
+    at: Instant,
+    metrics: Arc<Vec<Metric>>,
+    served: HashSet<Resource>,
+}
+
+impl Days {
+    /// The document of `user`'s `day` for `resource`, when one fetched lately has not served it yet.
+    fn take(&self, user: &str, day: NaiveDate, resource: &Resource) -> Option<Arc<Vec<Metric>>> {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = kept.get_mut(&(user.to_owned(), day))?;
+        if entry.at.elapsed() > DAY_TTL || !entry.served.insert(resource.clone()) {
+            return None;
+        }
+        Some(entry.metrics.clone())
+    }
+
+    /// Keeps `metrics`, fetched now for `resource`, for the other resources.
+    fn keep(&self, user: &str, day: NaiveDate, resource: &Resource, metrics: Arc<Vec<Metric>>) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        kept.retain(|_, k| k.at.elapsed() <= DAY_TTL);
+        if kept.len() >= DAYS_KEPT
+            && let Some(oldest) = kept.iter().min_by_key(|(_, k)| k.at).map(|(key, _)| key.clone())
+        {
+            kept.remove(&oldest);
+        }
+        let served = HashSet::from([resource.clone()]);
+        kept.insert((user.to_owned(), day), Kept { at: Instant::now(), metrics, served });
+    }
+}
+
+/// One day with its metrics.
+type Day = (NaiveDate, Arc<Vec<Metric>>);
 
 impl Ultrahuman {
     /// The real hosts: the consent page at `auth.ultrahuman.com/authorise` (British spelling, as
@@ -91,7 +143,7 @@ impl Ultrahuman {
     }
 
     pub fn new(config: AppConfig) -> Self {
-        Self { api: Api::new(&DESCRIPTION, config) }
+        Self { api: Api::new(&DESCRIPTION, config), days: Days::default() }
     }
 
     /// The revoke endpoint beside the configured token endpoint (`.../oauth/token` ->
@@ -121,20 +173,30 @@ impl Ultrahuman {
         Ok(doc.data.map(|d| d.metric_data).unwrap_or_default())
     }
 
-    /// The metrics of every day from `from` to `to`, one call a day; days after tomorrow (UTC)
-    /// are not asked for, as they cannot have data yet.
+    /// The metrics of every day from `from` to `to` for `resource`, one call a day unless the
+    /// day's document fetched lately for another resource serves it ([`Days`]); days after
+    /// tomorrow (UTC) are not asked for, as they cannot have data yet.
     async fn days(
         &self,
         gate: &dyn RequestGate,
-        token: &str,
-        from: NaiveDate,
-        to: NaiveDate,
-    ) -> Result<Vec<(NaiveDate, Vec<Metric>)>, ProviderError> {
+        account: &ProviderAccount,
+        resource: &Resource,
+        (from, to): (NaiveDate, NaiveDate),
+    ) -> Result<Vec<Day>, ProviderError> {
+        let (user, token) = (&account.external_user_id, account.credentials.access_token.expose());
         let to = to.min(Utc::now().date_naive() + Duration::days(1));
         let mut out = Vec::new();
         let mut day = from;
         while day <= to {
-            out.push((day, self.day(gate, token, day).await?));
+            let metrics = match self.days.take(user, day, resource) {
+                Some(kept) => kept,
+                None => {
+                    let fetched = Arc::new(self.day(gate, token, day).await?);
+                    self.days.keep(user, day, resource, fetched.clone());
+                    fetched
+                }
+            };
+            out.push((day, metrics));
             day += Duration::days(1);
         }
         Ok(out)
@@ -259,11 +321,7 @@ fn asked(resource: &Resource, range: DateRange) -> (NaiveDate, NaiveDate) {
 }
 
 /// The records of `resource` over `range` in the metrics of `days` (each day with its document).
-fn records(
-    resource: &Resource,
-    range: DateRange,
-    days: &[(NaiveDate, Vec<Metric>)],
-) -> Result<Vec<Value>, ProviderError> {
+fn records(resource: &Resource, range: DateRange, days: &[Day]) -> Result<Vec<Value>, ProviderError> {
     let of = |kind| metrics_of(days, kind);
     let mut out = Vec::new();
     match resource {
@@ -310,10 +368,7 @@ fn records(
 }
 
 /// Every metric of `kind` (its `type`, in any case) in `days`, with its day.
-fn metrics_of<'a>(
-    days: &'a [(NaiveDate, Vec<Metric>)],
-    kind: &'a str,
-) -> impl Iterator<Item = (NaiveDate, &'a Metric)> + 'a {
+fn metrics_of<'a>(days: &'a [Day], kind: &'a str) -> impl Iterator<Item = (NaiveDate, &'a Metric)> + 'a {
     days.iter()
         .flat_map(|(day, metrics)| metrics.iter().map(move |m| (*day, m)))
         .filter(move |(_, m)| m.kind.eq_ignore_ascii_case(kind))
@@ -399,8 +454,7 @@ impl Adapter for Ultrahuman {
         if !RESOURCES.contains(resource) {
             return Err(ProviderError::Unsupported(format!("{SLUG} does not serve {resource}")));
         }
-        let (from, to) = asked(resource, range);
-        let days = self.days(gate, account.credentials.access_token.expose(), from, to).await?;
+        let days = self.days(gate, account, resource, asked(resource, range)).await?;
         let records = records(resource, range, &days)?;
         tracing::debug!(provider = SLUG, resource = %resource, records = records.len(), "fetched");
         Ok(FetchedResource { resource: resource.clone(), records })
@@ -482,7 +536,7 @@ mod tests {
     fn a_timeseries_keeps_the_samples_of_the_ranges_utc_days_from_the_days_around_it() {
         let day = |v: Vec<(i64, f64)>| {
             let values: Vec<Value> = v.iter().map(|(t, x)| json!({"timestamp": t, "value": x})).collect();
-            vec![metric("hr", json!({"values": values})), metric("hrv", json!({"values": []}))]
+            Arc::new(vec![metric("hr", json!({"values": values})), metric("hrv", json!({"values": []}))])
         };
         let days = vec![
             (d("2026-11-21"), day(vec![(1795248060, 68.0), (1795248120, 72.0)])),
@@ -509,14 +563,14 @@ mod tests {
     fn a_days_steps_are_its_activity_and_its_vo2_max_a_sample_at_the_days_start() {
         let days = vec![(
             d("2026-11-21"),
-            vec![
+            Arc::new(vec![
                 metric(
                     "steps",
                     json!({"values": [{"timestamp": 1795248060, "value": 100}, {"timestamp": 1795248120, "value": 150}]}),
                 ),
                 metric("vo2_max", json!({"value": 41.5, "day_start_timestamp": 1795219200})),
                 metric("active_minutes", json!({"value": 34, "day_start_timestamp": 1795219200})),
-            ],
+            ]),
         )];
         let range = DateRange { start: d("2026-11-21"), end: d("2026-11-21") };
         assert_eq!(
@@ -527,8 +581,22 @@ mod tests {
             records(&Resource::Vo2Max, range, &days).unwrap(),
             vec![json!({"timestamp": "2026-11-21T00:00:00Z", "value": 41.5, "unit": "mL/kg/min"})]
         );
-        let odd = vec![(d("2026-11-21"), vec![metric("hr", json!({"values": "none"}))])];
+        let odd = vec![(d("2026-11-21"), Arc::new(vec![metric("hr", json!({"values": "none"}))]))];
         assert!(matches!(records(&Resource::Heartrate, range, &odd), Err(ProviderError::Api(_))));
+    }
+
+    #[test]
+    fn a_days_document_serves_each_other_resource_once() {
+        let days = Days::default();
+        let day = d("2026-11-21");
+        assert!(days.take("u", day, &Resource::Sleep).is_none(), "nothing fetched yet");
+        days.keep("u", day, &Resource::Sleep, Arc::new(vec![metric("hr", json!({"values": []}))]));
+        assert!(days.take("u", day, &Resource::Sleep).is_none(), "sleep asking again is a new poll");
+        assert_eq!(days.take("u", day, &Resource::Heartrate).map(|m| m.len()), Some(1));
+        assert!(days.take("u", day, &Resource::Heartrate).is_none(), "served once");
+        assert!(days.take("other", day, &Resource::Hrv).is_none(), "another user's day");
+        assert!(days.take("u", d("2026-11-22"), &Resource::Hrv).is_none(), "another day");
+        assert!(days.take("u", day, &Resource::Hrv).is_some());
     }
 
     #[test]

@@ -151,7 +151,8 @@ async fn fetches_each_resource_with_its_unit_one_call_per_day_through_the_gate()
         ],
         "the 21st's UTC day, its last sample from Ultrahuman's next day"
     );
-    assert_eq!(dates(&fake)[3..], ["2026-11-20", "2026-11-21", "2026-11-22"], "a day more on each side");
+    // A day more on each side (20..22); the 21st's and 22nd's documents came with the sleep's calls.
+    assert_eq!(dates(&fake)[3..], ["2026-11-20"]);
 
     let hrv = fetch(Resource::Hrv, fixtures).await;
     assert_eq!(hrv.len(), 4);
@@ -193,6 +194,36 @@ async fn fetches_each_resource_with_its_unit_one_call_per_day_through_the_gate()
             Resource::Vo2Max
         ]
     );
+}
+
+#[tokio::test]
+async fn the_resources_of_one_poll_share_each_days_call_and_the_next_poll_asks_again() {
+    let (fake, ultrahuman) = setup().await;
+    let account = fake.account();
+    let poll = || async {
+        let mut records = 0;
+        for resource in ultrahuman.resources() {
+            let gate = Counting::new();
+            records += ultrahuman
+                .fetch(&account, resource, range("2026-11-21", "2026-11-22"), &gate)
+                .await
+                .unwrap()
+                .records
+                .len();
+        }
+        records
+    };
+    let first = poll().await;
+    // Sleep asked the 21st and 22nd, the timeseries the 20th and 23rd besides: each day once.
+    assert_eq!(dates(&fake), ["2026-11-21", "2026-11-22", "2026-11-20", "2026-11-23"]);
+    // The next poll asks every day again (new data may have come), once each.
+    fake.add_metric(
+        day("2026-11-22"),
+        json!({"type": "hr", "object": {"values": [{"timestamp": 1795339920, "value": 70}]}}),
+    );
+    let second = poll().await;
+    assert_eq!(dates(&fake)[4..], ["2026-11-21", "2026-11-22", "2026-11-20", "2026-11-23"]);
+    assert_eq!(second, first + 1, "the new heart rate sample is read");
 }
 
 #[tokio::test]
