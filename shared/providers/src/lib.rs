@@ -20,6 +20,7 @@ pub mod google_health;
 pub mod oura;
 pub mod polar;
 pub mod strava;
+pub mod ultrahuman;
 pub mod whoop;
 pub mod withings;
 
@@ -99,6 +100,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(google_health::GoogleHealth::new(config.clone(), urls)), config);
     let config = polar::DESCRIPTION.config(&var);
     add(Arc::new(polar::Polar::new(config.clone())), config);
+    let config = ultrahuman::DESCRIPTION.config(&var);
+    add(Arc::new(ultrahuman::Ultrahuman::new(config.clone())), config);
     all
 }
 
