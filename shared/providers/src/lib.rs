@@ -20,6 +20,7 @@ pub mod google_health;
 pub mod oura;
 pub mod polar;
 pub mod strava;
+pub mod suunto;
 pub mod whoop;
 pub mod withings;
 
@@ -99,6 +100,9 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(google_health::GoogleHealth::new(config.clone(), urls)), config);
     let config = polar::DESCRIPTION.config(&var);
     add(Arc::new(polar::Polar::new(config.clone())), config);
+    let config = suunto::DESCRIPTION.config(&var);
+    let key = var(suunto::SUBSCRIPTION_KEY_VAR);
+    add(Arc::new(suunto::Suunto::new(config.clone()).with_subscription_key(key)), config);
     all
 }
 
