@@ -123,6 +123,7 @@ async fn fetches_every_resource_with_units_converted() {
     let calls: u32 =
         ["workouts", "daily-activity-statistics", "sleep", "activity"].iter().map(|r| fake.calls(r)).sum();
     assert_eq!(gate.admitted(), calls as usize, "every data call admitted by the gate first");
+    assert_eq!(fake.calls("activity"), 1, "the five activity-sample series share one call per span");
 
     // Epoch-ms start, stop (else start plus totalTime), the offset's zone and local day.
     let w = &got[&Resource::Workouts];

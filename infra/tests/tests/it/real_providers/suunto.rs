@@ -172,7 +172,10 @@ async fn a_signed_notification_is_answered_at_once_and_its_poll_brings_the_new_w
     assert!(published(&r, "daily.data.workouts.created").is_empty());
 
     // A signed one is answered before Suunto is called: its data is fetched by the queued poll.
+    let sent = std::time::Instant::now();
     assert_eq!(deliver(&r, &fake::signed_push(NOTIFICATION_SECRET, body)).await, StatusCode::OK);
+    let answered = sent.elapsed();
+    assert!(answered < std::time::Duration::from_secs(2), "Suunto waits 2 s: answered in {answered:?}");
     assert_eq!(data_calls(&r), before, "no call to Suunto inside the request");
     drain(&r).await;
     let created = published(&r, "daily.data.workouts.created");
