@@ -2,8 +2,10 @@
 //! them: SSM SecureStrings under one path, read once at init, never environment variables of a
 //! function (where `lambda:GetFunctionConfiguration` would show them).
 //!
-//! `<path>/<slug>/client_secret` answers `WEARLAB_PROVIDER_<SLUG>_CLIENT_SECRET` and
-//! `<path>/<slug>/push_token` answers `WEARLAB_PROVIDER_<SLUG>_PUSH_TOKEN`; every other
+//! `<path>/<slug>/client_secret` answers `WEARLAB_PROVIDER_<SLUG>_CLIENT_SECRET`,
+//! `<path>/<slug>/push_token` answers `WEARLAB_PROVIDER_<SLUG>_PUSH_TOKEN` and
+//! `<path>/<slug>/subscription_key` answers `WEARLAB_PROVIDER_<SLUG>_SUBSCRIPTION_KEY` (Suunto's
+//! API Zone subscription key); every other
 //! variable still comes from the environment. [`ProviderVars::get`] is the lookup the providers
 //! crate parses its configuration through (`wearlab_providers::from_vars`), so that parsing
 //! stays in one place. Without `WEARLAB_PROVIDER_SECRETS_PATH` (the local stack, tests) every
@@ -18,7 +20,11 @@ pub const PROVIDER_SECRETS_PATH_VAR: &str = "WEARLAB_PROVIDER_SECRETS_PATH";
 
 /// The secrets a provider can have: the last segment of the parameter's name, and the suffix
 /// of the variable it answers.
-const SECRETS: [(&str, &str); 2] = [("client_secret", "_CLIENT_SECRET"), ("push_token", "_PUSH_TOKEN")];
+const SECRETS: [(&str, &str); 3] = [
+    ("client_secret", "_CLIENT_SECRET"),
+    ("push_token", "_PUSH_TOKEN"),
+    ("subscription_key", "_SUBSCRIPTION_KEY"),
+];
 
 /// Pages of `GetParametersByPath` read at most (10 parameters each): far more than the providers'
 /// secrets, a bound on a path holding something else.
@@ -26,8 +32,8 @@ const MAX_PAGES: usize = 50;
 
 const PROVIDER_VAR_PREFIX: &str = "WEARLAB_PROVIDER_";
 
-/// Whether `name` is a provider secret's variable (`WEARLAB_PROVIDER_<SLUG>_CLIENT_SECRET` or
-/// `..._PUSH_TOKEN`).
+/// Whether `name` is a provider secret's variable (`WEARLAB_PROVIDER_<SLUG>_CLIENT_SECRET`,
+/// `..._PUSH_TOKEN` or `..._SUBSCRIPTION_KEY`).
 pub fn is_provider_secret_var(name: &str) -> bool {
     name.strip_prefix(PROVIDER_VAR_PREFIX).is_some_and(|rest| {
         SECRETS.iter().any(|(_, suffix)| rest.len() > suffix.len() && rest.ends_with(suffix))
@@ -66,8 +72,8 @@ impl ProviderVars {
     ///
     /// Fails, naming a variable or a parameter and never showing a value, when the path is set
     /// and: the environment also holds a secret variable (secrets are never environment
-    /// variables of a deployment); a parameter under the path is not `<slug>/client_secret` or
-    /// `<slug>/push_token`; a provider's `..._CLIENT_ID` is configured and its
+    /// variables of a deployment); a parameter under the path is not `<slug>/client_secret`,
+    /// `<slug>/push_token` or `<slug>/subscription_key`; a provider's `..._CLIENT_ID` is configured and its
     /// `<slug>/client_secret` parameter is missing; SSM cannot be read.
     pub async fn load(
         config: &LazySdkConfig,
@@ -90,7 +96,7 @@ impl ProviderVars {
             let var = secret_var(&path, &name).ok_or_else(|| {
                 format!(
                     "SSM parameter {name} under {PROVIDER_SECRETS_PATH_VAR} ({path}) is not \
-                     {path}/<provider slug>/client_secret or .../push_token"
+                     {path}/<provider slug>/client_secret, .../push_token or .../subscription_key"
                 )
             })?;
             secrets.insert(var, value);
@@ -183,6 +189,11 @@ mod tests {
         ] {
             assert_eq!(var(other), None, "{other}");
         }
+        assert_eq!(
+            var("/wearlab/providers/suunto/subscription_key").as_deref(),
+            Some("WEARLAB_PROVIDER_SUUNTO_SUBSCRIPTION_KEY")
+        );
+        assert!(is_provider_secret_var("WEARLAB_PROVIDER_SUUNTO_SUBSCRIPTION_KEY"));
         assert!(is_provider_secret_var("WEARLAB_PROVIDER_POLAR_PUSH_TOKEN"));
         assert!(!is_provider_secret_var("WEARLAB_PROVIDER_POLAR_CLIENT_ID"));
         assert!(!is_provider_secret_var("WEARLAB_PROVIDER__PUSH_TOKEN"));

@@ -21,6 +21,7 @@ pub mod oura;
 pub mod polar;
 pub mod strava;
 pub mod ultrahuman;
+pub mod suunto;
 pub mod whoop;
 pub mod withings;
 
@@ -102,6 +103,9 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(polar::Polar::new(config.clone())), config);
     let config = ultrahuman::DESCRIPTION.config(&var);
     add(Arc::new(ultrahuman::Ultrahuman::new(config.clone())), config);
+    let config = suunto::DESCRIPTION.config(&var);
+    let key = var(suunto::SUBSCRIPTION_KEY_VAR);
+    add(Arc::new(suunto::Suunto::new(config.clone()).with_subscription_key(key)), config);
     all
 }
 

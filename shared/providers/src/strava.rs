@@ -123,16 +123,17 @@ pub struct Strava {
 
 /// SHA-256 of an access token: answers are kept for the token that read them, never handed to
 /// another connection, and the token itself is not copied into a key.
-type TokenDigest = [u8; 32];
+pub(crate) type TokenDigest = [u8; 32];
 
-fn digest(credentials: &ProviderCredentials) -> TokenDigest {
+pub(crate) fn digest(credentials: &ProviderCredentials) -> TokenDigest {
     Sha256::digest(credentials.access_token.expose().as_bytes()).into()
 }
 
 /// Answers kept for `life` per key, each fetched once however many callers ask for it at once:
-/// the first asks Strava, the others wait for its answer. A failure is not kept (the next caller
-/// asks again). At most `most` keys are kept; the oldest goes first.
-struct Kept<K, V> {
+/// the first asks the provider (Strava's lists and streams, Suunto's 24/7 activity samples), the
+/// others wait for its answer. A failure is not kept (the next caller asks again). At most `most`
+/// keys are kept; the oldest goes first.
+pub(crate) struct Kept<K, V> {
     life: std::time::Duration,
     most: usize,
     entries: Mutex<HashMap<K, Slot<V>>>,
@@ -142,11 +143,15 @@ struct Kept<K, V> {
 type Slot<V> = (Instant, Arc<OnceCell<Arc<V>>>);
 
 impl<K: Eq + Hash + Clone, V> Kept<K, V> {
-    fn new(life: std::time::Duration, most: usize) -> Self {
+    pub(crate) fn new(life: std::time::Duration, most: usize) -> Self {
         Self { life, most, entries: Mutex::new(HashMap::new()) }
     }
 
-    async fn get_or_fetch<F>(&self, key: K, fetch: impl FnOnce() -> F) -> Result<Arc<V>, ProviderError>
+    pub(crate) async fn get_or_fetch<F>(
+        &self,
+        key: K,
+        fetch: impl FnOnce() -> F,
+    ) -> Result<Arc<V>, ProviderError>
     where
         F: Future<Output = Result<V, ProviderError>>,
     {

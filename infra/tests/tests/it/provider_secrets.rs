@@ -18,8 +18,11 @@ async fn a_provider_is_live_with_its_secret_read_from_an_ssm_secure_string() {
     let ssm = aws_sdk_ssm::Client::new(&config);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let path = format!("/wearlab-test-{nanos}/providers");
-    for (name, value) in [("oura/client_secret", "oura-secret-value"), ("strava/push_token", "strava-verify")]
-    {
+    for (name, value) in [
+        ("oura/client_secret", "oura-secret-value"),
+        ("strava/push_token", "strava-verify"),
+        ("suunto/subscription_key", "suunto-key-value"),
+    ] {
         ssm.put_parameter()
             .name(format!("{path}/{name}"))
             .value(value)
@@ -38,6 +41,7 @@ async fn a_provider_is_live_with_its_secret_read_from_an_ssm_secure_string() {
     assert_eq!(vars.get("WEARLAB_PROVIDER_OURA_CLIENT_SECRET").as_deref(), Some("oura-secret-value"));
     assert_eq!(vars.get("WEARLAB_PROVIDER_STRAVA_PUSH_TOKEN").as_deref(), Some("strava-verify"));
     assert_eq!(vars.get("WEARLAB_PROVIDER_POLAR_PUSH_TOKEN"), None);
+    assert_eq!(vars.get("WEARLAB_PROVIDER_SUUNTO_SUBSCRIPTION_KEY").as_deref(), Some("suunto-key-value"));
     assert!(!format!("{vars:?}").contains("oura-secret-value"), "{vars:?}");
     let providers = wearlab_providers::from_vars(wearlab_sim::providers(), |k| vars.get(k));
     assert_eq!(providers.availability("oura"), ProviderAvailability::Live);

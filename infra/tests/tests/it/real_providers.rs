@@ -33,6 +33,7 @@ mod google_health;
 mod polar;
 mod strava;
 mod ultrahuman;
+mod suunto;
 mod whoop_withings;
 
 const PUSH_TOKEN: &str = "oura-push-token";

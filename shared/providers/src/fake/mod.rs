@@ -12,6 +12,7 @@ pub mod oura;
 pub mod polar;
 pub mod strava;
 pub mod ultrahuman;
+pub mod suunto;
 pub mod whoop;
 pub mod withings;
 

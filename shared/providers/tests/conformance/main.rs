@@ -9,6 +9,7 @@ mod oura;
 mod polar;
 mod strava;
 mod ultrahuman;
+mod suunto;
 mod whoop;
 mod withings;
 
