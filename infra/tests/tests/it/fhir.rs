@@ -307,6 +307,15 @@ async fn every_refusal_is_an_operation_outcome(t: TestApp) {
     let a = t.send(Method::POST, &format!("/fhir/Patient/{user}"), Some(&t.key), Some("{}")).await;
     assert_eq!(a.status, StatusCode::METHOD_NOT_ALLOWED, "{}", a.body);
     outcome(&a);
+
+    // A deleted user is gone from FHIR at once, its data with it.
+    heart_rate_days(&t, &user, 1, 2).await;
+    assert_eq!(t.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
+    for path in [format!("/fhir/Patient/{user}"), format!("{search}&date=ge2026-11-01")] {
+        let a = fhir(&t, &path).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{path}: {}", a.body);
+        outcome(&a);
+    }
 }
 
 async fn a_lab_orders_results_read_as_a_diagnostic_report(t: TestApp) {
