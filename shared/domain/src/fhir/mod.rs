@@ -330,7 +330,7 @@ mod tests {
         let mut p = Params::parse(Some("date=ge2026-11-01&date=lt2026-11-10"));
         assert_eq!(date_range(&mut p, today, 30), Some((day("2026-11-01"), day("2026-11-09"))));
         let mut p = Params::parse(Some("date=lt2026-11-10T12:00:00Z"));
-        assert_eq!(date_range(&mut p, today, 30), Some((day("2026-10-11"), day("2026-11-10"))));
+        assert_eq!(date_range(&mut p, today, 30), Some((day("2026-10-12"), day("2026-11-10"))));
         let mut p = Params::parse(Some("date=2026-11-05"));
         assert_eq!(date_range(&mut p, today, 30), Some((day("2026-11-05"), day("2026-11-05"))));
         assert!(p.finish(&["date"]).is_ok());
