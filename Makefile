@@ -9,11 +9,11 @@ PIP ?= python3 -m pip
 # Architecture of the Lambda artifacts: arm64 when the aarch64 target is installed, else x86_64.
 LAMBDA_ARCH ?= $(shell rustup target list --installed 2>/dev/null | grep -q aarch64-unknown-linux-gnu && echo arm64 || echo x86_64)
 
-.PHONY: help run test tools lambda-tools lint unit browser cfn-lint contract openapi watch watch-smoke bench package sam-build clean-local
+.PHONY: help run test tools lambda-tools fhir-tools lint unit fhir browser cfn-lint contract openapi watch watch-smoke bench package sam-build clean-local
 
 help:
 	@echo "make run      start the whole API on http://127.0.0.1:$(PORT) (embedded storage in .local/)"
-	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), cfn-lint + sam validate, contract fuzzing, make watch smoke"
+	@echo "make test     everything CI checks: fmt, clippy, tests (embedded + DynamoDB on moto), FHIR validation and client, cfn-lint + sam validate, contract fuzzing, make watch smoke"
 	@echo "make openapi  regenerate docs/openapi.json from the code"
 	@echo "make watch    the Lambda functions under cargo lambda watch, on AWS adapters pointed at moto"
 	@echo "make bench    benchmarks; figures go to docs/PERFORMANCE.md"
@@ -36,12 +36,32 @@ lambda-tools:
 	@command -v cargo-lambda >/dev/null || $(PIP) install --quiet 'cargo-lambda>=1.8'
 	@command -v sam >/dev/null || $(PIP) install --quiet 'aws-sam-cli>=1.140'
 
+# The FHIR checks' tools, from PyPI, in a virtualenv of their own (installed only when missing):
+# fhir.resources 6.4.0 is the last release whose models are FHIR R4 4.0.1 (later ones are R4B
+# and R5) and it needs pydantic 1, which the other Python tools here do not share; fhirclient
+# is SMART on FHIR's Python client.
+FHIR_VENV ?= target/fhir-venv
+FHIR_OUT = $(or $(CARGO_TARGET_DIR),target)/fhir-resources
+fhir-tools:
+	@test -x $(FHIR_VENV)/bin/python || python3 -m venv $(FHIR_VENV)
+	@$(FHIR_VENV)/bin/python -c 'import fhir.resources, fhirclient' 2>/dev/null || \
+		$(FHIR_VENV)/bin/python -m pip install --quiet 'fhir.resources==6.4.0' 'pydantic>=1.10,<2' 'fhirclient==4.4.0'
+
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 unit: tools
 	scripts/with-moto $(CARGO) nextest run --workspace --locked --no-fail-fast
+
+# FHIR R4 checked by tools no one here wrote (docs/FHIR.md): every resource the fhir tests
+# answer (on both adapters) is validated with fhir.resources, then fhirclient reads a patient and
+# pages through its Observations on a local stack.
+fhir: tools fhir-tools
+	rm -rf $(FHIR_OUT)
+	scripts/with-moto $(CARGO) nextest run -p wearlab-tests --locked -E 'test(/fhir/)'
+	$(FHIR_VENV)/bin/python infra/tests/fhir/validate.py $(FHIR_OUT)
+	FHIR_PYTHON=$(FHIR_VENV)/bin/python scripts/fhir-client-test
 
 # The hosted pages (link widget, user portal) in headless Debian Chromium, driven by the pinned
 # playwright-core against a local stack the tests start (infra/browser-tests; screenshots in
@@ -79,7 +99,7 @@ contract: tools
 openapi:
 	$(CARGO) run --quiet --locked --bin wearlab-local -- --print-openapi > docs/openapi.json
 
-test: tools lint unit browser cfn-lint contract watch-smoke
+test: tools lint unit fhir browser cfn-lint contract watch-smoke
 	@echo "make test: all checks passed"
 
 watch: tools lambda-tools

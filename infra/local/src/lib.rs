@@ -446,6 +446,7 @@ pub fn routes() -> wearlab_web::Routes {
         .merge(lab_api::routes())
         .merge(data_api::routes())
         .merge(sdk_api::routes())
+        .merge(fhir_api::routes())
 }
 
 /// Every router of every API function, served together on `ports`, `/openapi.json` included.

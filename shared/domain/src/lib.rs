@@ -1,7 +1,7 @@
 //! Wearlab's rules: use cases over small ports.
 //!
 //! One folder per area of the product (`teams`, `users`, `events`, `linking`, `lab`,
-//! `pipeline`, `bulk`, `lifecycle`, `webhooks`, `phone`), and what every area uses: `common` (parsed
+//! `pipeline`, `bulk`, `lifecycle`, `webhooks`, `phone`, `fhir`), and what every area uses: `common` (parsed
 //! values, errors, sealing, the rules every request passes), `keys` (every storage key) and
 //! `ports` (what the use cases need from outside). Handlers parse input into the types here,
 //! call one use case, and map its result to JSON. Nothing in this crate knows about HTTP, Lambda
@@ -11,6 +11,7 @@
 // `common`, `keys` and `ports`, never one below (the architecture test checks it).
 pub mod bulk;
 pub mod events;
+pub mod fhir;
 pub mod lab;
 pub mod lifecycle;
 pub mod linking;

@@ -122,12 +122,13 @@ impl What {
                 }
             }
         }
-        // A route that names its user in the query instead (`GET /v3/orders?user_id=`).
+        // A route that names its user in the query instead (`GET /v3/orders?user_id=`; a FHIR
+        // search's `subject=Patient/{id}` or `patient=`).
         if user.is_none() {
             user = req.uri().query().and_then(|q| {
                 form_urlencoded::parse(q.as_bytes())
-                    .find(|(k, _)| k == "user_id")
-                    .map(|(_, v)| v.into_owned())
+                    .find(|(k, _)| k == "user_id" || k == "subject" || k == "patient")
+                    .map(|(_, v)| v.trim_start_matches("Patient/").to_owned())
             });
         }
         Self {

@@ -102,13 +102,15 @@ where
     }
 }
 
-/// An error answer whose body is neither JSON nor a page.
+/// An error answer whose body is neither JSON (the API's, or FHIR's `OperationOutcome`) nor a page.
 fn needs_rewrite(response: &Response) -> bool {
     if !(response.status().is_client_error() || response.status().is_server_error()) {
         return false;
     }
     let kind = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    !(kind.starts_with("application/json") || kind.starts_with("text/html"))
+    !(kind.starts_with("application/json")
+        || kind.starts_with("application/fhir+json")
+        || kind.starts_with("text/html"))
 }
 
 async fn rewrite(response: Response, hosted: bool) -> Response {

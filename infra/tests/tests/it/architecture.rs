@@ -54,7 +54,7 @@ const LAYERS: &[&[&str]] = &[
     &["events"],
     &["linking", "lab"],
     &["pipeline"],
-    &["bulk", "lifecycle", "webhooks", "phone"],
+    &["bulk", "lifecycle", "webhooks", "phone", "fhir"],
 ];
 
 /// The room of a domain source file (a path relative to `shared/domain/src`).

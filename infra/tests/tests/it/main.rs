@@ -11,6 +11,7 @@ mod contract;
 mod crash;
 mod docs_names;
 mod fair_use;
+mod fhir;
 mod function_ports;
 mod gzip_bodies;
 mod hardening;

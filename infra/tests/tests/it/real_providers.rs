@@ -678,3 +678,28 @@ async fn removing_an_oura_connection_revokes_the_token_at_oura() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.calls("revoke"), 1);
 }
+
+/// Real Oura's data, pulled from its fake (the fixtures of Oura's published OpenAPI document),
+/// reads as FHIR Observations named after Oura, each kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn oura_data_reads_as_fhir_observations() {
+    let r = real_oura().await;
+    let user = linked_user(&r, "oura-fhir").await;
+    drain(&r).await;
+    let a =
+        r.t.get(&format!(
+            "/fhir/Observation?subject=Patient/{user}&date=ge2024-11-26&date=le2026-11-25&_count=100"
+        ))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let entries = a.body["entry"].as_array().unwrap();
+    let codes: std::collections::BTreeSet<&str> =
+        entries.iter().map(|e| e["resource"]["code"]["coding"][0]["code"].as_str().unwrap()).collect();
+    assert!(codes.contains("8867-4"), "Oura's heart rate: {codes:?}");
+    assert!(
+        entries.iter().all(|e| e["resource"]["meta"]["source"] == "urn:wearlab:provider:oura"),
+        "{}",
+        a.body
+    );
+}

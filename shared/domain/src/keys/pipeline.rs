@@ -73,6 +73,11 @@ pub fn provider_of(sk: &str) -> Option<&str> {
     sk.split('#').nth(4).map(|p| p.split_once(SOURCE_SEPARATOR).map_or(p, |(provider, _)| provider))
 }
 
+/// The UTC day a series sort key (a day's own item or one of its parts) names.
+pub fn series_date_of(sk: &str) -> Option<NaiveDate> {
+    sk.split('#').nth(3).and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok())
+}
+
 pub fn series_range(resource: &Resource, start: NaiveDate, end: NaiveDate) -> (String, String) {
     (format!("{SERIES_PREFIX}{resource}#{start}#"), format!("{SERIES_PREFIX}{resource}#{end}#~"))
 }

@@ -145,6 +145,95 @@ pub fn is_timeseries(resource: &Resource) -> bool {
         && catalog().all().iter().any(|p| p.data_resources().any(|r| r == resource))
 }
 
+/// One stored day of a timeseries of one provider (and source): every sample of its parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesDay {
+    /// The UTC day.
+    pub date: NaiveDate,
+    pub provider: String,
+    pub group: SampleGroup,
+}
+
+/// Whole stored days of a timeseries, oldest first, and where the next ones start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesDays {
+    pub days: Vec<SeriesDay>,
+    /// Pass back as `after` for the days that follow; `None` when there are none.
+    pub next: Option<String>,
+}
+
+/// Items one round trip of [`series_days`] asks for.
+pub const SERIES_DAYS_READ: u32 = 100;
+
+/// At most `max_days` whole stored days of `resource` in `days`, after the position `after`
+/// (a previous answer's `next`), each with every one of its parts. The caller has checked the
+/// user. A day is never cut: its parts are read to its end, so a page of N days costs about
+/// (their items) / [`SERIES_DAYS_READ`] + 1 round trips, however much else the user holds (a
+/// day of 1-second samples is 44 items).
+pub async fn series_days(
+    deps: &Deps,
+    user: UserId,
+    resource: &Resource,
+    days: Days,
+    after: Option<&str>,
+    max_days: usize,
+) -> Result<SeriesDays, DomainError> {
+    let partition = keys::user_partition(user);
+    let (from, to) = pkeys::series_range(resource, days.start, days.end);
+    let mut cursor = match after {
+        Some(sk) if sk > from.as_str() && sk <= to.as_str() => {
+            Some(Cursor { pk: partition.clone(), sk: sk.to_owned(), gsi1: None })
+        }
+        Some(_) => return Err(StoreError::InvalidCursor.into()),
+        None => None,
+    };
+    let mut out: Vec<SeriesDay> = Vec::new();
+    // The day being read: its own sort key, its number of parts, what it holds so far.
+    let mut current: Option<(String, u32, SeriesDay)> = None;
+    let mut previous_sk: Option<String> = None;
+    loop {
+        // No more items than the days still wanted (and the one that shows the last is whole)
+        // could hold: a page's last round trip does not read on into days it will not answer.
+        let wanted = (max_days.max(1) - out.len()).min(SERIES_DAYS_READ as usize - 1) as u32 + 1;
+        let q = Query::partition(partition.clone()).between(&from, &to).limit(wanted).after(cursor);
+        let page = deps.table.query(q).await?;
+        for item in &page.items {
+            let (part, day_sk) = pkeys::series_part_of(&item.key.sk);
+            if part == 1 {
+                if let Some((_, _, day)) = current.take() {
+                    out.push(day);
+                }
+                if out.len() >= max_days.max(1) {
+                    return Ok(SeriesDays { days: out, next: previous_sk });
+                }
+                let provider = pkeys::provider_of(&item.key.sk).unwrap_or_default().to_owned();
+                let date = pkeys::series_date_of(&item.key.sk)
+                    .ok_or_else(|| StoreError::Corrupt(format!("no day in {}", item.key.sk)))?;
+                let s: Stored = item.decode()?;
+                let parts = s.parts.unwrap_or(1);
+                let group = s.into_group(&provider)?;
+                current = Some((day_sk.to_owned(), parts, SeriesDay { date, provider, group }));
+            } else if let Some((own, parts, day)) = current.as_mut()
+                && own.as_str() == day_sk
+                && part <= *parts
+            {
+                // Parts beyond the day's count are left from a day that once had more samples.
+                let s: Stored = item.decode()?;
+                day.group.data.extend(s.into_group(&day.provider)?.data);
+            }
+            previous_sk = Some(item.key.sk.clone());
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    if let Some((_, _, day)) = current.take() {
+        out.push(day);
+    }
+    Ok(SeriesDays { days: out, next: None })
+}
+
 /// One page of grouped samples of `resource` in `days`.
 pub async fn timeseries(
     deps: &Deps,

@@ -182,3 +182,24 @@ async fn a_refused_dexcom_token_is_refreshed_with_the_teams_app_and_the_poll_goe
     assert_eq!(today.len(), 1, "{today:?}");
     assert_eq!((today[0]["value"].as_f64(), today[0]["unit"].as_str()), (Some(6.1 * 18.0182), Some("mg/dL")));
 }
+
+/// Real Dexcom's readings (its published API's examples, from the fake) read as FHIR glucose
+/// Observations in mg/dL, each kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn dexcom_glucose_reads_as_fhir_observations() {
+    let (r, _) = real_dexcom().await;
+    let (user, _) = link_through(&r, "dexcom_v3", "dexcom-fhir").await;
+    drain(&r).await;
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&code=2339-0&date=ge2026-11-21&date=le2026-11-23");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let entries = a.body["entry"].as_array().unwrap();
+    assert!(!entries.is_empty(), "{}", a.body);
+    for e in entries {
+        let o = &e["resource"];
+        assert_eq!(o["valueQuantity"]["code"], "mg/dL", "{o}");
+        assert_eq!(o["meta"]["source"], "urn:wearlab:provider:dexcom_v3", "{o}");
+    }
+}

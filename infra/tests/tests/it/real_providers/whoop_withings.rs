@@ -312,3 +312,30 @@ async fn a_whoop_push_polls_only_the_team_whose_secret_signed_it() {
         );
     }
 }
+
+/// The user's Observations over the fixtures' days as FHIR answers them, each named after
+/// `provider`, kept for the FHIR validator (`make fhir`).
+async fn fhir_observations<F>(r: &Real<F>, user: &str, provider: &str) {
+    drain(r).await;
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&date=ge2025-11-01&date=le2026-11-30&_count=100");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let entries = a.body["entry"].as_array().unwrap();
+    let source = format!("urn:wearlab:provider:{provider}");
+    assert!(entries.iter().all(|e| e["resource"]["meta"]["source"] == source.as_str()), "{}", a.body);
+}
+
+/// Real Withings's and WHOOP's pulled timeseries (the fixtures of their published documents,
+/// from the fakes; the fakes serve few) read as FHIR Observations named after each, and the
+/// Bundles are kept for the validator whatever they hold.
+#[tokio::test]
+async fn withings_and_whoop_data_read_as_fhir_observations() {
+    let withings = real_withings().await;
+    let (user, _) = link_through(&withings, "withings", "withings-fhir").await;
+    fhir_observations(&withings, &user, "withings").await;
+    let whoop = real_whoop().await;
+    let (user, _) = link_through(&whoop, "whoop_v2", "whoop-fhir").await;
+    fhir_observations(&whoop, &user, "whoop_v2").await;
+}

@@ -105,3 +105,15 @@ pub async fn of_user(
     let now = deps.now();
     Ok(out.iter().map(|r| r.to_wire(links, &key, now)).collect())
 }
+
+/// Every order of one user as stored, oldest first, without asking the lab (reads that change
+/// nothing: the FHIR API; see [`super::stored`]). One query of the user's orders.
+pub async fn stored_of_user(deps: &Deps, user_id: UserId) -> Result<Vec<OrderRecord>, DomainError> {
+    let q = Query::partition(crate::keys::user_partition(user_id)).prefix(keys::ORDER_PREFIX);
+    let mut out = Vec::new();
+    for item in query_all(deps.table.as_ref(), q, 1_000).await? {
+        out.push(item.decode::<OrderRecord>()?);
+    }
+    out.sort_by_key(|o| o.created_at);
+    Ok(out)
+}

@@ -31,7 +31,7 @@ use crate::ports::lab_network::{LabRequest, status_group};
 use crate::ports::{Condition, StoreError, WriteOp};
 use crate::users::load_active;
 
-pub use listing::{OrderFilter, list, of_user};
+pub use listing::{OrderFilter, list, of_user, stored_of_user};
 pub use new_order::{NewOrder, network_physician};
 pub use record::OrderRecord;
 pub use sync::advance_due;
@@ -205,6 +205,28 @@ pub async fn results(
         DomainError::NotFound(format!("Results of order {order_id} are not available yet."))
     })?;
     Ok(item.decode::<ResultsRecord>()?.into_wire(&rec))
+}
+
+/// An order of the team and its results as stored (`None` before the lab reported any),
+/// without asking the lab: for reads that change nothing (the FHIR API). The minute sweep
+/// applies the lab's due changes, so what is stored is at most about a minute behind. Two or
+/// three reads (the pointer, the user, the order; the results).
+pub async fn stored(
+    deps: &Deps,
+    team: TeamId,
+    order_id: Uuid,
+) -> Result<(OrderRecord, Option<OrderResults>), DomainError> {
+    let (rec, _) = load(deps, team, order_id).await?;
+    let results = stored_results(deps, &rec).await?;
+    Ok((rec, results))
+}
+
+/// The results stored for an order, if the lab reported any.
+pub async fn stored_results(deps: &Deps, rec: &OrderRecord) -> Result<Option<OrderResults>, DomainError> {
+    match deps.table.get(&keys::order_results(rec.user_id, rec.id)).await? {
+        Some(item) => Ok(Some(item.decode::<ResultsRecord>()?.into_wire(rec))),
+        None => Ok(None),
+    }
 }
 
 /// The requisition of a team's order.

@@ -1,0 +1,301 @@
+//! The one table of what every Observation of wearable data is coded with: the Wearlab
+//! timeseries it is read from, its LOINC code, its UCUM unit, its category and profile, and how
+//! a day of samples becomes one value. `docs/FHIR.md` lists the same table, with each code's
+//! source; a test checks that the two agree.
+//!
+//! Sources: the codes and units the FHIR R4 vital-signs profile requires
+//! (<https://hl7.org/fhir/R4/observation-vitalsigns.html>: heart rate 8867-4 in `/min`,
+//! respiratory rate 9279-1, oxygen saturation 2708-6 in `%`, body temperature 8310-5 in `Cel`,
+//! body weight 29463-7 in `kg`, BMI 39156-5 in `kg/m2`, blood pressure panel 85354-9 with
+//! systolic 8480-6 and diastolic 8462-4 in `mm[Hg]`); the other LOINC codes from their
+//! pages at <https://loinc.org/> (59408-5, 80404-7, 41982-0, 2339-0, 55423-8, 41981-2); UCUM
+//! from <https://ucum.org/ucum> (`/min`, `ms`, `%`, `Cel`, `kg`, `kg/m2`, `mg/dL`, `mm[Hg]`,
+//! `kcal`, and the annotation `{steps}`).
+
+use wearlab_models::Resource;
+use wearlab_models::data::GLUCOSE_MG_DL_PER_MMOL_L;
+
+/// LOINC's system URI.
+pub const LOINC: &str = "http://loinc.org";
+/// UCUM's system URI.
+pub const UCUM: &str = "http://unitsofmeasure.org";
+/// FHIR's Observation category code system.
+pub const CATEGORY_SYSTEM: &str = "http://terminology.hl7.org/CodeSystem/observation-category";
+
+/// An Observation category (FHIR's `observation-category` value set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    VitalSigns,
+    Activity,
+    Laboratory,
+}
+
+impl Category {
+    pub fn code(self) -> &'static str {
+        match self {
+            Category::VitalSigns => "vital-signs",
+            Category::Activity => "activity",
+            Category::Laboratory => "laboratory",
+        }
+    }
+
+    pub fn display(self) -> &'static str {
+        match self {
+            Category::VitalSigns => "Vital Signs",
+            Category::Activity => "Activity",
+            Category::Laboratory => "Laboratory",
+        }
+    }
+
+    pub const ALL: [Category; 3] = [Category::VitalSigns, Category::Activity, Category::Laboratory];
+}
+
+/// How a day of samples becomes the Observation's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    /// The mean of the day's samples (rates, levels, measurements).
+    Mean,
+    /// The sum of the day's samples (counts and energy over the day).
+    Sum,
+}
+
+/// A LOINC coding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loinc {
+    pub code: &'static str,
+    pub display: &'static str,
+}
+
+/// A unit a Wearlab sample may carry for this code, and the factor to the code's UCUM unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Accepts {
+    pub wearlab: &'static str,
+    pub factor: f64,
+}
+
+const fn same(wearlab: &'static str) -> Accepts {
+    Accepts { wearlab, factor: 1.0 }
+}
+
+/// One coded Observation of a Wearlab timeseries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Code {
+    pub resource: Resource,
+    /// The Observation's code; `also` are further codings of the same concept.
+    pub loinc: Loinc,
+    pub also: &'static [Loinc],
+    /// The UCUM code of the value (and of each component) and its human unit.
+    pub ucum: &'static str,
+    pub unit: &'static str,
+    pub accepts: &'static [Accepts],
+    pub category: Category,
+    /// The FHIR profile the Observation follows, when one applies.
+    pub profile: Option<&'static str>,
+    pub aggregate: Aggregate,
+    /// Blood pressure: the systolic and diastolic components (the Observation has no value).
+    pub components: Option<(Loinc, Loinc)>,
+}
+
+const VITALS: &str = "http://hl7.org/fhir/StructureDefinition/";
+
+#[allow(clippy::too_many_arguments)]
+fn code(
+    resource: Resource,
+    loinc: (&'static str, &'static str),
+    ucum: &'static str,
+    unit: &'static str,
+    accepts: &'static [Accepts],
+    category: Category,
+    profile: Option<&'static str>,
+    aggregate: Aggregate,
+) -> Code {
+    Code {
+        resource,
+        loinc: Loinc { code: loinc.0, display: loinc.1 },
+        also: &[],
+        ucum,
+        unit,
+        accepts,
+        category,
+        profile,
+        aggregate,
+        components: None,
+    }
+}
+
+/// Every code emitted for wearable data, in the order a search walks them.
+// The units each code reads (see `Code::accepts`).
+const PER_MINUTE: &[Accepts] = &[same("bpm")];
+const PERCENT: &[Accepts] = &[same("%"), same("percent")];
+const CELSIUS: &[Accepts] = &[same("°C")];
+const MMHG: &[Accepts] = &[same("mmHg")];
+const KG: &[Accepts] = &[same("kg"), Accepts { wearlab: "lb", factor: 0.453_592_37 }];
+const KG_M2: &[Accepts] = &[same("kg/m2"), same("kg/m²")];
+const MS: &[Accepts] = &[same("ms")];
+const MG_DL: &[Accepts] = &[same("mg/dL"), Accepts { wearlab: "mmol/L", factor: GLUCOSE_MG_DL_PER_MMOL_L }];
+const COUNT: &[Accepts] = &[same("count")];
+const KCAL: &[Accepts] = &[same("kcal")];
+
+pub fn codes() -> &'static [Code] {
+    use Aggregate::{Mean, Sum};
+    use Category::{Activity, Laboratory, VitalSigns};
+    static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
+        vec![
+            code(
+                Resource::Heartrate,
+                ("8867-4", "Heart rate"),
+                "/min",
+                "beats/minute",
+                PER_MINUTE,
+                VitalSigns,
+                Some("heartrate"),
+                Mean,
+            ),
+            code(
+                Resource::RespiratoryRate,
+                ("9279-1", "Respiratory rate"),
+                "/min",
+                "breaths/minute",
+                PER_MINUTE,
+                VitalSigns,
+                Some("resprate"),
+                Mean,
+            ),
+            Code {
+                also: &[Loinc {
+                    code: "59408-5",
+                    display: "Oxygen saturation in Arterial blood by Pulse oximetry",
+                }],
+                ..code(
+                    Resource::BloodOxygen,
+                    ("2708-6", "Oxygen saturation in Arterial blood"),
+                    "%",
+                    "%",
+                    PERCENT,
+                    VitalSigns,
+                    Some("oxygensat"),
+                    Mean,
+                )
+            },
+            code(
+                Resource::BodyTemperature,
+                ("8310-5", "Body temperature"),
+                "Cel",
+                "Cel",
+                CELSIUS,
+                VitalSigns,
+                Some("bodytemp"),
+                Mean,
+            ),
+            Code {
+                components: Some((
+                    Loinc { code: "8480-6", display: "Systolic blood pressure" },
+                    Loinc { code: "8462-4", display: "Diastolic blood pressure" },
+                )),
+                ..code(
+                    Resource::BloodPressure,
+                    ("85354-9", "Blood pressure panel with all children optional"),
+                    "mm[Hg]",
+                    "mmHg",
+                    MMHG,
+                    VitalSigns,
+                    Some("bp"),
+                    Mean,
+                )
+            },
+            code(
+                Resource::Weight,
+                ("29463-7", "Body weight"),
+                "kg",
+                "kg",
+                KG,
+                VitalSigns,
+                Some("bodyweight"),
+                Mean,
+            ),
+            code(
+                Resource::BodyMassIndex,
+                ("39156-5", "Body mass index (BMI) [Ratio]"),
+                "kg/m2",
+                "kg/m2",
+                KG_M2,
+                VitalSigns,
+                Some("bmi"),
+                Mean,
+            ),
+            code(
+                Resource::Hrv,
+                ("80404-7", "R-R interval.standard deviation (Heart rate variability)"),
+                "ms",
+                "ms",
+                MS,
+                VitalSigns,
+                None,
+                Mean,
+            ),
+            code(
+                Resource::Fat,
+                ("41982-0", "Percentage of body fat Measured"),
+                "%",
+                "%",
+                PERCENT,
+                VitalSigns,
+                None,
+                Mean,
+            ),
+            code(
+                Resource::Glucose,
+                ("2339-0", "Glucose [Mass/volume] in Blood"),
+                "mg/dL",
+                "mg/dL",
+                MG_DL,
+                Laboratory,
+                None,
+                Mean,
+            ),
+            code(
+                Resource::Steps,
+                ("55423-8", "Number of steps in unspecified time Pedometer"),
+                "{steps}",
+                "steps",
+                COUNT,
+                Activity,
+                None,
+                Sum,
+            ),
+            code(
+                Resource::CaloriesActive,
+                ("41981-2", "Calories burned"),
+                "kcal",
+                "kcal",
+                KCAL,
+                Activity,
+                None,
+                Sum,
+            ),
+        ]
+    });
+    &CODES
+}
+
+impl Code {
+    /// The profile's canonical URL.
+    pub fn profile_url(&self) -> Option<String> {
+        self.profile.map(|p| format!("{VITALS}{p}"))
+    }
+
+    /// A sample's value in the code's unit, or `None` for a unit it does not read.
+    pub fn convert(&self, unit: &str, value: f64) -> Option<f64> {
+        self.accepts.iter().find(|a| a.wearlab == unit).map(|a| value * a.factor)
+    }
+
+    /// Whether a search's `code` token (`[system|]code`) names this code.
+    pub fn matches(&self, token: &str) -> bool {
+        let (system, code) = match token.split_once('|') {
+            Some((s, c)) => (Some(s), c),
+            None => (None, token),
+        };
+        system.is_none_or(|s| s.is_empty() || s == LOINC)
+            && (self.loinc.code == code || self.also.iter().any(|l| l.code == code))
+    }
+}

@@ -1,0 +1,247 @@
+//! `Observation` of wearable data: one per stored day of a timeseries of one provider and
+//! source (a period summary), coded from [`super::codes`]. A day of 1-second heart rate is one
+//! Observation (the day's mean over its `effectivePeriod`), not 86,400: a page of N
+//! Observations reads N stored days, whatever else the user holds.
+//!
+//! Search: `Observation?subject=Patient/{id}&code=&category=&date=&_count=`, paged by `_cursor`.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use wearlab_models::data::Sample;
+
+use super::codes::{Aggregate, CATEGORY_SYSTEM, Category, Code, LOINC, UCUM, codes};
+use super::{Cursor, FhirError, Params, date_range, instant, patient_reference, searchset, subject};
+use crate::Deps;
+use crate::DomainError;
+use crate::common::ids::{TeamId, UserId};
+use crate::pipeline::read::{self, Days, MAX_RANGE_DAYS, SeriesDay};
+use crate::ports::StoreError;
+
+/// The parameters an Observation search takes.
+pub const SEARCH_PARAMS: &[&str] =
+    &["subject", "patient", "code", "category", "date", "_count", "_cursor", "_format"];
+
+/// Days a search without a lower `date` bound covers, up to its upper bound (default today).
+pub const DEFAULT_DAYS: i64 = 30;
+
+/// A parsed Observation search.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub user: UserId,
+    /// The codes searched (indices into [`codes`]), in table order.
+    pub codes: Vec<usize>,
+    pub days: Option<Days>,
+    pub count: usize,
+    pub cursor: Option<Cursor>,
+    params: Params,
+}
+
+impl Search {
+    /// Reads the query string; anything unsupported or unreadable is a 400 naming it.
+    pub fn parse(query: Option<&str>, today: chrono::NaiveDate) -> Result<Self, FhirError> {
+        let mut p = Params::parse(query);
+        let user = subject(&mut p)?;
+        let tokens: Vec<String> = split(p.all("code"));
+        // `None`: a category Wearlab does not emit, which matches nothing.
+        let mut categories: Vec<Option<Category>> = Vec::new();
+        for c in split(p.all("category")) {
+            let (system, code) = c.split_once('|').map_or((None, c.as_str()), |(s, c)| (Some(s), c));
+            match Category::ALL.iter().find(|k| k.code() == code) {
+                Some(k) if system.is_none_or(|s| s.is_empty() || s == CATEGORY_SYSTEM) => {
+                    categories.push(Some(*k))
+                }
+                _ => categories.push(None),
+            }
+        }
+        let range = date_range(&mut p, today, DEFAULT_DAYS);
+        let count = p.count();
+        let cursor = p.one("_cursor").map(|c| Cursor::decode(&c)).transpose()?;
+        let days = match range {
+            Some((start, end)) if (end - start).num_days() >= MAX_RANGE_DAYS => {
+                p.problem(format!("a date range spans at most {MAX_RANGE_DAYS} days"));
+                None
+            }
+            Some((start, end)) if start <= end => Some(Days { start, end }),
+            _ => None,
+        };
+        let params = p.clone();
+        p.finish(SEARCH_PARAMS)?;
+        let selected = codes()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| tokens.is_empty() || tokens.iter().any(|t| c.matches(t)))
+            .filter(|(_, c)| categories.is_empty() || categories.iter().flatten().any(|k| *k == c.category))
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self { user, codes: selected, days, count, cursor, params })
+    }
+}
+
+/// Comma-separated values (FHIR's "or") of every occurrence, flattened.
+fn split(values: Vec<String>) -> Vec<String> {
+    values.iter().flat_map(|v| v.split(',')).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
+/// One page of a search: a `searchset` Bundle, its `next` link when more may follow. Costs the
+/// user's read (one) and about (the stored items of the page's days) / 100 + 1 reads per code
+/// searched.
+pub async fn search(deps: &Deps, team: TeamId, base: &str, query: Option<&str>) -> Result<Value, FhirError> {
+    let s = Search::parse(query, deps.now().date_naive())?;
+    super::patient::check(deps, team, s.user).await?;
+    let self_url = format!("{base}/Observation?{}", query.unwrap_or_default());
+    let Some(days) = s.days else {
+        return Ok(searchset(base, Vec::new(), &self_url, None));
+    };
+    let (entries, next) = page(deps, s.user, &s.codes, days, s.count, s.cursor.clone()).await?;
+    let next_url = next.map(|c| format!("{base}/Observation?{}", s.params.query_with_cursor(&c.encode())));
+    Ok(searchset(base, entries, &self_url, next_url))
+}
+
+/// A Bundle entry: resource type, id, resource.
+pub type Entry = (String, String, Value);
+
+/// At most `count` Observations of the user's `selected` codes (indices into [`codes`], walked in
+/// that order) in `days`, from `cursor` (its `i` a position in `selected`), and where the next
+/// page starts (`None`: every selected code is read to its end).
+pub async fn page(
+    deps: &Deps,
+    user: UserId,
+    selected: &[usize],
+    days: Days,
+    count: usize,
+    cursor: Option<Cursor>,
+) -> Result<(Vec<Entry>, Option<Cursor>), FhirError> {
+    let mut entries = Vec::new();
+    let (first, mut after) = match cursor {
+        Some(c) => (c.i, c.after),
+        None => (0, None),
+    };
+    for (pos, &i) in selected.iter().enumerate().skip(first) {
+        let remaining = count.saturating_sub(entries.len());
+        if remaining == 0 {
+            return Ok((entries, Some(Cursor { i: pos, after })));
+        }
+        let code = &codes()[i];
+        let got = read::series_days(deps, user, &code.resource, days, after.take().as_deref(), remaining)
+            .await
+            .map_err(|e| match e {
+                DomainError::Store(StoreError::InvalidCursor) => {
+                    FhirError::Invalid(vec!["_cursor is not one this server gave".into()])
+                }
+                e => e.into(),
+            })?;
+        entries.extend(got.days.iter().filter_map(|d| of_day(code, user, d)));
+        if let Some(n) = got.next {
+            return Ok((entries, Some(Cursor { i: pos, after: Some(n) })));
+        }
+    }
+    Ok((entries, None))
+}
+
+/// A stable id of the Observation of one stored day (a FHIR id: at most 64 of `[A-Za-z0-9.-]`).
+fn id_of(user: UserId, code: &Code, day: &SeriesDay) -> String {
+    let mut h = Sha256::new();
+    let source = &day.group.source;
+    for part in [
+        user.to_string().as_str(),
+        code.resource.as_str(),
+        &day.date.to_string(),
+        &day.provider,
+        &source.source_type,
+        source.app_id.as_deref().unwrap_or_default(),
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// The value of `samples` in `code`'s unit by its aggregate, rounded to 2 decimals.
+fn aggregate(code: &Code, values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let sum: f64 = values.iter().sum();
+    let v = match code.aggregate {
+        Aggregate::Sum => sum,
+        Aggregate::Mean => sum / values.len() as f64,
+    };
+    Some((v * 100.0).round() / 100.0)
+}
+
+fn quantity(code: &Code, value: f64) -> Value {
+    json!({"value": value, "unit": code.unit, "system": UCUM, "code": code.ucum})
+}
+
+fn coding(code: &Code) -> Value {
+    let mut coding = vec![json!({"system": LOINC, "code": code.loinc.code, "display": code.loinc.display})];
+    coding.extend(code.also.iter().map(|l| json!({"system": LOINC, "code": l.code, "display": l.display})));
+    json!({"coding": coding, "text": code.loinc.display})
+}
+
+/// `meta.source` of data from a provider: the provider, by its Wearlab slug.
+pub fn provider_source(provider: &str) -> String {
+    format!("urn:wearlab:provider:{provider}")
+}
+
+/// The Observation of one stored day, or `None` when none of its samples is in a unit the code
+/// reads.
+pub fn of_day(code: &Code, user: UserId, day: &SeriesDay) -> Option<(String, String, Value)> {
+    let samples: Vec<&Sample> = day.group.data.iter().collect();
+    let mut times: Vec<DateTime<Utc>> = Vec::new();
+    let mut values = Vec::new();
+    let mut diastolic = Vec::new();
+    for s in &samples {
+        let Some(v) = code.convert(&s.unit, s.systolic.unwrap_or(s.value)) else { continue };
+        if code.components.is_some() {
+            let Some(d) = s.diastolic.and_then(|d| code.convert(&s.unit, d)) else { continue };
+            diastolic.push(d);
+        }
+        values.push(v);
+        times.push(s.timestamp);
+    }
+    let value = aggregate(code, &values)?;
+    let (start, end) = (*times.iter().min()?, *times.iter().max()?);
+    let id = id_of(user, code, day);
+    let how = match code.aggregate {
+        Aggregate::Mean => "Mean",
+        Aggregate::Sum => "Sum",
+    };
+    let source = &day.group.source;
+    let device = match &source.app_id {
+        Some(app) => format!("{} ({}, {app})", source.name, source.source_type),
+        None => format!("{} ({})", source.name, source.source_type),
+    };
+    let mut meta = json!({"source": provider_source(&day.provider)});
+    if let Some(p) = code.profile_url() {
+        meta["profile"] = json!([p]);
+    }
+    let mut o = json!({
+        "resourceType": "Observation",
+        "id": id,
+        "meta": meta,
+        "status": "final",
+        "category": [{"coding": [{"system": CATEGORY_SYSTEM, "code": code.category.code(), "display": code.category.display()}]}],
+        "code": coding(code),
+        "subject": patient_reference(user),
+        "device": {"display": device},
+        "method": {"text": format!("{how} of {} samples from {} over the UTC day {}", values.len(), source.name, day.date)},
+    });
+    if start == end {
+        o["effectiveDateTime"] = json!(instant(start));
+    } else {
+        o["effectivePeriod"] = json!({"start": instant(start), "end": instant(end)});
+    }
+    match &code.components {
+        Some((systolic, dia)) => {
+            let d = aggregate(code, &diastolic)?;
+            o["component"] = json!([
+                {"code": {"coding": [{"system": LOINC, "code": systolic.code, "display": systolic.display}]}, "valueQuantity": quantity(code, value)},
+                {"code": {"coding": [{"system": LOINC, "code": dia.code, "display": dia.display}]}, "valueQuantity": quantity(code, d)},
+            ]);
+        }
+        None => o["valueQuantity"] = quantity(code, value),
+    }
+    Some(("Observation".into(), id, o))
+}
