@@ -10,7 +10,9 @@
 pub mod adapter;
 pub mod config;
 pub mod description;
+pub mod fit;
 pub mod http;
+pub mod kept;
 pub mod oauth;
 pub mod router;
 pub mod tink;
@@ -20,6 +22,7 @@ pub mod google_health;
 pub mod oura;
 pub mod polar;
 pub mod strava;
+pub mod wahoo;
 pub mod whoop;
 pub mod withings;
 
@@ -99,6 +102,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(google_health::GoogleHealth::new(config.clone(), urls)), config);
     let config = polar::DESCRIPTION.config(&var);
     add(Arc::new(polar::Polar::new(config.clone())), config);
+    let config = wahoo::DESCRIPTION.config(&var);
+    add(Arc::new(wahoo::Wahoo::new(config.clone()).mode(wahoo::AppMode::from_vars(&var))), config);
     all
 }
 

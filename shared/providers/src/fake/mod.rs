@@ -11,6 +11,7 @@ pub mod oauth;
 pub mod oura;
 pub mod polar;
 pub mod strava;
+pub mod wahoo;
 pub mod whoop;
 pub mod withings;
 

@@ -8,6 +8,7 @@ mod google_health;
 mod oura;
 mod polar;
 mod strava;
+mod wahoo;
 mod whoop;
 mod withings;
 
