@@ -32,6 +32,7 @@ mod dexcom;
 mod google_health;
 mod polar;
 mod strava;
+mod wahoo;
 mod whoop_withings;
 
 const PUSH_TOKEN: &str = "oura-push-token";
