@@ -19,6 +19,7 @@ pub mod tink;
 
 pub mod dexcom;
 pub mod google_health;
+pub mod hammerhead;
 pub mod oura;
 pub mod polar;
 pub mod strava;
@@ -102,6 +103,8 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     add(Arc::new(google_health::GoogleHealth::new(config.clone(), urls)), config);
     let config = polar::DESCRIPTION.config(&var);
     add(Arc::new(polar::Polar::new(config.clone())), config);
+    let config = hammerhead::DESCRIPTION.config(&var);
+    add(Arc::new(hammerhead::Hammerhead::new(config.clone())), config);
     let config = wahoo::DESCRIPTION.config(&var);
     add(Arc::new(wahoo::Wahoo::new(config.clone()).mode(wahoo::AppMode::from_vars(&var))), config);
     all

@@ -7,6 +7,7 @@
 
 pub mod dexcom;
 pub mod google_health;
+pub mod hammerhead;
 pub mod oauth;
 pub mod oura;
 pub mod polar;

@@ -5,6 +5,7 @@
 
 mod dexcom;
 mod google_health;
+mod hammerhead;
 mod oura;
 mod polar;
 mod strava;
