@@ -30,6 +30,7 @@ use crate::linking::{link_token, path_of, query_param};
 
 mod dexcom;
 mod google_health;
+mod hammerhead;
 mod polar;
 mod strava;
 mod wahoo;
