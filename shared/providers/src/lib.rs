@@ -10,18 +10,22 @@
 pub mod adapter;
 pub mod config;
 pub mod description;
+pub mod fit;
 pub mod http;
+pub mod kept;
 pub mod oauth;
 pub mod router;
 pub mod tink;
 
 pub mod dexcom;
 pub mod google_health;
+pub mod hammerhead;
 pub mod oura;
 pub mod polar;
 pub mod strava;
 pub mod ultrahuman;
 pub mod suunto;
+pub mod wahoo;
 pub mod whoop;
 pub mod withings;
 
@@ -106,6 +110,10 @@ pub fn adapters(var: impl Fn(&str) -> Option<String>) -> Vec<(Arc<dyn Adapter>, 
     let config = suunto::DESCRIPTION.config(&var);
     let key = var(suunto::SUBSCRIPTION_KEY_VAR);
     add(Arc::new(suunto::Suunto::new(config.clone()).with_subscription_key(key)), config);
+    let config = hammerhead::DESCRIPTION.config(&var);
+    add(Arc::new(hammerhead::Hammerhead::new(config.clone())), config);
+    let config = wahoo::DESCRIPTION.config(&var);
+    add(Arc::new(wahoo::Wahoo::new(config.clone()).mode(wahoo::AppMode::from_vars(&var))), config);
     all
 }
 

@@ -17,6 +17,9 @@ pub enum ClientAuth {
     Body,
     /// `Authorization: Basic base64(client_id:client_secret)`.
     Basic,
+    /// The client and every field in the URL's query string, the body empty (Wahoo's documented
+    /// token request: https://cloud-api.wahooligan.com, "Authentication").
+    Query,
 }
 
 /// The token endpoint's answer.
@@ -86,7 +89,7 @@ pub async fn token_request_as<T: serde::de::DeserializeOwned>(
 ) -> Result<T, ProviderError> {
     let mut request = http_client.post(url).header("accept", "application/json");
     match auth {
-        ClientAuth::Body => {
+        ClientAuth::Body | ClientAuth::Query => {
             form.push(("client_id", client.client_id.clone()));
             form.push(("client_secret", client.client_secret.expose().to_owned()));
         }
@@ -94,10 +97,13 @@ pub async fn token_request_as<T: serde::de::DeserializeOwned>(
             request = request.basic_auth(&client.client_id, Some(client.client_secret.expose()));
         }
     }
-    let body = serde_urlencoded::to_string(&form).map_err(|e| ProviderError::Api(e.to_string()))?;
-    let answer =
-        http::send(provider, request.header("content-type", "application/x-www-form-urlencoded").body(body))
-            .await?;
+    let request = if auth == ClientAuth::Query {
+        request.query(&form)
+    } else {
+        let body = serde_urlencoded::to_string(&form).map_err(|e| ProviderError::Api(e.to_string()))?;
+        request.header("content-type", "application/x-www-form-urlencoded").body(body)
+    };
+    let answer = http::send(provider, request).await?;
     let status = answer.status.as_u16();
     if status == 400 || status == 401 {
         return Err(refusal(format!("{provider}'s token endpoint answered {status}")));

@@ -23,17 +23,10 @@
 //! Private activities (`private`, "Only Me") are kept only when `activity:read_all` was granted;
 //! without any activity scope the activity resources answer `ScopesNotGranted`.
 
-use std::collections::HashMap;
-use std::hash::Hash;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
-
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use tokio::sync::OnceCell;
 use wearlab_domain::common::ids::TimeZoneId;
 use wearlab_domain::common::signing::constant_time_eq;
 use wearlab_domain::ports::providers::{
@@ -46,6 +39,7 @@ use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
 use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
+use crate::kept::{Kept, TokenDigest, digest};
 use crate::oauth::{self, ClientAuth, TokenAnswer};
 
 pub const SLUG: &str = "strava";
@@ -119,56 +113,6 @@ pub struct Strava {
     kept_lists: Kept<(TokenDigest, i64, i64), Vec<Activity>>,
     /// Streams by (access token digest, activity id); `None`: Strava has none.
     kept_streams: Kept<(TokenDigest, i64), Option<Streams>>,
-}
-
-/// SHA-256 of an access token: answers are kept for the token that read them, never handed to
-/// another connection, and the token itself is not copied into a key.
-pub(crate) type TokenDigest = [u8; 32];
-
-pub(crate) fn digest(credentials: &ProviderCredentials) -> TokenDigest {
-    Sha256::digest(credentials.access_token.expose().as_bytes()).into()
-}
-
-/// Answers kept for `life` per key, each fetched once however many callers ask for it at once:
-/// the first asks the provider (Strava's lists and streams, Suunto's 24/7 activity samples), the
-/// others wait for its answer. A failure is not kept (the next caller asks again). At most `most`
-/// keys are kept; the oldest goes first.
-pub(crate) struct Kept<K, V> {
-    life: std::time::Duration,
-    most: usize,
-    entries: Mutex<HashMap<K, Slot<V>>>,
-}
-
-/// When a kept answer was first asked for, and the answer once it came.
-type Slot<V> = (Instant, Arc<OnceCell<Arc<V>>>);
-
-impl<K: Eq + Hash + Clone, V> Kept<K, V> {
-    pub(crate) fn new(life: std::time::Duration, most: usize) -> Self {
-        Self { life, most, entries: Mutex::new(HashMap::new()) }
-    }
-
-    pub(crate) async fn get_or_fetch<F>(
-        &self,
-        key: K,
-        fetch: impl FnOnce() -> F,
-    ) -> Result<Arc<V>, ProviderError>
-    where
-        F: Future<Output = Result<V, ProviderError>>,
-    {
-        let cell = {
-            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            let now = Instant::now();
-            entries.retain(|_, (at, _)| now.duration_since(*at) < self.life);
-            if entries.len() >= self.most && !entries.contains_key(&key) {
-                let oldest = entries.iter().min_by_key(|(_, (at, _))| *at).map(|(k, _)| k.clone());
-                if let Some(k) = oldest {
-                    entries.remove(&k);
-                }
-            }
-            entries.entry(key).or_insert_with(|| (now, Arc::new(OnceCell::new()))).1.clone()
-        };
-        cell.get_or_try_init(|| async { fetch().await.map(Arc::new) }).await.cloned()
-    }
 }
 
 impl Strava {

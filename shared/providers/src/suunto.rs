@@ -43,7 +43,7 @@ use crate::config::{AppConfig, Endpoints};
 use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
 use crate::oauth::{self, ClientAuth, TokenAnswer};
-use crate::strava::{Kept, TokenDigest, digest};
+use crate::kept::{Kept, TokenDigest, digest};
 use crate::whoop::{etc_zone, in_range, rfc3339, with_zone};
 
 pub const SLUG: &str = "suunto";

@@ -36,7 +36,7 @@ pub async fn create_token(
     request_body = PasswordLinkBody,
     params(
         ("provider" = String, Path, example = "peloton", description = "A password provider: whoop, renpho, peloton, \
-            zwift, eight_sleep, beurer_api, dexcom, hammerhead, my_fitness_pal, kardia, abbott_libreview, tandem_source."),
+            zwift, eight_sleep, beurer_api, dexcom, my_fitness_pal, kardia, abbott_libreview, tandem_source."),
         ("x-service-link-token" = Option<String>, Header, description = "A link token made for the user."),
     ),
     responses(

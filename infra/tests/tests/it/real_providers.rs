@@ -30,10 +30,12 @@ use crate::linking::{link_token, path_of, query_param};
 
 mod dexcom;
 mod google_health;
+mod hammerhead;
 mod polar;
 mod strava;
 mod ultrahuman;
 mod suunto;
+mod wahoo;
 mod whoop_withings;
 
 const PUSH_TOKEN: &str = "oura-push-token";

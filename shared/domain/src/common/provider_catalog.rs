@@ -193,7 +193,7 @@ impl Catalog {
 mod tests {
     use super::*;
 
-    const PASSWORD: [&str; 12] = [
+    const PASSWORD: [&str; 11] = [
         "whoop",
         "renpho",
         "peloton",
@@ -201,13 +201,12 @@ mod tests {
         "eight_sleep",
         "beurer_api",
         "dexcom",
-        "hammerhead",
         "my_fitness_pal",
         "kardia",
         "abbott_libreview",
         "tandem_source",
     ];
-    const OAUTH: [&str; 16] = [
+    const OAUTH: [&str; 17] = [
         "oura",
         "fitbit",
         "garmin",
@@ -224,6 +223,7 @@ mod tests {
         "my_fitness_pal_v2",
         "ultrahuman",
         "runkeeper",
+        "hammerhead",
     ];
 
     #[test]
@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn filter_by_source_type() {
-        assert_eq!(catalog().list(Some("password")).len(), 12);
+        assert_eq!(catalog().list(Some("password")).len(), 11);
         assert_eq!(catalog().list(None).len(), catalog().all().len());
         assert!(catalog().list(Some("carrier_pigeon")).is_empty());
     }

@@ -7,12 +7,14 @@
 
 pub mod dexcom;
 pub mod google_health;
+pub mod hammerhead;
 pub mod oauth;
 pub mod oura;
 pub mod polar;
 pub mod strava;
 pub mod ultrahuman;
 pub mod suunto;
+pub mod wahoo;
 pub mod whoop;
 pub mod withings;
 

@@ -165,7 +165,7 @@ impl Issuer {
     /// HTTP Basic as the provider takes it.
     pub fn authenticates(&self, form: &HashMap<String, String>, headers: &HeaderMap) -> bool {
         match self.auth {
-            ClientAuth::Body => self.in_form(form),
+            ClientAuth::Body | ClientAuth::Query => self.in_form(form),
             ClientAuth::Basic => self.basic(headers),
         }
     }

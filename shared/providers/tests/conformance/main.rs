@@ -5,11 +5,13 @@
 
 mod dexcom;
 mod google_health;
+mod hammerhead;
 mod oura;
 mod polar;
 mod strava;
 mod ultrahuman;
 mod suunto;
+mod wahoo;
 mod whoop;
 mod withings;
 

@@ -24,8 +24,9 @@ async fn filters_by_source_type() {
     let a = t.get("/v2/providers/?source_type=password").await;
     assert_eq!(a.status, StatusCode::OK);
     let slugs: Vec<&str> = a.body.as_array().unwrap().iter().map(|p| p["slug"].as_str().unwrap()).collect();
-    assert_eq!(slugs.len(), 12);
+    assert_eq!(slugs.len(), 11);
     assert!(slugs.contains(&"abbott_libreview") && slugs.contains(&"tandem_source"));
+    assert!(!slugs.contains(&"hammerhead"), "Hammerhead links by OAuth");
     let team = t.get("/v2/providers?source_type=team_oauth").await;
     let slugs: Vec<&str> =
         team.body.as_array().unwrap().iter().map(|p| p["slug"].as_str().unwrap()).collect();

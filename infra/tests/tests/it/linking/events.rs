@@ -26,7 +26,7 @@ async fn connection_created_is_published_on_the_embedded_bus() {
     let t = TestApp::embedded().await;
     let bus = t.stack.as_ref().unwrap().bus.clone();
     let user = t.create_user("ev-1").await;
-    connect_password(&t, &user, "hammerhead", "jane").await;
+    connect_password(&t, &user, "peloton", "jane").await;
     super::connect_demo(&t, &user, "oura").await;
     let events: Vec<Value> = bus
         .published()
@@ -35,7 +35,7 @@ async fn connection_created_is_published_on_the_embedded_bus() {
         .map(|e| serde_json::to_value(e).unwrap())
         .collect();
     assert_eq!(events.len(), 2);
-    assert_connection_created(&events[0], &t, &user, "ev-1", "hammerhead");
+    assert_connection_created(&events[0], &t, &user, "ev-1", "peloton");
     assert_connection_created(&events[1], &t, &user, "ev-1", "oura");
     // A failed link publishes nothing.
     let before = bus.published().len();
