@@ -42,8 +42,8 @@ use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
 use crate::description::{Api, ProviderDescription, Refresh};
 use crate::http;
-use crate::oauth::{self, ClientAuth, TokenAnswer};
 use crate::kept::{Kept, TokenDigest, digest};
+use crate::oauth::{self, ClientAuth, TokenAnswer};
 use crate::whoop::{etc_zone, in_range, rfc3339, with_zone};
 
 pub const SLUG: &str = "suunto";

@@ -33,8 +33,8 @@ mod google_health;
 mod hammerhead;
 mod polar;
 mod strava;
-mod ultrahuman;
 mod suunto;
+mod ultrahuman;
 mod wahoo;
 mod whoop_withings;
 
