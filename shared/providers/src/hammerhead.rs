@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
+use wearlab_domain::common::signing::{hex_hmac_matches, hex_hmac_sha256};
 use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount, ProviderCredentials,
     ProviderError, PushNotice, PushOutcome, PushRequest, RequestGate,
@@ -275,7 +275,7 @@ struct Delivery {
 /// The signature Hammerhead would send: hex HMAC-SHA256 of the raw body with the webhook secret
 /// (for the fake and tests).
 pub fn sign(secret: &str, body: &[u8]) -> String {
-    hex::encode(hmac_sha256(secret.as_bytes(), body))
+    hex_hmac_sha256(secret.as_bytes(), body)
 }
 
 /// Hammerhead's signature check: the header's hex HMAC-SHA256 of the raw body with the webhook
@@ -283,8 +283,8 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
 /// time.
 pub fn signature_ok(secret: &str, body: &[u8], header: &str) -> bool {
     let given = header.trim();
-    let given = given.split_once('=').map_or(given, |(_, hex)| hex).trim().to_ascii_lowercase();
-    constant_time_eq(sign(secret, body).as_bytes(), given.as_bytes())
+    let given = given.split_once('=').map_or(given, |(_, hex)| hex);
+    hex_hmac_matches(secret.as_bytes(), body, given)
 }
 
 #[async_trait]

@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
+use wearlab_domain::common::signing::{hex_hmac_matches, hex_hmac_sha256};
 use wearlab_domain::ports::providers::{
     CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount, ProviderError, PushNotice,
     PushOutcome, PushRequest, RateWindow, RequestGate,
@@ -581,13 +581,12 @@ fn resources_of(event: &str) -> &'static [Resource] {
 /// Polar's signature: hex HMAC-SHA256 of the raw body with the webhook's
 /// `signature_secret_key`, compared case-insensitively in constant time.
 pub fn signature_ok(secret: &str, body: &[u8], signature: &str) -> bool {
-    let expected = sign(secret, body);
-    constant_time_eq(expected.as_bytes(), signature.trim().to_ascii_lowercase().as_bytes())
+    hex_hmac_matches(secret.as_bytes(), body, signature)
 }
 
 /// The signature Polar would send (for the fake and tests).
 pub fn sign(secret: &str, body: &[u8]) -> String {
-    hex::encode(hmac_sha256(secret.as_bytes(), body))
+    hex_hmac_sha256(secret.as_bytes(), body)
 }
 
 /// A webhook as `GET /v3/webhooks` lists it (Polar's OpenAPI document `webhookInfo`).

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use wearlab_domain::common::crypto::Secret;
-use wearlab_domain::common::signing::{constant_time_eq, hmac_sha256};
+use wearlab_domain::common::signing::{constant_time_eq, hex_hmac_sha256, hmac_sha256};
 use wearlab_domain::ports::providers::{
     AuthorizeRequest, CodeExchange, DateRange, FetchedResource, OauthClient, ProviderAccount,
     ProviderCredentials, ProviderError, PushNotice, PushOutcome, PushRequest, RateWindow, RequestGate,
@@ -730,7 +730,7 @@ pub fn signature_ok(secret: &str, body: &[u8], signature: &str) -> bool {
 
 /// The hex signature (for the fake and tests).
 pub fn sign(secret: &str, body: &[u8]) -> String {
-    hex::encode(hmac_sha256(secret.as_bytes(), body))
+    hex_hmac_sha256(secret.as_bytes(), body)
 }
 
 /// The `user` claim of a JWT access token, read without checking its signature: the token came

@@ -32,6 +32,18 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     outer.finalize().into()
 }
 
+/// Lower-case hex of the HMAC-SHA256 of `message` with `key`: how Polar, Hammerhead and Suunto
+/// sign their pushes (each provider's module says which bytes and which secret).
+pub fn hex_hmac_sha256(key: &[u8], message: &[u8]) -> String {
+    hex::encode(hmac_sha256(key, message))
+}
+
+/// Whether `given` is [`hex_hmac_sha256`] of `message` with `key`, in either case (surrounding
+/// blanks ignored), compared in constant time.
+pub fn hex_hmac_matches(key: &[u8], message: &[u8], given: &str) -> bool {
+    constant_time_eq(hex_hmac_sha256(key, message).as_bytes(), given.trim().to_ascii_lowercase().as_bytes())
+}
+
 /// Equality in time independent of where the inputs differ.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
