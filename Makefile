@@ -59,7 +59,7 @@ unit: tools
 # pages through its Observations on a local stack.
 fhir: tools fhir-tools
 	rm -rf $(FHIR_OUT)
-	scripts/with-moto $(CARGO) nextest run -p wearlab-tests --locked -E 'test(/fhir/)'
+	scripts/with-moto $(CARGO) nextest run --workspace --locked -E 'test(/fhir/)'
 	$(FHIR_VENV)/bin/python infra/tests/fhir/validate.py $(FHIR_OUT)
 	FHIR_PYTHON=$(FHIR_VENV)/bin/python scripts/fhir-client-test
 
