@@ -22,6 +22,21 @@ pub struct Endpoints {
     pub api: String,
 }
 
+impl Endpoints {
+    /// The endpoint `name` beside the token endpoint (`.../oauth/token` -> `.../oauth/{name}`),
+    /// where providers put their revoke and deauthorize calls; `None` when the token endpoint
+    /// does not end in `/token`.
+    pub fn beside_token(&self, name: &str) -> Option<String> {
+        self.token.strip_suffix("/token").map(|base| format!("{base}/{name}"))
+    }
+
+    /// [`Endpoints::beside_token`], else `name` under the token endpoint: moving the token
+    /// endpoint (tests, local fakes) moves it too.
+    pub fn next_to_token(&self, name: &str) -> String {
+        self.beside_token(name).unwrap_or_else(|| format!("{}/{name}", self.token))
+    }
+}
+
 /// One provider's configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppConfig {

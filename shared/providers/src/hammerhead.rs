@@ -100,11 +100,7 @@ impl Hammerhead {
 
     /// `POST /v1/auth/oauth/deauthorize`, beside the token endpoint.
     fn deauthorize_url(&self) -> String {
-        let token = &self.api.config.endpoints.token;
-        match token.strip_suffix("/token") {
-            Some(base) => format!("{base}/deauthorize"),
-            None => format!("{token}/deauthorize"),
-        }
+        self.api.config.endpoints.next_to_token("deauthorize")
     }
 
     /// Every activity from `from` on, page after page until the last.

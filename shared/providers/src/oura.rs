@@ -93,11 +93,7 @@ impl Oura {
 
     /// Oura's revoke endpoint sits beside its token endpoint (`/oauth/revoke`).
     fn revoke_url(&self) -> String {
-        let token = &self.api.config.endpoints.token;
-        match token.strip_suffix("/token") {
-            Some(base) => format!("{base}/revoke"),
-            None => format!("{token}/revoke"),
-        }
+        self.api.config.endpoints.next_to_token("revoke")
     }
 
     /// Revokes one access token. Oura refuses a token it no longer honours (expired, or

@@ -131,11 +131,7 @@ impl Strava {
 
     /// `POST /oauth/deauthorize`, beside the token endpoint.
     fn deauthorize_url(&self) -> String {
-        let token = &self.api.config.endpoints.token;
-        match token.strip_suffix("/token") {
-            Some(base) => format!("{base}/deauthorize"),
-            None => format!("{token}/deauthorize"),
-        }
+        self.api.config.endpoints.next_to_token("deauthorize")
     }
 
     async fn get(

@@ -150,11 +150,7 @@ impl Suunto {
 
     /// The deauthorisation endpoint, beside the token endpoint on the Authorisation API's host.
     fn deauthorize_url(&self) -> String {
-        let token = &self.api.config.endpoints.token;
-        match token.strip_suffix("/token") {
-            Some(base) => format!("{base}/deauthorize"),
-            None => format!("{token}/deauthorize"),
-        }
+        self.api.config.endpoints.next_to_token("deauthorize")
     }
 
     /// A data call: the bearer token and the subscription key, admitted by `gate`; the answer's

@@ -149,11 +149,7 @@ impl Ultrahuman {
     /// The revoke endpoint beside the configured token endpoint (`.../oauth/token` ->
     /// `.../oauth/revoke`), so that moving the token endpoint moves it too.
     pub fn revoke_url(&self) -> String {
-        let token = &self.api.config.endpoints.token;
-        match token.strip_suffix("/token") {
-            Some(base) => format!("{base}/revoke"),
-            None => REVOKE_URL.to_owned(),
-        }
+        self.api.config.endpoints.beside_token("revoke").unwrap_or_else(|| REVOKE_URL.to_owned())
     }
 
     /// The metrics of one day, one call. A day Ultrahuman answers 404 for (not begun yet, or
