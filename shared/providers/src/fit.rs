@@ -14,6 +14,15 @@ use fitparser::profile::MesgNum;
 use serde_json::{Value, json};
 use wearlab_models::Resource;
 
+use crate::kept::Kept;
+
+/// Decoded FIT files kept per workout, for the fetches of one pipeline round and a history's
+/// chunks: five minutes (a recording does not change once uploaded), at most 32 (an hour at one
+/// record a second is about 3,600 samples of seven numbers).
+pub fn kept_files<K: Eq + std::hash::Hash + Clone, V>() -> Kept<K, V> {
+    Kept::new(std::time::Duration::from_secs(300), 32)
+}
+
 /// A FIT file that cannot be read.
 #[derive(Debug, thiserror::Error)]
 #[error("the FIT file is unreadable: {0}")]

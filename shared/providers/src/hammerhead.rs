@@ -55,9 +55,7 @@ const RESOURCES: &[Resource] =
 /// A provider that keeps answering pages is cut off here (a loop, not data).
 const MAX_PAGES: usize = 500;
 const LIST_LIFE: std::time::Duration = std::time::Duration::from_secs(60);
-const FIT_LIFE: std::time::Duration = std::time::Duration::from_secs(300);
 const MOST_LISTS: usize = 64;
-const MOST_FILES: usize = 32;
 
 /// Hammerhead as its published document describes it: the client in the token form's body;
 /// each new refresh token is kept. Hammerhead publishes no rate limits: none is enforced here,
@@ -89,7 +87,7 @@ impl Hammerhead {
         Self {
             api: Api::new(&DESCRIPTION, config),
             kept_lists: Kept::new(LIST_LIFE, MOST_LISTS),
-            kept_files: Kept::new(FIT_LIFE, MOST_FILES),
+            kept_files: fit::kept_files(),
         }
     }
 

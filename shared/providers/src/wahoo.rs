@@ -89,12 +89,8 @@ const MAX_PAGES: usize = 500;
 /// How long a page of the workout list is kept: the fetches of one pipeline round run at once,
 /// and a history's chunks follow each other.
 const LIST_LIFE: std::time::Duration = std::time::Duration::from_secs(60);
-/// How long a workout's decoded FIT file is kept (a recording does not change once uploaded).
-const FIT_LIFE: std::time::Duration = std::time::Duration::from_secs(300);
 /// Pages kept at once (each at most [`PER_PAGE`] workouts).
 const MOST_PAGES: usize = 256;
-/// An hour at one record a second is about 3,600 samples of seven numbers.
-const MOST_FILES: usize = 32;
 
 /// Wahoo as its reference describes it: the token request's fields in the query string, refresh
 /// tokens that rotate.
@@ -164,7 +160,7 @@ impl Wahoo {
             api: Api::new(&DESCRIPTION, config),
             mode: AppMode::Sandbox,
             kept_pages: Kept::new(LIST_LIFE, MOST_PAGES),
-            kept_files: Kept::new(FIT_LIFE, MOST_FILES),
+            kept_files: fit::kept_files(),
         }
     }
 
