@@ -68,9 +68,10 @@ fhir: tools fhir-tools
 # target/browser-tests/). Installs Chromium (apt, as root) and the npm packages when missing.
 browser:
 	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y --no-install-recommends chromium)
-	@test -d infra/browser-tests/node_modules || (cd infra/browser-tests && npm ci --no-audit --no-fund)
+	@test -f infra/browser-tests/node_modules/axe-core/axe.min.js -a -d infra/browser-tests/node_modules/playwright-core \
+		|| (cd infra/browser-tests && npm ci --no-audit --no-fund)
 	$(CARGO) build --locked --bin wearlab-local
-	cd infra/browser-tests && node --test --test-concurrency=1 --test-reporter=spec hosted-pages.test.mjs
+	cd infra/browser-tests && node --test --test-concurrency=1 --test-reporter=spec *.test.mjs
 
 # sam validate runs offline; it only wants a region and credentials to exist, so dummy ones.
 cfn-lint: tools lambda-tools

@@ -7,6 +7,7 @@ mod body;
 mod error;
 mod extract;
 pub mod fair_use;
+pub mod i18n;
 pub mod idempotency;
 mod json;
 pub mod openapi;

@@ -20,6 +20,8 @@ use sha2::Digest;
 use wearlab_domain::common::hosted::{self, PageKind};
 use wearlab_domain::{Deps, DomainError};
 
+use crate::i18n::Language;
+
 pub use wearlab_domain::common::hosted::CSRF_FIELD;
 
 /// Largest form a page accepts (a username, a password, a code and two tokens fit easily).
@@ -146,6 +148,7 @@ pub struct Page {
     body: String,
     wide: bool,
     form_target: Option<String>,
+    language: Language,
 }
 
 impl Page {
@@ -157,6 +160,7 @@ impl Page {
             body: body.into(),
             wide: false,
             form_target: None,
+            language: Language::En,
         }
     }
 
@@ -176,6 +180,12 @@ impl Page {
         self
     }
 
+    /// The language the page is written in (its `<html lang>`).
+    pub fn language(mut self, language: Language) -> Self {
+        self.language = language;
+        self
+    }
+
     /// A form of this page may be answered with a redirect to `url`.
     pub fn forms_may_lead_to(mut self, url: Option<&str>) -> Self {
         self.form_target = url.map(str::to_owned);
@@ -185,10 +195,11 @@ impl Page {
     /// The whole document.
     pub fn document(&self) -> String {
         format!(
-            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+            "<!DOCTYPE html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <meta name=\"robots\" content=\"noindex\"><meta name=\"referrer\" content=\"no-referrer\">\
              <title>{}</title><style>{STYLE}</style></head><body><main{}>{}</main></body></html>",
+            self.language.tag(),
             escape(&self.title),
             if self.wide { " class=\"wide\"" } else { "" },
             self.body

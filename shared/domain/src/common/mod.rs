@@ -15,6 +15,7 @@ pub mod fair_use;
 pub mod hosted;
 pub mod idempotency;
 pub mod ids;
+pub mod language;
 pub mod limits;
 pub mod metrics;
 pub mod outbox;
