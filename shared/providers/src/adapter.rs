@@ -90,6 +90,14 @@ pub trait Adapter: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The least time between two scheduled polls of one connection, when the provider asks
+    /// for fewer polls than the schedule's (see [`Providers::poll_interval`]). `None` by default.
+    ///
+    /// [`Providers::poll_interval`]: wearlab_domain::ports::Providers::poll_interval
+    fn poll_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Whether the provider sends push notifications at all. A provider without (Dexcom) has
     /// its pushes refused as such, not as badly signed ones.
     fn pushes(&self) -> bool {

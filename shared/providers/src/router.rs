@@ -257,6 +257,10 @@ impl Providers for RealProviders {
         }
     }
 
+    fn poll_interval(&self, provider: &str) -> Option<std::time::Duration> {
+        self.route(provider).and_then(|route| route.adapter.poll_interval())
+    }
+
     fn pushes(&self, provider: &str) -> bool {
         match self.route(provider) {
             Some(route) => route.adapter.pushes(),

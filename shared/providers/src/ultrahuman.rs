@@ -481,6 +481,12 @@ impl Adapter for Ultrahuman {
         false
     }
 
+    /// Pull-only, and its data is daily: polled once a day per connection, as Open Wearables'
+    /// Ultrahuman integration does (`backend/app/services/providers/ultrahuman/`).
+    fn poll_interval(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(24 * 60 * 60))
+    }
+
     /// Ultrahuman has no webhooks: its data is polled (daily). Every push is refused.
     fn push(&self, _client: &OauthClient, _token: Option<&str>, _request: &PushRequest) -> PushOutcome {
         PushOutcome::Refused(format!("{SLUG} sends no push notifications; its data is pulled"))

@@ -353,6 +353,13 @@ pub trait Providers: Send + Sync + 'static {
         None
     }
 
+    /// The least time between two scheduled polls of a connection of `provider` (a provider
+    /// that asks to be polled daily: Ultrahuman). `None`, the default: every scheduled run
+    /// polls it. A refresh polls regardless.
+    fn poll_interval(&self, _provider: &str) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Whether `provider` sends push notifications on this deployment. `false` (a real provider
     /// without webhooks, e.g. Dexcom) makes the push endpoint refuse its pushes as unknown rather
     /// than as unsigned. The simulator, and every provider by default: `true`.

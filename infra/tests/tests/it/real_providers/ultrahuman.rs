@@ -2,17 +2,17 @@
 //! pointed at the local fake: linked through the fake's consent (the user's id from `user_info`),
 //! the history pulled one day a call and read back in Wearlab's units, `GET /v2/providers` listing
 //! exactly what the adapter fills, pushes refused (Ultrahuman has none) and a poll bringing a new
-//! day, a refused access token refreshed with its rotated refresh token stored, and the removal
+//! day (the schedule polling it once a day), a refused access token refreshed with its rotated refresh token stored, and the removal
 //! revoking the grant at Ultrahuman.
 
 use std::sync::Arc;
 
-use chrono::{NaiveDate, TimeZone, Utc};
+use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use http::{Method, StatusCode};
 use serde_json::json;
 use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::common::ids::UserId;
-use wearlab_domain::pipeline::pull::{PollJob, poll};
+use wearlab_domain::pipeline::pull::{PollJob, poll, poll_all};
 use wearlab_domain::ports::ManualClock;
 use wearlab_domain::ports::providers::OauthClient;
 use wearlab_models::{ConnectionStatus, Resource};
@@ -196,6 +196,24 @@ async fn ultrahuman_pushes_are_refused_and_a_poll_brings_the_new_day() {
     poll(&r.t.deps, &poll_job(&r, &user)).await.unwrap();
     let hr = series(&r, &user, "heartrate", "2026-11-25", "2026-11-25").await;
     assert_eq!(hr, [("2026-11-25T08:00:00Z".to_owned(), 61.0, "bpm".to_owned())]);
+}
+
+#[tokio::test]
+async fn the_schedule_polls_an_ultrahuman_connection_once_a_day() {
+    let r = real_ultrahuman().await;
+    link_through(&r, "ultrahuman", "ultrahuman-daily").await;
+    drain(&r).await;
+
+    // Never polled since its history: due at the first scheduled run.
+    assert_eq!(poll_all(&r.t.deps, r.t.queue()).await.unwrap(), 1);
+    assert_eq!(r.stack.run_pulls_once().await.unwrap(), 1);
+    // The schedule runs every 15 minutes; Ultrahuman's connection waits a day.
+    r.t.clock.advance(Duration::minutes(15));
+    assert_eq!(poll_all(&r.t.deps, r.t.queue()).await.unwrap(), 0);
+    r.t.clock.advance(Duration::hours(23));
+    assert_eq!(poll_all(&r.t.deps, r.t.queue()).await.unwrap(), 0);
+    r.t.clock.advance(Duration::minutes(45));
+    assert_eq!(poll_all(&r.t.deps, r.t.queue()).await.unwrap(), 1);
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! The periodic poll of a connection for new and changed data, and the poll a refresh runs
 //! until a deadline.
 
-use chrono::{Days, NaiveDate};
+use chrono::{DateTime, Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use wearlab_models::data::DataPullPreferences;
 use wearlab_models::{EventEnvelope, Resource};
@@ -49,6 +49,20 @@ struct SyncRecord {
     provider: String,
     /// Last day fetched.
     through: NaiveDate,
+    /// When a poll last completed (absent on records from before it was kept): a provider
+    /// with a poll interval is not polled again by the schedule before it has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    polled_at: Option<DateTime<Utc>>,
+}
+
+impl SyncRecord {
+    /// Whether the scheduled run polls this connection now.
+    fn due(&self, interval: Option<std::time::Duration>, now: DateTime<Utc>) -> bool {
+        match (interval.and_then(|i| chrono::Duration::from_std(i).ok()), self.polled_at) {
+            (Some(interval), Some(at)) => now >= at + interval,
+            _ => true,
+        }
+    }
 }
 
 /// Starts polling the connection after its historical pull, from `through` (the pull's last
@@ -61,7 +75,7 @@ pub(super) async fn begin(
     through: NaiveDate,
 ) -> Result<(), DomainError> {
     if deps.table.get(&keys::sync(user, provider)).await?.is_none() {
-        let sync = SyncRecord { team_id: team, provider: provider.to_owned(), through };
+        let sync = SyncRecord { team_id: team, provider: provider.to_owned(), through, polled_at: None };
         let item = Item::new(keys::sync(user, provider), to_body(&sync))
             .with_gsi1(keys::poll_index(user), keys::poll_index_sort(team, user, provider));
         deps.table.put(item, Condition::NotExists).await.or_else(|e| match e {
@@ -72,9 +86,11 @@ pub(super) async fn begin(
     Ok(())
 }
 
-/// The scheduled run: one poll job per polled connection, read shard by shard from the poll
-/// index and sent to `queue`. Returns how many were sent.
+/// The scheduled run: one poll job per polled connection that is due (see
+/// [`crate::ports::Providers::poll_interval`]), read shard by shard from the poll index and sent
+/// to `queue`. Returns how many were sent.
 pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainError> {
+    let now = deps.now();
     let mut sent = 0;
     for partition in keys::poll_index_partitions() {
         let mut cursor = None;
@@ -85,6 +101,9 @@ pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainErr
             for item in &page.items {
                 let Some(user) = crate::keys::parse_user_partition(&item.key.pk) else { continue };
                 let s: SyncRecord = item.decode()?;
+                if !s.due(deps.providers.poll_interval(&s.provider), now) {
+                    continue;
+                }
                 jobs.push(Outgoing::now(
                     PullMessage::Job(Job::Poll(PollJob {
                         team_id: s.team_id,
@@ -138,7 +157,10 @@ pub async fn poll_until(
     let (sync, overlap) = match deps.table.get(&sync_key).await? {
         Some(item) => (item.decode::<SyncRecord>()?, POLL_OVERLAP_DAYS),
         None => match job.since {
-            Some(since) => (SyncRecord { team_id: team, provider: provider.to_owned(), through: since }, 0),
+            Some(since) => (
+                SyncRecord { team_id: team, provider: provider.to_owned(), through: since, polled_at: None },
+                0,
+            ),
             None => return Ok(Polled::Nothing),
         },
     };
@@ -177,7 +199,7 @@ pub async fn poll_until(
         return Ok(Polled::NoAccess { error: Some(e), resources: failed });
     }
     if pending.is_empty() {
-        let sync = SyncRecord { through: end, ..sync };
+        let sync = SyncRecord { through: end, polled_at: Some(deps.now()), ..sync };
         let item = Item::new(sync_key, to_body(&sync))
             .with_gsi1(keys::poll_index(user_id), keys::poll_index_sort(team, user_id, provider));
         deps.table.put(item, Condition::None).await?;
