@@ -14,13 +14,33 @@ use fitparser::profile::MesgNum;
 use serde_json::{Value, json};
 use wearlab_models::Resource;
 
+use crate::http;
 use crate::kept::Kept;
+use wearlab_domain::ports::providers::{ProviderError, RequestGate};
 
 /// Decoded FIT files kept per workout, for the fetches of one pipeline round and a history's
 /// chunks: five minutes (a recording does not change once uploaded), at most 32 (an hour at one
 /// record a second is about 3,600 samples of seven numbers).
 pub fn kept_files<K: Eq + std::hash::Hash + Clone, V>() -> Kept<K, V> {
     Kept::new(std::time::Duration::from_secs(300), 32)
+}
+
+/// Downloads a recording with `request` (admitted by `gate` first) and decodes it: `None` when
+/// the provider answers one of the `gone` statuses (no recording, or no longer), an unreadable
+/// file an API error of `slug`.
+pub async fn download(
+    gate: &dyn RequestGate,
+    slug: &str,
+    request: reqwest::RequestBuilder,
+    gone: &[u16],
+) -> Result<Option<FitActivity>, ProviderError> {
+    let answer = http::send_admitted(gate, slug, request).await?;
+    if gone.contains(&answer.status.as_u16()) {
+        tracing::info!(provider = slug, status = answer.status.as_u16(), "no FIT file to read");
+        return Ok(None);
+    }
+    let answer = http::check(slug, answer)?;
+    read(&answer.body).map(Some).map_err(|e| ProviderError::Api(format!("{slug}: {e}")))
 }
 
 /// A FIT file that cannot be read.

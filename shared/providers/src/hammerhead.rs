@@ -156,12 +156,7 @@ impl Hammerhead {
             .get(self.api.url(&path))
             .bearer_auth(token)
             .header("accept", "application/vnd.ant.fit");
-        let answer = http::send_admitted(gate, SLUG, request).await?;
-        if answer.status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        let answer = http::check(SLUG, answer)?;
-        fit::read(&answer.body).map(Some).map_err(|e| ProviderError::Api(format!("{SLUG}: {e}")))
+        fit::download(gate, SLUG, request, &[404]).await
     }
 
     /// Each listed activity of `range` with its decoded file.

@@ -23,6 +23,9 @@
 //! - `heartrate`, `steps`, `calories_active`, `blood_oxygen`, `hrv`: `/247samples/activity?from&to`,
 //!   each sample's `HR` (bpm), `StepCount`, `EnergyConsumption` (J -> kcal), `SpO2` (0-1 -> %),
 //!   `HRV` (RMSSD, ms).
+//! - `workout_stream`: each workout's FIT export (`/v2/workout/exportFit/{workoutKey}`, the
+//!   Workout API's operation page), decoded by [`crate::fit`]: power (W), cadence (rpm), speed
+//!   (m/s) and altitude (m), in the workout's zone. A workout without a recording (404) has none.
 
 use async_trait::async_trait;
 use base64::Engine;
@@ -41,6 +44,7 @@ use wearlab_models::Resource;
 use crate::adapter::{Adapter, sport_slug};
 use crate::config::{AppConfig, Endpoints};
 use crate::description::{Api, ProviderDescription, Refresh};
+use crate::fit::{self, FitActivity};
 use crate::http;
 use crate::kept::{Kept, TokenDigest, digest};
 use crate::oauth::{self, ClientAuth, TokenAnswer};
@@ -69,6 +73,7 @@ const RESOURCES: &[Resource] = &[
     Resource::CaloriesActive,
     Resource::BloodOxygen,
     Resource::Hrv,
+    Resource::WorkoutStream,
 ];
 
 /// Suunto publishes no quota for an API Zone subscription. Wearlab keeps one app to 120 requests
@@ -118,6 +123,8 @@ pub struct Suunto {
     page_size: usize,
     /// Activity samples by (access token digest, from, to): one call for the five series.
     kept_activity: Kept<(TokenDigest, i64, i64), Vec<Sample>>,
+    /// Decoded FIT exports by (access token digest, workout key); `None`: no recording.
+    kept_files: Kept<(TokenDigest, String), Option<FitActivity>>,
 }
 
 impl Suunto {
@@ -133,6 +140,7 @@ impl Suunto {
             subscription_key: None,
             page_size: PAGE_SIZE,
             kept_activity: Kept::new(SAMPLES_LIFE, MOST_SAMPLES),
+            kept_files: fit::kept_files(),
         }
     }
 
@@ -179,6 +187,58 @@ impl Suunto {
         refuse_error(&value)?;
         serde_json::from_value(value)
             .map_err(|e| ProviderError::Api(format!("{SLUG} answered an unreadable body: {e}")))
+    }
+
+    /// The workout's FIT export, decoded; `None` when Suunto has no recording of it (404).
+    async fn fit_file(
+        &self,
+        gate: &dyn RequestGate,
+        token: &str,
+        key: &str,
+    ) -> Result<Option<FitActivity>, ProviderError> {
+        let Some(subscription) = &self.subscription_key else {
+            return Err(ProviderError::Api(format!(
+                "{SLUG} needs the API Zone subscription key ({SUBSCRIPTION_KEY_VAR})"
+            )));
+        };
+        let path = format!("/v2/workout/exportFit/{key}");
+        let request = self
+            .api
+            .http
+            .get(self.api.url(&path))
+            .bearer_auth(token)
+            .header(SUBSCRIPTION_HEADER, subscription.expose());
+        fit::download(gate, SLUG, request, &[404]).await
+    }
+
+    /// The stream rows of every workout of `range` that has a recording, in its zone.
+    async fn workout_streams(
+        &self,
+        gate: &dyn RequestGate,
+        credentials: &ProviderCredentials,
+        range: DateRange,
+    ) -> Result<Vec<Value>, ProviderError> {
+        let token = credentials.access_token.expose();
+        let mut rows = Vec::new();
+        for w in self.workouts(gate, token, range).await? {
+            // A key goes into the path: only the characters Suunto's keys are made of.
+            let Some(key) = w.workout_key.clone().filter(|k| {
+                !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            }) else {
+                continue;
+            };
+            if !w.local_day().is_some_and(|d| in_range(range, d)) {
+                continue;
+            }
+            let file = self
+                .kept_files
+                .get_or_fetch((digest(credentials), key.clone()), || self.fit_file(gate, token, &key))
+                .await?;
+            if let Some(f) = file.as_ref() {
+                rows.extend(fit::rows(&f.samples, &Resource::WorkoutStream, w.zone().as_deref()));
+            }
+        }
+        Ok(rows)
     }
 
     async fn workouts(
@@ -443,6 +503,9 @@ fn sport(activity_id: Option<i64>) -> String {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Workout {
+    /// The key of the workout's FIT export.
+    #[serde(default)]
+    workout_key: Option<String>,
     #[serde(default)]
     activity_id: Option<i64>,
     /// Epoch ms.
@@ -477,6 +540,22 @@ struct HrData {
     avg: Option<f64>,
 }
 
+impl Workout {
+    fn offset(&self) -> Option<FixedOffset> {
+        FixedOffset::east_opt(self.time_offset_in_minutes.unwrap_or(0) * 60)
+    }
+
+    /// The day the workout started on, in its own zone.
+    fn local_day(&self) -> Option<NaiveDate> {
+        Some(epoch_ms(self.start_time?)?.with_timezone(&self.offset()?).date_naive())
+    }
+
+    /// The workout's zone as an IANA `Etc/GMT` name, when Suunto gave its offset.
+    fn zone(&self) -> Option<String> {
+        self.time_offset_in_minutes.and(self.offset().and_then(etc_zone))
+    }
+}
+
 fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
     workouts
         .iter()
@@ -487,8 +566,7 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
                 (None, Some(secs)) => start + Duration::milliseconds((secs * 1000.0).round() as i64),
                 (None, None) => return None,
             };
-            let offset = FixedOffset::east_opt(w.time_offset_in_minutes.unwrap_or(0) * 60)?;
-            let day = start.with_timezone(&offset).date_naive();
+            let day = w.local_day()?;
             if !in_range(range, day) {
                 return None;
             }
@@ -501,7 +579,7 @@ fn workout_records(workouts: &[Workout], range: DateRange) -> Vec<Value> {
                 "distance_m": w.total_distance,
                 "average_hr": w.hrdata.as_ref().and_then(|h| h.workout_avg_hr.or(h.avg)),
             });
-            Some(with_zone(record, w.time_offset_in_minutes.and(etc_zone(offset))))
+            Some(with_zone(record, w.zone()))
         })
         .collect()
 }
@@ -677,7 +755,7 @@ struct Notification {
 /// The catalog resources a notification of `kind` brings.
 fn resources_of(kind: &str) -> &'static [Resource] {
     match kind {
-        "WORKOUT_CREATED" => &[Resource::Workouts],
+        "WORKOUT_CREATED" => &[Resource::Workouts, Resource::WorkoutStream],
         "SUUNTO_247_ACTIVITY_CREATED" => &[
             Resource::Activity,
             Resource::Heartrate,
@@ -787,6 +865,7 @@ impl Adapter for Suunto {
         let token = account.credentials.access_token.expose();
         let records = match resource {
             Resource::Workouts => workout_records(&self.workouts(gate, token, range).await?, range),
+            Resource::WorkoutStream => self.workout_streams(gate, &account.credentials, range).await?,
             Resource::Activity => activity_records(&self.daily_statistics(gate, token, range).await?, range),
             Resource::Sleep => {
                 sleep_records(&self.samples(gate, &account.credentials, "sleep", range).await?, range)

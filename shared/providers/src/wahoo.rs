@@ -252,13 +252,9 @@ impl Wahoo {
             );
             return Ok(None);
         }
-        let answer = http::send_admitted(gate, SLUG, self.api.http.get(url)).await?;
-        if matches!(answer.status.as_u16(), 403 | 404 | 410) {
-            tracing::info!(provider = SLUG, status = answer.status.as_u16(), "a workout's FIT file is gone");
-            return Ok(None);
-        }
-        let answer = http::check(SLUG, answer)?;
-        fit::samples(&answer.body).map(Some).map_err(|e| ProviderError::Api(format!("{SLUG}: {e}")))
+        // A pre-signed file URL that expired or was withdrawn: the file is gone.
+        let file = fit::download(gate, SLUG, self.api.http.get(url), &[403, 404, 410]).await?;
+        Ok(file.map(|f| f.samples))
     }
 
     /// One stream resource's rows over the summarised workouts of `range`.

@@ -33,6 +33,10 @@ const WORKOUTS: &str = include_str!("../../fixtures/suunto/workouts.json");
 const DAILY_STATISTICS: &str = include_str!("../../fixtures/suunto/daily_activity_statistics.json");
 const SLEEP: &str = include_str!("../../fixtures/suunto/247_sleep.json");
 const ACTIVITY: &str = include_str!("../../fixtures/suunto/247_activity.json");
+/// The FIT export of the fixtures' one workout with a recording.
+pub const FIT_FILE: &[u8] = include_bytes!("../../fixtures/fit/activity.fit");
+/// The workout whose FIT export is [`FIT_FILE`] (the fourth of `workouts.json`).
+pub const FIT_WORKOUT_KEY: &str = "6201470842d3ac5ba2b4d1f7";
 /// Suunto's webhook example (a new workout), its time moved into the fixtures' days.
 pub const WEBHOOK_WORKOUT_CREATED: &str = include_str!("../../fixtures/suunto/webhook_workout_created.json");
 /// A 24/7 sleep notification carrying the fixtures' last night.
@@ -93,6 +97,7 @@ impl FakeSuunto {
             .route("/oauth/token", post(token))
             .route("/oauth/deauthorize", get(deauthorize))
             .route("/v3/workouts", get(workouts))
+            .route("/v2/workout/exportFit/{key}", get(export_fit))
             .route("/247/daily-activity-statistics", get(daily_statistics))
             .route("/247samples/sleep", samples("sleep", SLEEP))
             .route("/247samples/activity", samples("activity", ACTIVITY))
@@ -100,7 +105,7 @@ impl FakeSuunto {
     }
 
     /// Calls that reached `route` (`authorize`, `token:authorization_code`, `token:refresh_token`,
-    /// `deauthorize`, `workouts`, `daily-activity-statistics`, `sleep`, `activity`).
+    /// `deauthorize`, `workouts`, `fit`, `daily-activity-statistics`, `sleep`, `activity`).
     pub fn calls(&self, route: &str) -> u32 {
         self.lock().calls.of(route)
     }
@@ -256,6 +261,22 @@ async fn workouts(State(fake): State<FakeSuunto>, headers: HeaderMap, Query(q): 
         .take(limit)
         .collect();
     axum::Json(json!({"error": null, "metadata": {}, "payload": page})).into_response()
+}
+
+/// `/v2/workout/exportFit/{workoutKey}`: the workout's FIT file, for the one fixture workout that
+/// has a recording; 404 for the others.
+async fn export_fit(
+    State(fake): State<FakeSuunto>,
+    headers: HeaderMap,
+    axum::extract::Path(key): axum::extract::Path<String>,
+) -> Response {
+    if let Some(refused) = refusal(&fake, &headers, "fit", HashMap::new()) {
+        return refused;
+    }
+    if key != FIT_WORKOUT_KEY {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    ([(axum::http::header::CONTENT_TYPE, "application/octet-stream")], FIT_FILE).into_response()
 }
 
 /// A span's two ends as Suunto checks them: present, in order, at most 28 days apart.

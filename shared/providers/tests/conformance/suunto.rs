@@ -120,10 +120,14 @@ async fn fetches_every_resource_with_units_converted() {
         assert_eq!(fetched.resource, *resource);
         got.insert(resource.clone(), fetched.records);
     }
-    let calls: u32 =
-        ["workouts", "daily-activity-statistics", "sleep", "activity"].iter().map(|r| fake.calls(r)).sum();
+    let calls: u32 = ["workouts", "daily-activity-statistics", "sleep", "activity", "fit"]
+        .iter()
+        .map(|r| fake.calls(r))
+        .sum();
     assert_eq!(gate.admitted(), calls as usize, "every data call admitted by the gate first");
     assert_eq!(fake.calls("activity"), 1, "the five activity-sample series share one call per span");
+    assert_eq!(fake.calls("fit"), 3, "each workout's FIT export asked once");
+    assert!(got[&Resource::WorkoutStream].is_empty(), "no workout of these days has a recording");
 
     // Epoch-ms start, stop (else start plus totalTime), the offset's zone and local day.
     let w = &got[&Resource::Workouts];
@@ -299,7 +303,11 @@ fn notifications_need_the_notification_secrets_signature() {
     let PushOutcome::Notices(notices) = read(&good) else { panic!("refused") };
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].external_user_id, fake::USERNAME);
-    assert_eq!(notices[0].resources, vec![Resource::Workouts]);
+    assert_eq!(
+        notices[0].resources,
+        vec![Resource::Workouts, Resource::WorkoutStream],
+        "the workout and its stream"
+    );
     assert_eq!(
         notices[0].range,
         Some(DateRange { start: day("2026-11-22"), end: day("2026-11-24") }),
@@ -383,4 +391,26 @@ async fn revoke_deauthorizes_and_refreshes_an_expired_token_first() {
     suunto.revoke(&client(), &other).await.unwrap();
     assert_eq!(fake.calls("token:refresh_token"), 2);
     assert_eq!(fake.calls("deauthorize"), 4);
+}
+
+#[tokio::test]
+async fn a_workouts_stream_is_read_from_its_fit_export() {
+    let (fake, suunto) = setup().await;
+    let account = fake.account();
+    let ride = DateRange { start: day("2022-02-07"), end: day("2022-02-07") };
+    let rows = suunto.fetch(&account, &Resource::WorkoutStream, ride, &NoLimit).await.unwrap().records;
+    // The fake answers the export only with the bearer token and the subscription key.
+    assert_eq!(fake.calls("fit"), 1, "the one workout of the day, by its workoutKey");
+    let units: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["unit"].as_str()).collect();
+    assert_eq!(
+        units,
+        ["W", "m/s", "rpm"].into_iter().collect(),
+        "power, speed and cadence; the file has no altitude"
+    );
+    assert!(rows.iter().all(|r| r["timezone"] == "Etc/UTC" && r["value"].is_number()));
+    assert_eq!(rows.first().unwrap()["timestamp"], "2022-02-07T16:47:52Z");
+
+    // Read once: the workouts of a second resource of the same round reuse the decoded file.
+    suunto.fetch(&account, &Resource::WorkoutStream, ride, &NoLimit).await.unwrap();
+    assert_eq!(fake.calls("fit"), 1);
 }

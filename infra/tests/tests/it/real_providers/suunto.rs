@@ -1,7 +1,7 @@
 //! Suunto end to end on the embedded app, made real by `from_vars` with the platform's app, the
 //! API Zone subscription key and the notification secret as the push token, pointed at the local
 //! fake: linked through the fake's consent (keyed by Suunto's `user`), the history pulled and read
-//! back in Wearlab's units, signed notifications answered before any call to Suunto and their
+//! back in Wearlab's units (a recorded workout's stream from its FIT export), signed notifications answered before any call to Suunto and their
 //! polls bringing the new days, a refused token refreshed with the rotated refresh token stored,
 //! and the removal of the connection deauthorising Wearlab at Suunto.
 //!
@@ -37,13 +37,17 @@ fn suunto_app() -> OauthClient {
 
 /// Suunto made real by its platform app, with the subscription key and the notification secret.
 async fn real_suunto() -> Real<FakeSuunto> {
+    real_suunto_at(Utc.with_ymd_and_hms(2026, 11, 22, 9, 0, 0).unwrap()).await
+}
+
+async fn real_suunto_at(now: chrono::DateTime<Utc>) -> Real<FakeSuunto> {
     let fake = FakeSuunto::new(suunto_app(), SUBSCRIPTION_KEY);
     let mut vars = host_vars("suunto", &fake.start().await);
     vars.insert("WEARLAB_PROVIDER_SUUNTO_CLIENT_ID".into(), suunto_app().client_id);
     vars.insert("WEARLAB_PROVIDER_SUUNTO_CLIENT_SECRET".into(), "suunto-app-secret".into());
     vars.insert("WEARLAB_PROVIDER_SUUNTO_PUSH_TOKEN".into(), NOTIFICATION_SECRET.into());
     vars.insert(SUBSCRIPTION_KEY_VAR.into(), SUBSCRIPTION_KEY.into());
-    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 22, 9, 0, 0).unwrap()));
+    let clock = Arc::new(ManualClock::new(now));
     real_stack(fake, clock, |sim| wearlab_providers::from_vars(sim, |k| vars.get(k).cloned())).await
 }
 
@@ -100,9 +104,10 @@ async fn real_suunto_links_by_its_user_and_pulls_history_in_wearlabs_units() {
             Resource::CaloriesActive,
             Resource::BloodOxygen,
             Resource::Hrv,
+            Resource::WorkoutStream,
             Resource::Connection
         ]),
-        "exactly what the adapter fills: no workout_stream without FIT parsing"
+        "exactly what the adapter fills"
     );
     assert_eq!(entry["availability"], "live");
 
@@ -151,6 +156,36 @@ async fn real_suunto_links_by_its_user_and_pulls_history_in_wearlabs_units() {
     {
         assert!(!published(&r, &format!("historical.data.{kind}.created")).is_empty(), "{kind}");
     }
+}
+
+#[tokio::test]
+async fn a_recorded_workouts_stream_comes_from_its_fit_export_in_wearlabs_units() {
+    // The evening of the fixtures' recorded ride (the FIT file's own day).
+    let r = real_suunto_at(Utc.with_ymd_and_hms(2022, 2, 7, 20, 0, 0).unwrap()).await;
+    let (user, _) = link_through(&r, "suunto", "suunto-fit").await;
+    drain(&r).await;
+    let range = "start_date=2022-02-04&end_date=2022-02-10";
+    let a = r.t.get(&format!("/v2/summary/workouts/{user}?{range}")).await;
+    let workouts = a.body["workouts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(workouts.len(), 1, "{}", a.body);
+    assert_eq!(workouts[0]["sport"], "indoor_cycling");
+    assert_eq!(workouts[0]["time_start"], "2022-02-07T16:47:52Z");
+
+    let a = r.t.get(&format!("/v2/timeseries/{user}/workout_stream/grouped?{range}")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let samples: Vec<Value> = a.body["groups"]["suunto"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["data"].as_array().cloned().unwrap_or_default())
+        .collect();
+    for unit in ["W", "rpm", "m/s"] {
+        assert!(samples.iter().any(|s| s["unit"] == unit), "{unit}: {samples:?}");
+    }
+    assert!(samples.iter().all(|s| s["timestamp"].as_str().is_some_and(|t| t.starts_with("2022-02-07T1"))));
+    assert!(!published(&r, "historical.data.workout_stream.created").is_empty());
+    // One export read for the one recorded workout, with the key and the subscription key.
+    assert_eq!(r.fake.calls("fit"), 1);
 }
 
 #[tokio::test]
