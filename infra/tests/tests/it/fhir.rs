@@ -1,7 +1,7 @@
 //! The FHIR R4 API (`/fhir/**`) as an EHR integration reads it, on the embedded store and on
-//! DynamoDB (moto): the CapabilityStatement, a Patient, Observations of the phone's uploads
-//! and sleep sessions (searched by code, category and date, paged by their `next` links), every refusal an
-//! `OperationOutcome`, another team's key a 404, and a page's table reads bounded.
+//! DynamoDB (moto): the CapabilityStatement, a Patient, Observations of the phone's uploads and
+//! sleep sessions (searched by code, category and date, paged by their `next` links), every
+//! refusal an `OperationOutcome`, another team's key a 404, and a page's table reads bounded.
 //!
 //! Every resource answered here is also written to `<target>/fhir-resources/` (the target
 //! directory cargo builds into), where `make test` validates each against FHIR R4 with a
