@@ -2,7 +2,9 @@
 """A FHIR client no one here wrote (`fhirclient` from PyPI, SMART on FHIR's Python client)
 against a running local stack: a user's phone uploads go in through the API, then the client
 reads the metadata and the Patient, and searches the heart rate Observations by code and date
-across pages, following the Bundles' `next` links itself.
+across pages, following the Bundles' `next` links itself. Then a lab order placed through the
+API is taken to its results (the local stack's clock moved past the simulated lab's timeline)
+and the client reads its DiagnosticReport with the contained result Observations.
 
 Usage: client.py BASE_URL API_KEY. Prints "N passed, N failed"; exits non-zero on a failure.
 """
@@ -11,6 +13,7 @@ import sys
 import urllib.request
 
 from fhirclient import client
+from fhirclient.models.diagnosticreport import DiagnosticReport
 from fhirclient.models.observation import Observation
 from fhirclient.models.patient import Patient
 from fhirclient.models.fhirsearch import FHIRSearch
@@ -78,6 +81,40 @@ check("LOINC heart rate in /min", all(
     o.code.coding[0].system == "http://loinc.org" and o.code.coding[0].code == "8867-4"
     and o.valueQuantity.code == "/min" for o in observations))
 check("the day's mean", observations[0].valueQuantity.value == 62, observations[0].valueQuantity.as_json())
+
+# A lab order taken to its results. The simulated lab reports a walk-in order 3 days after it was
+# placed (docs/LAB.md); the local stack's clock moves forward at POST /local/clock/advance (a
+# route of the local stack only, taking the team's key), and a read of the order applies the
+# lab's changes due by then, results included.
+tests = call("GET", "/v3/lab_test?name=meridian_essential_health")["data"]
+order = call("POST", "/v3/order", {
+    "user_id": user,
+    "patient_details": {"first_name": "Grace", "last_name": "Hopper", "dob": "1970-12-09", "gender": "female",
+                        "phone_number": "+12125550123", "email": "grace@example.com"},
+    "patient_address": {"first_line": "1 Main St", "city": "New York", "state": "NY", "zip": "10001",
+                        "country": "US"},
+    "order_set": {"lab_test_ids": [tests[0]["id"]]},
+})["order"]
+call("POST", f"/local/clock/advance?seconds={4 * 24 * 3600}")
+status = call("GET", f"/v3/order/{order['id']}")["status"]
+check("the order completed", status.startswith("completed."), status)
+results = call("GET", f"/v3/order/{order['id']}/result")["results"]
+
+report = DiagnosticReport.read(order["id"], smart.server)
+contained = {o.id: o for o in (report.contained or []) if isinstance(o, Observation)}
+check("DiagnosticReport read", report.id == order["id"] and report.status == "final"
+      and report.subject.reference == f"Patient/{user}", report.as_json())
+check("one contained result Observation per result",
+      len(contained) == len(results) == len(report.result or []) and len(results) > 0,
+      (len(contained), len(results)))
+check("every result reference resolves to a contained Observation",
+      all(r.reference.startswith("#") and r.reference[1:] in contained for r in report.result), report.as_json())
+by_ref = [contained[r.reference[1:]] for r in report.result]
+check("each result's LOINC code", [o.code.coding[0].code for o in by_ref] == [r["loinc"] for r in results],
+      [o.code.coding[0].code for o in by_ref])
+numeric = [(o, r) for o, r in zip(by_ref, results) if r["type"] == "numeric"]
+check("numeric values in the lab's unit", bool(numeric) and all(
+    o.valueQuantity.value == r["value"] and o.valueQuantity.unit == r["unit"] for o, r in numeric))
 
 print(f"{sum(checks)} passed, {len(checks) - sum(checks)} failed")
 sys.exit(0 if all(checks) else 1)

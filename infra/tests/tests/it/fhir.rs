@@ -1,7 +1,7 @@
 //! The FHIR R4 API (`/fhir/**`) as an EHR integration reads it, on the embedded store and on
-//! DynamoDB (moto): the CapabilityStatement, a Patient, Observations of the phone's uploads
-//! (searched by code, category and date, paged by their `next` links), every refusal an
-//! `OperationOutcome`, another team's key a 404, and a page's table reads bounded.
+//! DynamoDB (moto): the CapabilityStatement, a Patient, Observations of the phone's uploads and
+//! sleep sessions (searched by code, category and date, paged by their `next` links), every
+//! refusal an `OperationOutcome`, another team's key a 404, and a page's table reads bounded.
 //!
 //! Every resource answered here is also written to `<target>/fhir-resources/` (the target
 //! directory cargo builds into), where `make test` validates each against FHIR R4 with a
@@ -83,6 +83,48 @@ async fn heart_rate_days(t: &TestApp, user: &str, days: u32, per_day: u32) {
     upload(t, user, "heartrate", ios_daily(samples)).await;
 }
 
+/// iOS sleep sessions (the SDK's `SleepPatch`, as `phone_journey.rs` uploads one) of `nights`
+/// nights from the night of 2026-11-01 to 02: each in bed 22:30 to 05:30 UTC, 60 minutes deep,
+/// 280 light, 60 REM and 10 awake.
+fn ios_sleep_nights(nights: u32) -> Value {
+    let bundle = "com.apple.health.8C1F2A53-9B0E-4C1D-A6B2-3E7F5D9C0A11";
+    let stage = |value: f64, start: String, end: String| {
+        json!({"value": value, "start_date": start, "end_date": end, "source_bundle": bundle,
+               "product_type": "Watch7,1", "unit": "stage", "metadata": {}})
+    };
+    let sessions: Vec<Value> = (0..nights)
+        .map(|n| {
+            let night = chrono::NaiveDate::from_ymd_opt(2026, 11, 1).unwrap() + chrono::Duration::days(n.into());
+            let morning = night.succ_opt().unwrap();
+            let (e, m) = (|t: &str| format!("{night}T{t}:00Z"), |t: &str| format!("{morning}T{t}:00Z"));
+            json!({
+                "id": format!("6F1D2C3B-4A59-4E8F-9D10-{n:012X}"), "start_date": e("22:30"),
+                "end_date": m("05:30"), "source_bundle": bundle, "product_type": "Watch7,1",
+                "heart_rate_maximum": 71, "heart_rate_minimum": 47, "heart_rate_mean": 54,
+                "heart_rate": [], "heart_rate_variability": [], "respiratory_rate": [], "wrist_temperature": [],
+                "sleep_stages": {
+                    "unspecified_sleep_samples": [],
+                    "awake_sleep_samples": [stage(2.0, m("02:00"), m("02:10"))],
+                    "deep_sleep_samples": [stage(4.0, e("22:40"), e("23:40"))],
+                    "light_sleep_samples": [stage(3.0, e("23:40"), m("02:00")), stage(3.0, m("02:10"), m("04:30"))],
+                    "rem_sleep_samples": [stage(5.0, m("04:30"), m("05:30"))],
+                    "in_bed_sleep_samples": [stage(0.0, e("22:30"), m("05:30"))],
+                    "unknown_sleep_samples": []
+                },
+                "metadata": {}
+            })
+        })
+        .collect();
+    json!({"stage": "daily", "time_zone": "Europe/Berlin", "provider": "apple_health_kit",
+           "is_final_chunk": true, "data": sessions})
+}
+
+/// `nights` of the watch's sleep ([`ios_sleep_nights`]), uploaded as the phone does.
+async fn sleep_nights(t: &TestApp, user: &str, nights: u32) {
+    let a = t.post(&format!("/v2/summary/sleep/{user}"), ios_sleep_nights(nights)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+}
+
 /// Entries of a searchset Bundle.
 fn entries(bundle: &Value) -> Vec<Value> {
     assert_eq!(bundle["resourceType"], "Bundle", "{bundle}");
@@ -129,6 +171,20 @@ async fn the_capability_statement_says_what_is_served(t: TestApp) {
             ("DocumentReference".into(), vec!["read".into()]),
         ]
     );
+    // The codes a search takes are every code the mapper emits, sleep among them.
+    let code_param = a.body["rest"][0]["resource"][1]["searchParam"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "code")
+        .unwrap()["documentation"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for c in wearlab_domain::fhir::codes::codes() {
+        assert!(code_param.contains(c.loinc.code), "{} in {code_param}", c.loinc.code);
+    }
+    assert!(code_param.contains("93832-4"), "{code_param}");
 }
 
 async fn a_patient_carries_its_identifiers(t: TestApp) {
@@ -318,6 +374,108 @@ async fn every_refusal_is_an_operation_outcome(t: TestApp) {
     }
 }
 
+/// The minutes of a summary's seconds field, as the Observation carries them.
+fn minutes(summary: &Value, field: &str) -> f64 {
+    (summary[field].as_f64().unwrap() / 60.0 * 100.0).round() / 100.0
+}
+
+/// `found`, the sleep Observations of a search, are the `stored` sleep sessions of `provider`
+/// (as `GET /v2/summary/sleep` answers them), in the same order: each over its time in bed,
+/// its value the time asleep in minutes, its stages components (light, deep and REM by their
+/// LOINC codes; awake by its text, as LOINC has no code for it).
+pub(crate) fn assert_sleep_observations(found: &[Value], stored: &[Value], provider: &str) {
+    assert_eq!(found.len(), stored.len(), "one Observation per session: {found:?}");
+    assert!(!found.is_empty());
+    for (o, s) in found.iter().zip(stored) {
+        assert_eq!(
+            o["code"]["coding"][0],
+            json!({"system": "http://loinc.org", "code": "93832-4", "display": "Sleep duration"})
+        );
+        assert_eq!(o["category"][0]["coding"][0]["code"], "activity");
+        assert!(o["meta"].get("profile").is_none(), "no vital-signs profile applies: {o}");
+        assert_eq!(o["meta"]["source"], format!("urn:wearlab:provider:{provider}"));
+        let status = if s["type"] == "unknown" { "preliminary" } else { "final" };
+        assert_eq!(o["status"], status, "{o}");
+        assert_eq!(
+            o["effectivePeriod"],
+            json!({"start": s["bedtime_start"], "end": s["bedtime_stop"]}),
+            "{o}"
+        );
+        assert_eq!(o["valueQuantity"]["code"], "min", "{o}");
+        assert_eq!(o["valueQuantity"]["value"].as_f64(), Some(minutes(s, "total")), "{o}");
+        let components: Vec<(Option<&str>, &str, f64)> = o["component"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                assert_eq!(c["valueQuantity"]["code"], "min", "{c}");
+                (
+                    c["code"]["coding"][0]["code"].as_str(),
+                    c["code"]["text"].as_str().unwrap(),
+                    c["valueQuantity"]["value"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            components,
+            vec![
+                (Some("93830-8"), "Light sleep duration", minutes(s, "light")),
+                (Some("93831-6"), "Deep sleep duration", minutes(s, "deep")),
+                (Some("93829-0"), "REM sleep duration", minutes(s, "rem")),
+                (None, "Awake duration within the sleep session", minutes(s, "awake")),
+            ],
+            "{o}"
+        );
+        assert!(o["component"][3]["code"].get("coding").is_none(), "{o}");
+    }
+}
+
+async fn sleep_sessions_read_as_observations_with_their_stages(t: TestApp) {
+    let user = t.create_user("ehr-sleep").await;
+    sleep_nights(&t, &user, 2).await;
+    let stored = t.get(&format!("/v2/summary/sleep/{user}?start_date=2026-10-30&end_date=2026-11-10")).await;
+    assert_eq!(stored.status, StatusCode::OK, "{}", stored.body);
+    let stored = stored.body["sleep"].as_array().unwrap().clone();
+    assert_eq!(stored.len(), 2, "{stored:?}");
+
+    let search =
+        |q: &str| format!("/fhir/Observation?subject=Patient/{user}&date=ge2026-11-01&date=lt2026-11-10&{q}");
+    let a = fhir(&t, &search("code=http://loinc.org|93832-4")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let found = entries(&a.body);
+    assert_eq!(found.len(), 2, "one Observation per session: {}", a.body);
+    assert_sleep_observations(&found, &stored, "apple_health_kit");
+    // Seven hours in bed, 400 minutes of them asleep: the value is the time asleep.
+    assert_eq!(
+        found[0]["valueQuantity"],
+        json!({"value": 400.0, "unit": "min", "system": "http://unitsofmeasure.org", "code": "min"})
+    );
+    assert_ne!(found[0]["id"], found[1]["id"]);
+
+    // By category; and one a page, following the next link.
+    let a = fhir(&t, &search("category=activity")).await;
+    assert_eq!(entries(&a.body).len(), 2, "{}", a.body);
+    let a = fhir(&t, &search("category=vital-signs")).await;
+    assert_eq!(entries(&a.body).len(), 0, "{}", a.body);
+    let a = fhir(&t, &search("code=93832-4&_count=1")).await;
+    assert_eq!(entries(&a.body)[0]["id"], found[0]["id"]);
+    let next = next_link(&a.body).expect("a second page");
+    let a = fhir(&t, &path_of(&next)).await;
+    assert_eq!(entries(&a.body)[0]["id"], found[1]["id"], "{}", a.body);
+
+    // In the patient's everything, after the Patient.
+    let a = fhir(&t, &format!("/fhir/Patient/{user}/$everything?start=2026-11-01&end=2026-11-10")).await;
+    let ids: Vec<&str> =
+        a.body["entry"].as_array().unwrap().iter().map(|e| e["resource"]["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec![user.as_str(), found[0]["id"].as_str().unwrap(), found[1]["id"].as_str().unwrap()]);
+
+    // Another team's key sees none of it.
+    let other = t.other_team_key().await;
+    let a = t.send(Method::GET, &search("code=93832-4"), Some(&other), None).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.body);
+    outcome(&a);
+}
+
 async fn a_lab_orders_results_read_as_a_diagnostic_report(t: TestApp) {
     let (user, order) = crate::lab::place_order(&t, "ehr-lab-1").await;
     let order_id = order["id"].as_str().unwrap().to_owned();
@@ -437,12 +595,14 @@ crate::helpers::on_both_adapters!(
     a_lab_orders_results_read_as_a_diagnostic_report,
     a_patient_carries_its_identifiers,
     wearable_data_reads_as_coded_observations,
+    sleep_sessions_read_as_observations_with_their_stages,
     pages_follow_their_next_links_to_the_last,
     every_refusal_is_an_operation_outcome,
 );
 
 /// A page of 100 Observations costs the same table reads for a user with 120 days of heart rate
-/// as for one with 300 (on DynamoDB, counted at the table port: moto).
+/// and 120 nights of sleep as for one with 300 of each (on DynamoDB, counted at the table port:
+/// moto).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_of_observations_costs_bounded_reads_on_dynamodb() {
     let (t, table) = crate::users_count::moto().await;
@@ -450,28 +610,35 @@ async fn a_page_of_observations_costs_bounded_reads_on_dynamodb() {
     for (name, days) in [("ehr-reads-1", 120), ("ehr-reads-2", 300)] {
         let user = t.create_user(name).await;
         heart_rate_days(&t, &user, days, 2).await;
-        table.take_reads();
-        let a = fhir(
-            &t,
-            &format!("/fhir/Observation?subject=Patient/{user}&code=8867-4&date=ge2026-11-01&date=lt2027-11-01&_count=100"),
-        )
-        .await;
-        assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-        assert_eq!(entries(&a.body).len(), 100);
-        assert!(next_link(&a.body).is_some());
-        costs.push(table.take_reads());
+        sleep_nights(&t, &user, days).await;
+        let mut cost = Vec::new();
+        for code in ["8867-4", "93832-4"] {
+            table.take_reads();
+            let a = fhir(
+                &t,
+                &format!("/fhir/Observation?subject=Patient/{user}&code={code}&date=ge2026-11-01&date=lt2027-11-01&_count=100"),
+            )
+            .await;
+            assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+            assert_eq!(entries(&a.body).len(), 100, "{code}");
+            assert!(next_link(&a.body).is_some(), "{code}");
+            cost.push(table.take_reads());
+        }
+        costs.push(cost);
     }
     assert_eq!(costs[0], costs[1], "the same reads whatever the user holds");
-    // The user (the key's team is cached), and two queries of day items: the 100 days, then the
-    // 100th's end and the first item of the 101st, which shows the 100th is whole.
-    assert_eq!(costs[0], Reads { gets: 1, queries: 2, items: 102 });
+    // Heart rate: the user (the key's team is cached), and two queries of day items: the 100
+    // days, then the 100th's end and the first item of the 101st, which shows the 100th is whole.
+    assert_eq!(costs[0][0], Reads { gets: 1, queries: 2, items: 102 });
+    // Sleep: the user, and one query of the 100 sessions' summaries.
+    assert_eq!(costs[0][1], Reads { gets: 1, queries: 1, items: 100 });
 }
 
 /// `docs/FHIR.md`'s code table lists exactly the codes the mapper emits, each with its unit,
 /// category, profile and how a day's value is made.
 #[test]
 fn the_code_table_in_the_docs_is_what_the_mapper_emits() {
-    use wearlab_domain::fhir::codes::{Aggregate, codes};
+    use wearlab_domain::fhir::codes::{Aggregate, Reading, SleepStage, codes};
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/FHIR.md")).unwrap();
     let documented: Vec<Vec<String>> = doc
         .lines()
@@ -480,14 +647,11 @@ fn the_code_table_in_the_docs_is_what_the_mapper_emits() {
         .collect();
     let mut emitted: Vec<Vec<String>> = Vec::new();
     for c in codes() {
-        let value = match (c.components.is_some(), c.aggregate) {
-            (true, _) => "components",
-            (false, Aggregate::Mean) => "mean",
-            (false, Aggregate::Sum) => "sum",
-        };
-        let mean = match c.aggregate {
-            Aggregate::Mean => "mean",
-            Aggregate::Sum => "sum",
+        let (value, part) = match c.reading {
+            Reading::Samples(_) if c.components.is_some() => ("components", "mean"),
+            Reading::Samples(Aggregate::Mean) => ("mean", "mean"),
+            Reading::Samples(Aggregate::Sum) => ("sum", "sum"),
+            Reading::SleepSessions => ("time asleep", "time in stage"),
         };
         let row = |kind: &str, code: &str, display: &str, category: &str, profile: &str, value: &str| {
             vec![
@@ -507,8 +671,14 @@ fn the_code_table_in_the_docs_is_what_the_mapper_emits() {
             emitted.push(row("Observation", also.code, also.display, category, profile, value));
         }
         if let Some((systolic, diastolic)) = &c.components {
-            for part in [systolic, diastolic] {
-                emitted.push(row("component", part.code, part.display, "", "", mean));
+            for p in [systolic, diastolic] {
+                emitted.push(row("component", p.code, p.display, "", "", part));
+            }
+        }
+        if c.reading == Reading::SleepSessions {
+            for stage in SleepStage::ALL {
+                let code = stage.loinc().map_or("(none)", |l| l.code);
+                emitted.push(row("component", code, stage.text(), "", "", part));
             }
         }
     }
@@ -517,7 +687,7 @@ fn the_code_table_in_the_docs_is_what_the_mapper_emits() {
 
 /// Every timeseries the simulated providers pull reads as coded Observations (and each is kept
 /// for the validator): blood pressure, temperature, body composition, glucose, heart rate and
-/// its variability, breathing, oxygen, steps and energy.
+/// its variability, breathing, oxygen, steps and energy; and their sleep sessions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulated_providers_data_reads_as_observations_of_every_code() {
     let t = TestApp::embedded().await;

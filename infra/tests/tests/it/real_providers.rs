@@ -704,4 +704,25 @@ async fn oura_data_reads_as_fhir_observations() {
         "{}",
         a.body
     );
+    // Oura's sleeps (three nights and a nap), each an Observation with its stages.
+    let a =
+        r.t.get(&format!(
+            "/fhir/Observation?subject=Patient/{user}&code=93832-4&date=ge2026-11-18&date=le2026-11-24"
+        ))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let found: Vec<Value> =
+        a.body["entry"].as_array().unwrap().iter().map(|e| e["resource"].clone()).collect();
+    let sleep = summaries(&r, "sleep", &user).await;
+    crate::fhir::assert_sleep_observations(&found, &sleep, "oura");
+    let s = sleep.iter().find(|s| s["calendar_date"] == "2026-11-20" && s["type"] == "long_sleep").unwrap();
+    let night = found.iter().find(|o| o["effectivePeriod"]["start"] == s["bedtime_start"]);
+    let stages: Vec<f64> = night.expect("the night of the 20th")["component"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["valueQuantity"]["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(stages, vec![240.0, 90.0, 120.0, 30.0], "Oura's light, deep, REM and awake, in minutes");
 }

@@ -8,12 +8,13 @@
 //! respiratory rate 9279-1, oxygen saturation 2708-6 in `%`, body temperature 8310-5 in `Cel`,
 //! body weight 29463-7 in `kg`, BMI 39156-5 in `kg/m2`, blood pressure panel 85354-9 with
 //! systolic 8480-6 and diastolic 8462-4 in `mm[Hg]`); the other LOINC codes from their
-//! pages at <https://loinc.org/> (59408-5, 80404-7, 41982-0, 2339-0, 55423-8, 41981-2); UCUM
-//! from <https://ucum.org/ucum> (`/min`, `ms`, `%`, `Cel`, `kg`, `kg/m2`, `mg/dL`, `mm[Hg]`,
-//! `kcal`, and the annotation `{steps}`).
+//! pages at <https://loinc.org/> (59408-5, 80404-7, 41982-0, 2339-0, 55423-8, 41981-2, and the
+//! sleep codes 93832-4, 93830-8, 93831-6, 93829-0); UCUM from <https://ucum.org/ucum> (`/min`,
+//! `ms`, `%`, `Cel`, `kg`, `kg/m2`, `mg/dL`, `mm[Hg]`, `kcal`, `min`, and the annotation
+//! `{steps}`).
 
 use wearlab_models::Resource;
-use wearlab_models::data::GLUCOSE_MG_DL_PER_MMOL_L;
+use wearlab_models::data::{GLUCOSE_MG_DL_PER_MMOL_L, SleepSummary};
 
 /// LOINC's system URI.
 pub const LOINC: &str = "http://loinc.org";
@@ -59,6 +60,61 @@ pub enum Aggregate {
     Sum,
 }
 
+/// Where an Observation's value is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// One Observation per stored day of the timeseries' samples (of one provider and source),
+    /// its value the day's aggregate.
+    Samples(Aggregate),
+    /// One Observation per stored sleep session (a summary: a night and a nap are two), its
+    /// value the time asleep, each of [`SleepStage::ALL`] a component.
+    SleepSessions,
+}
+
+/// A stage of a sleep session, a component of its Observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SleepStage {
+    Light,
+    Deep,
+    Rem,
+    Awake,
+}
+
+impl SleepStage {
+    pub const ALL: [SleepStage; 4] =
+        [SleepStage::Light, SleepStage::Deep, SleepStage::Rem, SleepStage::Awake];
+
+    /// The stage's LOINC code (<https://loinc.org/93830-8/>, <https://loinc.org/93831-6/>,
+    /// <https://loinc.org/93829-0/>). LOINC has no code for the time awake within a sleep
+    /// session: that component is coded by its text alone.
+    pub fn loinc(self) -> Option<Loinc> {
+        match self {
+            SleepStage::Light => Some(Loinc { code: "93830-8", display: "Light sleep duration" }),
+            SleepStage::Deep => Some(Loinc { code: "93831-6", display: "Deep sleep duration" }),
+            SleepStage::Rem => Some(Loinc { code: "93829-0", display: "REM sleep duration" }),
+            SleepStage::Awake => None,
+        }
+    }
+
+    /// The component's `code.text`.
+    pub fn text(self) -> &'static str {
+        match self.loinc() {
+            Some(l) => l.display,
+            None => "Awake duration within the sleep session",
+        }
+    }
+
+    /// The session's seconds in this stage.
+    pub fn seconds(self, s: &SleepSummary) -> i64 {
+        match self {
+            SleepStage::Light => s.light,
+            SleepStage::Deep => s.deep,
+            SleepStage::Rem => s.rem,
+            SleepStage::Awake => s.awake,
+        }
+    }
+}
+
 /// A LOINC coding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loinc {
@@ -91,7 +147,7 @@ pub struct Code {
     pub category: Category,
     /// The FHIR profile the Observation follows, when one applies.
     pub profile: Option<&'static str>,
-    pub aggregate: Aggregate,
+    pub reading: Reading,
     /// Blood pressure: the systolic and diastolic components (the Observation has no value).
     pub components: Option<(Loinc, Loinc)>,
 }
@@ -118,7 +174,7 @@ fn code(
         accepts,
         category,
         profile,
-        aggregate,
+        reading: Reading::Samples(aggregate),
         components: None,
     }
 }
@@ -135,6 +191,8 @@ const MS: &[Accepts] = &[same("ms")];
 const MG_DL: &[Accepts] = &[same("mg/dL"), Accepts { wearlab: "mmol/L", factor: GLUCOSE_MG_DL_PER_MMOL_L }];
 const COUNT: &[Accepts] = &[same("count")];
 const KCAL: &[Accepts] = &[same("kcal")];
+/// Sleep sessions are summaries, kept in seconds: no sample unit to read.
+const SESSIONS: &[Accepts] = &[];
 
 pub fn codes() -> &'static [Code] {
     use Aggregate::{Mean, Sum};
@@ -273,6 +331,21 @@ pub fn codes() -> &'static [Code] {
                 None,
                 Sum,
             ),
+            // Sleep is `activity`: the category's definition names sleep data
+            // (https://terminology.hl7.org/CodeSystem-observation-category.html); no R4
+            // vital-signs profile applies.
+            Code {
+                resource: Resource::Sleep,
+                loinc: Loinc { code: "93832-4", display: "Sleep duration" },
+                also: &[],
+                ucum: "min",
+                unit: "min",
+                accepts: SESSIONS,
+                category: Activity,
+                profile: None,
+                reading: Reading::SleepSessions,
+                components: None,
+            },
         ]
     });
     &CODES

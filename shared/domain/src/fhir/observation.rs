@@ -1,16 +1,18 @@
 //! `Observation` of wearable data: one per stored day of a timeseries of one provider and
 //! source (a period summary), coded from [`super::codes`]. A day of 1-second heart rate is one
 //! Observation (the day's mean over its `effectivePeriod`), not 86,400: a page of N
-//! Observations reads N stored days, whatever else the user holds.
+//! Observations reads N stored days, whatever else the user holds. Sleep is read from the
+//! sleep summaries instead: one Observation per stored session (a night and a nap are two), a
+//! page of N of them one query of N items.
 //!
 //! Search: `Observation?subject=Patient/{id}&code=&category=&date=&_count=`, paged by `_cursor`.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use wearlab_models::data::Sample;
+use wearlab_models::data::{Sample, SleepSummary, SleepType, SourceContext};
 
-use super::codes::{Aggregate, CATEGORY_SYSTEM, Category, Code, LOINC, UCUM, codes};
+use super::codes::{Aggregate, CATEGORY_SYSTEM, Category, Code, LOINC, Reading, SleepStage, UCUM, codes};
 use super::{Cursor, FhirError, Params, date_range, instant, patient_reference, searchset, subject};
 use crate::Deps;
 use crate::DomainError;
@@ -117,57 +119,89 @@ pub async fn page(
         Some(c) => (c.i, c.after),
         None => (0, None),
     };
+    let bad_cursor = |e: DomainError| match e {
+        DomainError::Store(StoreError::InvalidCursor) => {
+            FhirError::Invalid(vec!["_cursor is not one this server gave".into()])
+        }
+        e => e.into(),
+    };
     for (pos, &i) in selected.iter().enumerate().skip(first) {
         let remaining = count.saturating_sub(entries.len());
         if remaining == 0 {
             return Ok((entries, Some(Cursor { i: pos, after })));
         }
         let code = &codes()[i];
-        let got = read::series_days(deps, user, &code.resource, days, after.take().as_deref(), remaining)
-            .await
-            .map_err(|e| match e {
-                DomainError::Store(StoreError::InvalidCursor) => {
-                    FhirError::Invalid(vec!["_cursor is not one this server gave".into()])
-                }
-                e => e.into(),
-            })?;
-        entries.extend(got.days.iter().filter_map(|d| of_day(code, user, d)));
-        if let Some(n) = got.next {
+        let after_here = after.take();
+        let next = match code.reading {
+            Reading::Samples(how) => {
+                let got =
+                    read::series_days(deps, user, &code.resource, days, after_here.as_deref(), remaining)
+                        .await
+                        .map_err(bad_cursor)?;
+                entries.extend(got.days.iter().filter_map(|d| of_day(code, how, user, d)));
+                got.next
+            }
+            Reading::SleepSessions => {
+                let got = read::summary_page::<SleepSummary>(
+                    deps,
+                    user,
+                    &code.resource,
+                    days,
+                    after_here.as_deref(),
+                    remaining,
+                )
+                .await
+                .map_err(bad_cursor)?;
+                entries.extend(got.items.iter().map(|s| of_sleep(code, user, s)));
+                got.next
+            }
+        };
+        if let Some(n) = next {
             return Ok((entries, Some(Cursor { i: pos, after: Some(n) })));
         }
     }
     Ok((entries, None))
 }
 
-/// A stable id of the Observation of one stored day (a FHIR id: at most 64 of `[A-Za-z0-9.-]`).
-fn id_of(user: UserId, code: &Code, day: &SeriesDay) -> String {
+/// A stable FHIR id (at most 64 of `[A-Za-z0-9.-]`) of what these parts name.
+fn id_of(parts: &[&str]) -> String {
     let mut h = Sha256::new();
-    let source = &day.group.source;
-    for part in [
-        user.to_string().as_str(),
-        code.resource.as_str(),
-        &day.date.to_string(),
-        &day.provider,
-        &source.source_type,
-        source.app_id.as_deref().unwrap_or_default(),
-    ] {
+    for part in parts {
         h.update(part.as_bytes());
         h.update([0]);
     }
     hex::encode(&h.finalize()[..16])
 }
 
-/// The value of `samples` in `code`'s unit by its aggregate, rounded to 2 decimals.
-fn aggregate(code: &Code, values: &[f64]) -> Option<f64> {
+/// The id of the Observation of one stored day of samples.
+fn id_of_day(user: UserId, code: &Code, day: &SeriesDay) -> String {
+    let source = &day.group.source;
+    id_of(&[
+        user.to_string().as_str(),
+        code.resource.as_str(),
+        &day.date.to_string(),
+        &day.provider,
+        &source.source_type,
+        source.app_id.as_deref().unwrap_or_default(),
+    ])
+}
+
+/// Rounded to 2 decimals.
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+/// The value of `values` (in the code's unit) by `how`, rounded to 2 decimals.
+fn aggregate(how: Aggregate, values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
     let sum: f64 = values.iter().sum();
-    let v = match code.aggregate {
+    let v = match how {
         Aggregate::Sum => sum,
         Aggregate::Mean => sum / values.len() as f64,
     };
-    Some((v * 100.0).round() / 100.0)
+    Some(round2(v))
 }
 
 fn quantity(code: &Code, value: f64) -> Value {
@@ -185,9 +219,32 @@ pub fn provider_source(provider: &str) -> String {
     format!("urn:wearlab:provider:{provider}")
 }
 
-/// The Observation of one stored day, or `None` when none of its samples is in a unit the code
-/// reads.
-pub fn of_day(code: &Code, user: UserId, day: &SeriesDay) -> Option<(String, String, Value)> {
+/// What every Observation of wearable data holds: its code, category and profile, the patient,
+/// and where it came from (`meta.source` the provider, `device.display` the source).
+fn observation(code: &Code, id: &str, user: UserId, provider: &str, source: &SourceContext) -> Value {
+    let device = match &source.app_id {
+        Some(app) => format!("{} ({}, {app})", source.name, source.source_type),
+        None => format!("{} ({})", source.name, source.source_type),
+    };
+    let mut meta = json!({"source": provider_source(provider)});
+    if let Some(p) = code.profile_url() {
+        meta["profile"] = json!([p]);
+    }
+    json!({
+        "resourceType": "Observation",
+        "id": id,
+        "meta": meta,
+        "status": "final",
+        "category": [{"coding": [{"system": CATEGORY_SYSTEM, "code": code.category.code(), "display": code.category.display()}]}],
+        "code": coding(code),
+        "subject": patient_reference(user),
+        "device": {"display": device},
+    })
+}
+
+/// The Observation of one stored day of samples, its value the day's by `how`, or `None` when
+/// none of its samples is in a unit the code reads.
+pub fn of_day(code: &Code, how: Aggregate, user: UserId, day: &SeriesDay) -> Option<Entry> {
     let samples: Vec<&Sample> = day.group.data.iter().collect();
     let mut times: Vec<DateTime<Utc>> = Vec::new();
     let mut values = Vec::new();
@@ -201,33 +258,16 @@ pub fn of_day(code: &Code, user: UserId, day: &SeriesDay) -> Option<(String, Str
         values.push(v);
         times.push(s.timestamp);
     }
-    let value = aggregate(code, &values)?;
+    let value = aggregate(how, &values)?;
     let (start, end) = (*times.iter().min()?, *times.iter().max()?);
-    let id = id_of(user, code, day);
-    let how = match code.aggregate {
+    let id = id_of_day(user, code, day);
+    let what = match how {
         Aggregate::Mean => "Mean",
         Aggregate::Sum => "Sum",
     };
     let source = &day.group.source;
-    let device = match &source.app_id {
-        Some(app) => format!("{} ({}, {app})", source.name, source.source_type),
-        None => format!("{} ({})", source.name, source.source_type),
-    };
-    let mut meta = json!({"source": provider_source(&day.provider)});
-    if let Some(p) = code.profile_url() {
-        meta["profile"] = json!([p]);
-    }
-    let mut o = json!({
-        "resourceType": "Observation",
-        "id": id,
-        "meta": meta,
-        "status": "final",
-        "category": [{"coding": [{"system": CATEGORY_SYSTEM, "code": code.category.code(), "display": code.category.display()}]}],
-        "code": coding(code),
-        "subject": patient_reference(user),
-        "device": {"display": device},
-        "method": {"text": format!("{how} of {} samples from {} over the UTC day {}", values.len(), source.name, day.date)},
-    });
+    let mut o = observation(code, &id, user, &day.provider, source);
+    o["method"] = json!({"text": format!("{what} of {} samples from {} over the UTC day {}", values.len(), source.name, day.date)});
     if start == end {
         o["effectiveDateTime"] = json!(instant(start));
     } else {
@@ -235,7 +275,7 @@ pub fn of_day(code: &Code, user: UserId, day: &SeriesDay) -> Option<(String, Str
     }
     match &code.components {
         Some((systolic, dia)) => {
-            let d = aggregate(code, &diastolic)?;
+            let d = aggregate(how, &diastolic)?;
             o["component"] = json!([
                 {"code": {"coding": [{"system": LOINC, "code": systolic.code, "display": systolic.display}]}, "valueQuantity": quantity(code, value)},
                 {"code": {"coding": [{"system": LOINC, "code": dia.code, "display": dia.display}]}, "valueQuantity": quantity(code, d)},
@@ -244,4 +284,34 @@ pub fn of_day(code: &Code, user: UserId, day: &SeriesDay) -> Option<(String, Str
         None => o["valueQuantity"] = quantity(code, value),
     }
     Some(("Observation".into(), id, o))
+}
+
+/// The Observation of one stored sleep session: over the time in bed, its value the time
+/// asleep, and one component per stage ([`SleepStage::ALL`]), each in the code's unit. A
+/// session the provider is still recording (`type` `unknown`) is `preliminary`.
+pub fn of_sleep(code: &Code, user: UserId, sleep: &SleepSummary) -> Entry {
+    let minutes = |seconds: i64| quantity(code, round2(seconds as f64 / 60.0));
+    let id = id_of(&[user.to_string().as_str(), code.resource.as_str(), &sleep.id]);
+    let source = &sleep.source;
+    let mut o = observation(code, &id, user, &source.provider, source);
+    if sleep.sleep_type == SleepType::Unknown {
+        o["status"] = json!("preliminary");
+    }
+    o["method"] = json!({"text": format!(
+        "Time asleep (light, deep and REM) of one sleep session from {}, by its night of {}",
+        source.name, sleep.calendar_date
+    )});
+    o["effectivePeriod"] = json!({"start": instant(sleep.bedtime_start), "end": instant(sleep.bedtime_stop)});
+    o["valueQuantity"] = minutes(sleep.total);
+    o["component"] = SleepStage::ALL
+        .iter()
+        .map(|stage| {
+            let concept = match stage.loinc() {
+                Some(l) => json!({"coding": [{"system": LOINC, "code": l.code, "display": l.display}], "text": stage.text()}),
+                None => json!({"text": stage.text()}),
+            };
+            json!({"code": concept, "valueQuantity": minutes(stage.seconds(sleep))})
+        })
+        .collect();
+    ("Observation".into(), id, o)
 }

@@ -15,7 +15,7 @@ use crate::common::error::{DomainError, issue};
 use crate::common::ids::{TeamId, UserId};
 use crate::common::provider_catalog::catalog;
 use crate::keys::{self, pipeline as pkeys};
-use crate::ports::{Cursor, Query, StoreError, query_all};
+use crate::ports::{Cursor, Item, Query, StoreError, query_all};
 use crate::users;
 
 /// Day-items (one resource, day and provider each) per timeseries page.
@@ -110,14 +110,61 @@ pub async fn summaries<T: DeserializeOwned>(
             None => break,
         }
     }
-    items
-        .iter()
-        .map(|i| {
-            let mut s: Stored = i.decode()?;
-            upgrade_stored(resource, &mut s.v);
-            serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())
-        })
-        .collect()
+    items.iter().map(|i| decode_summary(resource, i)).collect()
+}
+
+/// A stored summary of `resource`, upgraded to its current shape.
+fn decode_summary<T: DeserializeOwned>(resource: &Resource, item: &Item) -> Result<T, DomainError> {
+    let mut s: Stored = item.decode()?;
+    upgrade_stored(resource, &mut s.v);
+    serde_json::from_value(s.v).map_err(|e| StoreError::Corrupt(e.to_string()).into())
+}
+
+/// Stored summaries of one resource, oldest first, and where the next ones start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryPage<T> {
+    pub items: Vec<T>,
+    /// Pass back as `after` for the summaries that follow; `None` when there are none.
+    pub next: Option<String>,
+}
+
+/// At most `max` stored summaries of `resource` (each record its own: a night and a nap are
+/// two) in `days`, after the position `after` (a previous answer's `next`). The caller has
+/// checked the user. One round trip, however many summaries the user holds.
+pub async fn summary_page<T: DeserializeOwned>(
+    deps: &Deps,
+    user: UserId,
+    resource: &Resource,
+    days: Days,
+    after: Option<&str>,
+    max: usize,
+) -> Result<SummaryPage<T>, DomainError> {
+    let partition = keys::user_partition(user);
+    let (from, to) = pkeys::summary_range(resource, days.start, days.end);
+    let cursor = cursor_within(&partition, &from, &to, after)?;
+    let limit = max.clamp(1, SERIES_DAYS_READ as usize) as u32;
+    let q = Query::partition(partition).between(&from, &to).limit(limit).after(cursor);
+    let page = deps.table.query(q).await?;
+    let next = page.next_cursor.as_ref().and(page.items.last()).map(|i| i.key.sk.clone());
+    let items = page.items.iter().map(|i| decode_summary(resource, i)).collect::<Result<_, _>>()?;
+    Ok(SummaryPage { items, next })
+}
+
+/// The table cursor of a position a read answered (`after`, a sort key), which must lie within
+/// the range the read walks (`from` to `to`): anything else is not a cursor this server gave.
+fn cursor_within(
+    partition: &str,
+    from: &str,
+    to: &str,
+    after: Option<&str>,
+) -> Result<Option<Cursor>, DomainError> {
+    match after {
+        Some(sk) if sk > from && sk <= to => {
+            Ok(Some(Cursor { pk: partition.to_owned(), sk: sk.to_owned(), gsi1: None }))
+        }
+        Some(_) => Err(StoreError::InvalidCursor.into()),
+        None => Ok(None),
+    }
 }
 
 /// The user's profile from `provider`, else from the first provider (by slug) that gave one.
@@ -180,13 +227,7 @@ pub async fn series_days(
 ) -> Result<SeriesDays, DomainError> {
     let partition = keys::user_partition(user);
     let (from, to) = pkeys::series_range(resource, days.start, days.end);
-    let mut cursor = match after {
-        Some(sk) if sk > from.as_str() && sk <= to.as_str() => {
-            Some(Cursor { pk: partition.clone(), sk: sk.to_owned(), gsi1: None })
-        }
-        Some(_) => return Err(StoreError::InvalidCursor.into()),
-        None => None,
-    };
+    let mut cursor = cursor_within(&partition, &from, &to, after)?;
     let mut out: Vec<SeriesDay> = Vec::new();
     // The day being read: its own sort key, its number of parts, what it holds so far.
     let mut current: Option<(String, u32, SeriesDay)> = None;

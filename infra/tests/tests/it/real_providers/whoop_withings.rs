@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use http::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 use wearlab_domain::common::crypto::Secret;
 use wearlab_domain::linking::oauth::{self, CallbackParams};
 use wearlab_domain::ports::ManualClock;
@@ -338,4 +338,15 @@ async fn withings_and_whoop_data_read_as_fhir_observations() {
     let whoop = real_whoop().await;
     let (user, _) = link_through(&whoop, "whoop_v2", "whoop-fhir").await;
     fhir_observations(&whoop, &user, "whoop_v2").await;
+    // WHOOP's sleeps (the 21st's night and nap among them), each an Observation with its stages.
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&code=93832-4&date=ge2026-11-18&date=le2026-11-24");
+    let a = whoop.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let found: Vec<Value> =
+        a.body["entry"].as_array().unwrap().iter().map(|e| e["resource"].clone()).collect();
+    crate::fhir::assert_sleep_observations(&found, &summaries(&whoop, "sleep", &user).await, "whoop_v2");
+    let starts: Vec<&str> = found.iter().map(|o| o["effectivePeriod"]["start"].as_str().unwrap()).collect();
+    assert!(starts.contains(&"2026-11-21T13:00:00Z"), "the nap: {starts:?}");
 }
