@@ -37,3 +37,8 @@ pub struct BrandingBody {
     #[schema(example = "#1f5fbf", pattern = "^#[0-9A-Fa-f]{6}$")]
     pub accent_color: Option<String>,
 }
+
+/// PUT /v2/team/branding/logo body: the image's bytes as they are.
+#[derive(Debug, Clone, PartialEq, ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct LogoImageBody(pub Vec<u8>);

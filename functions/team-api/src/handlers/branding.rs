@@ -3,7 +3,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use wearlab_domain::teams::branding::{self, LogoType, MAX_LOGO_BYTES, NewBrand, NewLogo};
-use wearlab_models::{Branding, BrandingBody, DetailBody};
+use wearlab_models::{Branding, BrandingBody, DetailBody, LogoImageBody};
 use wearlab_web::{ApiError, AppState, AuthTeam, JsonBody};
 
 type Answer<T> = Result<Json<T>, ApiError>;
@@ -44,7 +44,7 @@ pub async fn put(
 /// anyone without a key (the hosted pages show it).
 #[utoipa::path(operation_id = "put_team_branding_logo", put, path = "/v2/team/branding/logo", tag = "team",
     request_body(description = "The image, its bytes as they are.",
-        content(("image/png"), ("image/jpeg"), ("image/webp"))),
+        content((LogoImageBody = "image/png"), (LogoImageBody = "image/jpeg"), (LogoImageBody = "image/webp"))),
     responses(
         (status = 200, description = "The brand now.", body = Branding),
         (status = 409, description = "The brand changed at the same time; try again.", body = DetailBody),
