@@ -5,7 +5,8 @@
 //! Browser-facing routes carry no API key and are therefore not in the OpenAPI document: the
 //! OAuth callback (`/v2/link/provider/oauth/{provider}/callback`, where the provider sends the
 //! end user back), the hosted link page (`/v2/link/web/**`, the `link_web_url` of a token;
-//! see `docs/HOSTED_PAGES.md`), and the providers' push endpoint
+//! see `docs/HOSTED_PAGES.md`; with the teams' uploaded logos at `/v2/link/web/brand/{logo_id}`),
+//! and the providers' push endpoint
 //! (`/v2/provider_webhooks/{provider}`, see `docs/PROVIDERS.md`).
 
 mod handlers;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use wearlab_domain::ports::Queue;
 use wearlab_web::{AppState, Routes, routes};
 
-use handlers::{catalog, link, provider_push, web};
+use handlers::{brand, catalog, link, provider_push, web};
 
 /// The routes of this function with their documentation.
 pub fn routes() -> Routes {
@@ -33,6 +34,7 @@ pub fn routes() -> Routes {
         .route(web::PAGE_OAUTH_PATH, axum::routing::get(web::page_oauth))
         .route(web::PASSWORD_PATH, axum::routing::post(web::post_password))
         .route(web::MFA_PATH, axum::routing::post(web::post_mfa))
+        .route(brand::PATH, axum::routing::get(brand::logo))
         .route(provider_push::PATH, axum::routing::get(provider_push::receive).post(provider_push::receive))
 }
 

@@ -3,6 +3,7 @@
 //! Nothing here validates beyond the JSON shape; rules live in `wearlab-domain`.
 
 pub mod audit;
+pub mod branding;
 pub mod bulk;
 pub mod data;
 pub mod data_phone;
@@ -20,6 +21,7 @@ pub mod webhooks;
 #[doc(hidden)]
 pub use utoipa as __utoipa;
 
+pub use branding::*;
 pub use enums::*;
 pub use errors::*;
 pub use events::*;

@@ -41,6 +41,12 @@ pub struct LinkTokenBody {
     #[serde(default)]
     #[schema(max_items = 100)]
     pub filter_on_providers: Option<Vec<String>>,
+    /// The language of the hosted link page for this token, a BCP 47 tag (`en`, `es`, `de`,
+    /// `fr`, `pt`; a regional tag such as `pt-BR` chooses its language). Without it the page
+    /// follows the browser's `Accept-Language`, else English.
+    #[serde(default)]
+    #[schema(example = "es", max_length = 35)]
+    pub language: Option<String>,
 }
 
 /// POST /v2/link/token answer. The token is shown once; it is valid 60 minutes, for one

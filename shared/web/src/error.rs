@@ -114,6 +114,18 @@ impl Inputs {
     }
 }
 
+/// An uploaded logo's refusal: another type 415, too large 413, not the declared image 422.
+impl From<wearlab_domain::teams::branding::LogoRefusal> for ApiError {
+    fn from(e: wearlab_domain::teams::branding::LogoRefusal) -> Self {
+        use wearlab_domain::teams::branding::LogoRefusal;
+        match e {
+            LogoRefusal::UnsupportedType => ApiError::UnsupportedMediaType(e.to_string()),
+            LogoRefusal::TooLarge => ApiError::PayloadTooLarge(e.to_string()),
+            LogoRefusal::NotThatImage(_) => ApiError::invalid(&["body"], e.to_string(), "value_error"),
+        }
+    }
+}
+
 impl ApiError {
     /// One offending input, already located (`["path", "order_id"]`): for checks the web layer
     /// makes itself before any use case runs.

@@ -5,7 +5,8 @@
 //!
 //! Pages are server-rendered and run no script. Their one stylesheet is inline and allowed by
 //! its hash, so the Content-Security-Policy needs neither `'unsafe-inline'` nor a static file
-//! route in every function.
+//! route in every function. A page with a team's brand carries a second small stylesheet (the
+//! brand header and the team's accent colour), allowed by its own hash in that page's policy.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -18,6 +19,7 @@ use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderValue};
 use sha2::Digest;
 use wearlab_domain::common::hosted::{self, PageKind};
+use wearlab_domain::teams::branding::Brand;
 use wearlab_domain::{Deps, DomainError};
 
 use crate::i18n::Language;
@@ -76,9 +78,16 @@ fn style_source(css: &str) -> String {
 /// the page may end up after its POST (a team's redirect URL): browsers check form-action
 /// against redirects too.
 pub fn content_security_policy(form_target: Option<&str>) -> String {
+    policy(form_target, None)
+}
+
+/// The policy of a page that also carries `page_style`, its own second inline stylesheet
+/// (a brand's), allowed by its hash beside the shared one.
+fn policy(form_target: Option<&str>, page_style: Option<&str>) -> String {
     let extra = form_target.and_then(source_of).map(|s| format!(" {s}")).unwrap_or_default();
+    let own = page_style.map(|css| format!(" {}", style_source(css))).unwrap_or_default();
     format!(
-        "default-src 'none'; style-src {}; img-src 'self' https: data:; form-action 'self'{extra}; \
+        "default-src 'none'; style-src {}{own}; img-src 'self' https: data:; form-action 'self'{extra}; \
          frame-ancestors 'none'; base-uri 'none'",
         STYLE_SOURCE.as_str()
     )
@@ -114,7 +123,12 @@ pub fn is_hosted_path(path: &str) -> bool {
 
 /// The headers every hosted page answer carries, HTML, redirect or error alike.
 pub fn set_security_headers(h: &mut HeaderMap, form_target: Option<&str>) {
-    if let Ok(csp) = HeaderValue::from_str(&content_security_policy(form_target)) {
+    security_headers(h, form_target, None);
+}
+
+/// [`set_security_headers`] for a page that carries its own second stylesheet.
+fn security_headers(h: &mut HeaderMap, form_target: Option<&str>, page_style: Option<&str>) {
+    if let Ok(csp) = HeaderValue::from_str(&policy(form_target, page_style)) {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
@@ -122,6 +136,47 @@ pub fn set_security_headers(h: &mut HeaderMap, form_target: Option<&str>) {
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     // Pages show personal data and carry one-time tokens: never kept by a browser or proxy.
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// The brand header's layout: the logo at most 2.5rem high beside the display name, as wide as
+/// the page's content.
+const BRAND_HEADER_STYLE: &str = "header.brand{display:flex;align-items:center;gap:.75rem;max-width:36rem;\
+margin:0 auto;padding:1rem 1rem 0}header.brand.wide{max-width:54rem}\
+header.brand img{height:2.5rem;width:auto;max-width:10rem;object-fit:contain}\
+header.brand span{font-weight:700;font-size:1.125rem;overflow-wrap:anywhere}";
+
+/// The second stylesheet of a branded page: the header's layout when it has one, and the accent
+/// colour for buttons and links. The accent keeps 4.5:1 against white (`AccentColor`'s rule),
+/// so the page's background turns white with it: the pages' grey would lower that contrast.
+fn brand_style(brand: &Brand) -> Option<String> {
+    let mut css = String::new();
+    if brand.display_name.is_some() || brand.logo.is_some() {
+        css.push_str(BRAND_HEADER_STYLE);
+    }
+    if let Some(accent) = brand.accent {
+        css.push_str(&format!(":root{{--accent:{};--bg:#fff}}", accent.css()));
+    }
+    (!css.is_empty()).then_some(css)
+}
+
+/// The header above a branded page's content: the logo (its `alt` the display name) and the
+/// display name.
+fn brand_header(brand: &Brand, wide: bool) -> String {
+    if brand.display_name.is_none() && brand.logo.is_none() {
+        return String::new();
+    }
+    let name = brand.display_name.as_ref().map(|n| escape(n.as_str())).unwrap_or_default();
+    let logo = brand
+        .logo_src()
+        .map(|src| {
+            format!(
+                "<img src=\"{}\" alt=\"{name}\" height=\"40\" referrerpolicy=\"no-referrer\" decoding=\"async\">",
+                escape(&src)
+            )
+        })
+        .unwrap_or_default();
+    let text = if name.is_empty() { String::new() } else { format!("<span>{name}</span>") };
+    format!("<header class=\"brand{}\">{logo}{text}</header>", if wide { " wide" } else { "" })
 }
 
 /// Escapes text for HTML content and attribute values.
@@ -149,6 +204,7 @@ pub struct Page {
     wide: bool,
     form_target: Option<String>,
     language: Language,
+    brand: Option<Brand>,
 }
 
 impl Page {
@@ -161,6 +217,7 @@ impl Page {
             wide: false,
             form_target: None,
             language: Language::En,
+            brand: None,
         }
     }
 
@@ -186,6 +243,18 @@ impl Page {
         self
     }
 
+    /// The team's brand: a header with its logo and display name above the content, its accent
+    /// colour on buttons and links.
+    pub fn brand(mut self, brand: &Brand) -> Self {
+        self.brand = Some(brand.clone());
+        self
+    }
+
+    /// This page's own second stylesheet (a brand's), if any.
+    fn page_style(&self) -> Option<String> {
+        self.brand.as_ref().and_then(brand_style)
+    }
+
     /// A form of this page may be answered with a redirect to `url`.
     pub fn forms_may_lead_to(mut self, url: Option<&str>) -> Self {
         self.form_target = url.map(str::to_owned);
@@ -194,11 +263,13 @@ impl Page {
 
     /// The whole document.
     pub fn document(&self) -> String {
+        let page_style = self.page_style().map(|css| format!("<style>{css}</style>")).unwrap_or_default();
+        let header = self.brand.as_ref().map(|b| brand_header(b, self.wide)).unwrap_or_default();
         format!(
             "<!DOCTYPE html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <meta name=\"robots\" content=\"noindex\"><meta name=\"referrer\" content=\"no-referrer\">\
-             <title>{}</title><style>{STYLE}</style></head><body><main{}>{}</main></body></html>",
+             <title>{}</title><style>{STYLE}</style>{page_style}</head><body>{header}<main{}>{}</main></body></html>",
             self.language.tag(),
             escape(&self.title),
             if self.wide { " class=\"wide\"" } else { "" },
@@ -209,10 +280,11 @@ impl Page {
 
 impl IntoResponse for Page {
     fn into_response(self) -> Response {
+        let page_style = self.page_style();
         let mut res = (self.status, self.document()).into_response();
         let h = res.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-        set_security_headers(h, self.form_target.as_deref());
+        security_headers(h, self.form_target.as_deref(), page_style.as_deref());
         res
     }
 }
@@ -376,6 +448,87 @@ mod tests {
         assert!(content_security_policy(Some("myapp://done")).contains("form-action 'self' myapp:;"));
         assert!(content_security_policy(Some("https://a;b")).contains("form-action 'self';"));
         assert!(content_security_policy(None).contains("form-action 'self';"));
+    }
+
+    use wearlab_domain::teams::branding::{AccentColor, BrandLogo, DisplayName, LogoId, LogoUrl};
+
+    fn acme() -> Brand {
+        Brand {
+            display_name: Some(DisplayName::parse("Acme <Health> & Co").unwrap()),
+            logo: Some(BrandLogo::Url(LogoUrl::parse("https://cdn.acme.example/logo.png").unwrap())),
+            accent: Some(AccentColor::parse("#0B6E4F").unwrap()),
+        }
+    }
+
+    /// The `<style>` elements of a document, in order.
+    fn styles(doc: &str) -> Vec<String> {
+        doc.split("<style>")
+            .skip(1)
+            .filter_map(|p| p.split_once("</style>"))
+            .map(|(css, _)| css.to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_branded_page_shows_the_teams_header_and_accent() {
+        let res = Page::new("Connect", "<h1>Connect</h1>").brand(&acme()).into_response();
+        let csp = res.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().to_owned();
+        let page = Page::new("Connect", "<h1>Connect</h1>").brand(&acme()).document();
+        let header = page.split("<body>").nth(1).unwrap().split("<main").next().unwrap();
+        assert_eq!(
+            header,
+            "<header class=\"brand\"><img src=\"https://cdn.acme.example/logo.png\" alt=\"Acme &lt;Health&gt; &amp; Co\" \
+             height=\"40\" referrerpolicy=\"no-referrer\" decoding=\"async\"><span>Acme &lt;Health&gt; &amp; Co</span></header>"
+        );
+        let css = styles(&page);
+        assert_eq!(css.len(), 2, "{page}");
+        assert_eq!(css[0], STYLE);
+        assert!(css[1].contains(":root{--accent:#0b6e4f;--bg:#fff}"), "{}", css[1]);
+        // Both stylesheets are allowed by their hashes, and nothing else inline is.
+        assert!(
+            csp.contains(&format!("style-src {} {};", style_source(STYLE), style_source(&css[1]))),
+            "{csp}"
+        );
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("script"), "{csp}");
+    }
+
+    #[test]
+    fn an_uploaded_logo_is_served_by_the_pages_own_origin() {
+        let id = LogoId::parse(&"ab".repeat(32)).unwrap();
+        let brand = Brand {
+            display_name: None,
+            logo: Some(BrandLogo::Uploaded {
+                id: id.clone(),
+                kind: wearlab_domain::teams::branding::LogoType::Png,
+            }),
+            accent: None,
+        };
+        let page = Page::new("Portal", "<h1>Portal</h1>").wide().brand(&brand).document();
+        assert!(
+            page.contains(&format!(
+                "<header class=\"brand wide\"><img src=\"/v2/link/web/brand/{}\" alt=\"\"",
+                id.as_str()
+            )),
+            "{page}"
+        );
+        assert!(!styles(&page)[1].contains("--accent:"), "no accent: the pages' own colour");
+    }
+
+    #[test]
+    fn a_page_without_a_brand_has_one_stylesheet_and_no_header() {
+        for page in [Page::new("T", "<h1>T</h1>"), Page::new("T", "<h1>T</h1>").brand(&Brand::default())] {
+            let doc = page.document();
+            assert_eq!(styles(&doc), [STYLE]);
+            assert!(!doc.contains("<header"));
+            let res = page.into_response();
+            let csp = res.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().to_owned();
+            assert_eq!(csp, content_security_policy(None));
+        }
+        // An accent alone changes the colours and adds no header.
+        let accent = Brand { accent: Some(AccentColor::parse("#5b2a86").unwrap()), ..Brand::default() };
+        let doc = Page::new("T", "<h1>T</h1>").brand(&accent).document();
+        assert_eq!(styles(&doc)[1], ":root{--accent:#5b2a86;--bg:#fff}");
+        assert!(!doc.contains("<header"));
     }
 
     #[test]

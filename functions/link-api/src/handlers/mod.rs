@@ -1,6 +1,7 @@
 //! One module per resource; each handler parses, calls one use case of
 //! `wearlab_domain::linking`, and answers.
 
+pub mod brand;
 pub mod catalog;
 pub mod link;
 pub mod provider_push;

@@ -2,6 +2,7 @@
 //! answers.
 
 pub mod audit;
+pub mod branding;
 pub mod linking;
 pub mod preferences;
 pub mod webhooks;

@@ -6,6 +6,7 @@
 mod architecture;
 mod audit;
 mod body_limits;
+mod branding;
 mod bulk;
 mod contract;
 mod crash;

@@ -38,6 +38,17 @@ fn unescape(s: &str) -> String {
     s.replace("%23", "#").replace("%25", "%")
 }
 
+/// The team's brand on the hosted pages: display name, logo, accent colour.
+pub fn team_brand(team: TeamId) -> Key {
+    Key::new(format!("TEAM#{team}"), "SETTINGS#BRAND")
+}
+
+/// An uploaded brand logo, by the SHA-256 (hex) of its bytes: its own partition, so the hosted
+/// pages serve it by that id alone.
+pub fn brand_logo(sha256_hex: &str) -> Key {
+    Key::new(format!("BRANDLOGO#{sha256_hex}"), ROOT)
+}
+
 /// API key lookup by the key's SHA-256 hash (hex).
 pub fn api_key(hash_hex: &str) -> Key {
     Key::new(format!("APIKEY#{hash_hex}"), ROOT)

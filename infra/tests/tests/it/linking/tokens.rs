@@ -1,7 +1,9 @@
 use chrono::Duration;
 use http::{Method, StatusCode};
 use serde_json::json;
+use wearlab_domain::common::language::Language;
 use wearlab_domain::keys;
+use wearlab_domain::linking::tokens;
 
 use super::{assert_link_error, link_token, password_link};
 use crate::helpers::{TestApp, error_locs};
@@ -26,6 +28,23 @@ async fn creates_a_one_time_token_stored_as_a_hash() {
     assert!(page.body.as_str().unwrap().contains("/v2/link/web/oauth/oura?token="));
 }
 
+/// The team's choice of language is kept on the token for its pages; a regional tag chooses its
+/// language, and a token without one has none (the page then follows the browser).
+#[tokio::test]
+async fn keeps_the_chosen_language_on_the_token() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("tok-lang").await;
+    for (sent, kept) in [(Some("es"), Some(Language::Es)), (Some("pt-BR"), Some(Language::Pt)), (None, None)]
+    {
+        let extra = sent.map_or(json!({}), |l| json!({ "language": l }));
+        let token = link_token(&t, &user, extra).await;
+        let seen = tokens::peek(&t.deps, Some(&token)).await.unwrap().expect("a usable token");
+        assert_eq!(seen.language(), kept, "{sent:?}");
+        let item = t.deps.table.get(&seen.key).await.unwrap().unwrap();
+        assert_eq!(item.body.get("language").and_then(|l| l.as_str()), kept.map(Language::tag), "{sent:?}");
+    }
+}
+
 #[tokio::test]
 async fn rejects_bad_bodies_with_422() {
     let t = TestApp::embedded().await;
@@ -42,6 +61,9 @@ async fn rejects_bad_bodies_with_422() {
             vec!["body", "filter_on_providers", "1"],
         ),
         (json!({"user_id": user, "filter_on_providers": "oura"}), vec!["body", "filter_on_providers"]),
+        (json!({"user_id": user, "language": "klingon"}), vec!["body", "language"]),
+        (json!({"user_id": user, "language": "it"}), vec!["body", "language"]),
+        (json!({"user_id": user, "language": 7}), vec!["body", "language"]),
     ] {
         let a = t.post("/v2/link/token", body.clone()).await;
         assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", a.body);

@@ -1,4 +1,7 @@
-//! Teams and their API keys. Keys are shown once and stored only as SHA-256 hashes.
+//! Teams and their API keys. Keys are shown once and stored only as SHA-256 hashes. The
+//! team's brand on the hosted pages is in [`branding`].
+
+pub mod branding;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
