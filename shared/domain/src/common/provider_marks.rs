@@ -31,6 +31,12 @@ pub fn mark_path(slug: &str) -> String {
     format!("{MARKS_PATH}/{slug}.svg")
 }
 
+/// A catalog `logo` (a path of the deployment) as an address on the deployment at `base_url`
+/// (its public URL); an address that is already absolute as it is.
+pub fn logo_url(base_url: &str, logo: &str) -> String {
+    if logo.starts_with('/') { format!("{}{logo}", base_url.trim_end_matches('/')) } else { logo.to_owned() }
+}
+
 static MARKS: LazyLock<HashMap<&'static str, String>> =
     LazyLock::new(|| catalog().all().iter().map(|p| (p.slug.as_str(), render(p))).collect());
 
