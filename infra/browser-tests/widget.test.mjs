@@ -82,7 +82,9 @@ describe('the provider list', () => {
     for (const slug of ['apple_health_kit', 'health_connect', 'samsung_health']) {
       assert.match(await page.locator(`[data-provider="${slug}"]`).innerText(), /connected in the app that sent you here/);
     }
-    // Every mark is Wearlab's own and loaded.
+    // Every mark is Wearlab's own and loads (lazily: scrolled into view).
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    await page.waitForFunction(() => [...document.querySelectorAll('img.mark')].every((i) => i.complete && i.naturalWidth > 0));
     const marks = await page.$$eval('img.mark', (imgs) => imgs.map((i) => ({ src: i.src, w: i.naturalWidth })));
     assert.ok(marks.length >= rows.length);
     for (const m of marks) {

@@ -85,7 +85,11 @@ fn group_name(c: Category, t: &Catalogue) -> &'static str {
 fn mark(p: &ProviderInfo) -> String {
     match p.logo.as_deref() {
         Some(src) => {
-            format!("<img class=\"mark\" src=\"{}\" alt=\"\" width=\"32\" height=\"32\">", escape(src))
+            // Lazy: the marks below the first screen load as the user scrolls (first page size).
+            format!(
+                "<img class=\"mark\" src=\"{}\" alt=\"\" width=\"32\" height=\"32\" loading=\"lazy\" decoding=\"async\">",
+                escape(src)
+            )
         }
         None => String::new(),
     }
