@@ -46,6 +46,13 @@ async function visibleRows(page) {
     els.filter((e) => e.offsetParent !== null).map((e) => e.dataset.provider));
 }
 
+/** Scrolls through the page so every lazily loaded mark is in, then back to the top. */
+async function loadAllMarks(page) {
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  await page.waitForFunction(() => [...document.querySelectorAll('img.mark')].every((i) => i.complete && i.naturalWidth > 0));
+  await page.evaluate(() => window.scrollTo(0, 0));
+}
+
 async function groupHeadings(page) {
   return page.$$eval('section.group:not([hidden]) h2', (hs) => hs.map((h) => h.textContent));
 }
@@ -83,8 +90,7 @@ describe('the provider list', () => {
       assert.match(await page.locator(`[data-provider="${slug}"]`).innerText(), /connected in the app that sent you here/);
     }
     // Every mark is Wearlab's own and loads (lazily: scrolled into view).
-    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
-    await page.waitForFunction(() => [...document.querySelectorAll('img.mark')].every((i) => i.complete && i.naturalWidth > 0));
+    await loadAllMarks(page);
     const marks = await page.$$eval('img.mark', (imgs) => imgs.map((i) => ({ src: i.src, w: i.naturalWidth })));
     assert.ok(marks.length >= rows.length);
     for (const m of marks) {
@@ -233,6 +239,7 @@ describe('languages', () => {
       await browserPage.goto(url);
       assert.equal(await browserPage.getAttribute('html', 'lang'), lang);
       await browserPage.getByRole('heading', { level: 1, name: t['widget.title'] }).waitFor();
+      await loadAllMarks(browserPage);
       await shot(browserPage, `widget-list-${lang}`);
       await browserPage.close();
     });
@@ -310,6 +317,7 @@ describe('on every screen', () => {
       await page.goto(url);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       assert.ok(overflow <= 0, `${width} px: ${overflow} px wider than the screen`);
+      await loadAllMarks(page);
       await shot(page, `widget-list-${width}`);
       await page.goto(url.replace('/v2/link/web?', '/v2/link/web/provider/dexcom?'));
       await shot(page, `widget-password-region-${width}`);
