@@ -35,6 +35,8 @@ pub fn routes() -> Routes {
         .route(web::PASSWORD_PATH, axum::routing::post(web::post_password))
         .route(web::MFA_PATH, axum::routing::post(web::post_mfa))
         .route(brand::PATH, axum::routing::get(brand::logo))
+        .route(web::SCRIPT_PATH, axum::routing::get(web::script))
+        .route(web::MARK_PATH, axum::routing::get(web::mark))
         .route(provider_push::PATH, axum::routing::get(provider_push::receive).post(provider_push::receive))
 }
 

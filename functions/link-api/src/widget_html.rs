@@ -1,15 +1,18 @@
 //! The markup of the hosted link page. Every value is escaped; the shell, headers and CSRF
-//! field come from `wearlab_web::pages`. No script: links and forms do all the work, so the
-//! page works with a keyboard, a screen reader and without JavaScript.
+//! field come from `wearlab_web::pages`, every text from the language's catalogue
+//! (`wearlab_web::i18n`, the `# --- widget ---` section). Links and forms do all the work, so
+//! the page works with a keyboard, a screen reader and without JavaScript; the list page adds
+//! one small script of its own ([`SCRIPT_PATH`]) that filters the list as the user types.
 
 use std::fmt::Write;
 
 use axum::http::StatusCode;
-use wearlab_domain::common::provider_catalog::ProviderInfo;
+use wearlab_domain::common::provider_catalog::{Category, ProviderInfo};
 use wearlab_domain::linking::tokens::TokenRefusal;
-use wearlab_domain::linking::widget::{Form, Method, Widget, method};
+use wearlab_domain::linking::widget::{Form, Method, Row, Widget, method};
 use wearlab_domain::linking::{LinkOutcome, encode, redirect_with_result};
 use wearlab_models::{LinkErrorType, LinkResult, LinkState, MfaMethod, ProviderMfaRequest};
+use wearlab_web::i18n::{Catalogue, Language, catalogue};
 use wearlab_web::pages::{Page, csrf_input, escape};
 
 pub const PAGE_PATH: &str = "/v2/link/web";
@@ -17,90 +20,234 @@ pub const PROVIDER_PATH: &str = "/v2/link/web/provider/{provider}";
 pub const OAUTH_PATH: &str = "/v2/link/web/oauth/{provider}";
 pub const PASSWORD_PATH: &str = "/v2/link/web/password/{provider}";
 pub const MFA_PATH: &str = "/v2/link/web/password/{provider}/mfa";
+/// The list page's script: live filtering (the search form filters without it).
+pub const SCRIPT_PATH: &str = "/v2/link/web/assets/widget.js";
+pub const SCRIPT: &str = include_str!("widget.js");
+
+/// The language of a page and whether it was chosen explicitly (then every link and form of
+/// the page carries it on).
+#[derive(Debug, Clone, Copy)]
+pub struct Lang {
+    pub language: Language,
+    pub explicit: bool,
+}
+
+impl Lang {
+    fn t(self) -> &'static Catalogue {
+        catalogue(self.language)
+    }
+
+    fn page(self, title: impl Into<String>, body: impl Into<String>) -> Page {
+        Page::new(title, body).language(self.language)
+    }
+
+    fn message(self, status: StatusCode, title: &str, text: &str) -> Page {
+        Page::message(status, title, text).language(self.language)
+    }
+
+    /// `&lang=xx` for an explicit choice.
+    fn query(self) -> String {
+        if self.explicit { format!("&lang={}", self.language.tag()) } else { String::new() }
+    }
+
+    fn hidden(self) -> String {
+        if self.explicit {
+            format!("<input type=\"hidden\" name=\"lang\" value=\"{}\">", self.language.tag())
+        } else {
+            String::new()
+        }
+    }
+}
 
 fn path(template: &str, slug: &str) -> String {
     template.replace("{provider}", &encode(slug))
 }
 
-/// A page address carrying the link token (the only value ever put in a page's URL).
-fn with_token(template: &str, slug: &str, raw: &str) -> String {
-    format!("{}?token={}", path(template, slug), encode(raw))
+/// A page address carrying the link token (the only value ever put in a page's URL besides the
+/// language and a search).
+fn with_token(template: &str, slug: &str, raw: &str, l: Lang) -> String {
+    format!("{}?token={}{}", path(template, slug), encode(raw), l.query())
 }
 
-fn auth_label(m: Method) -> &'static str {
+fn auth_label(m: Method, t: &Catalogue) -> &'static str {
     match m {
-        Method::Password => "Username and password",
-        Method::Oauth => "Sign in with the provider",
-        Method::Elsewhere => "In the mobile app",
+        Method::Password => t.get("widget.auth.password"),
+        Method::Oauth => t.get("widget.auth.oauth"),
+        Method::Elsewhere => t.get("widget.auth.elsewhere"),
     }
 }
 
-/// The provider's logo over its initial, so a logo that does not load leaves the initial
-/// (an image with no set size and no alt text renders as nothing when broken).
-fn logo(p: &ProviderInfo) -> String {
-    let initial = escape(&p.name.chars().next().map(String::from).unwrap_or_default());
-    // Decorative: the name is next to it. no-referrer keeps the page address (and its token)
-    // from the logo's host.
-    let img = p
-        .logo
-        .as_deref()
-        .map(|url| format!("<img src=\"{}\" alt=\"\" referrerpolicy=\"no-referrer\">", escape(url)))
-        .unwrap_or_default();
-    format!("<span class=\"logo\" aria-hidden=\"true\"><span>{initial}</span>{img}</span>")
+fn group_name(c: Category, t: &Catalogue) -> &'static str {
+    t.get(&format!("widget.group.{}", c.name()))
 }
 
-fn provider_row(p: &ProviderInfo, href: Option<&str>) -> String {
-    let m = method(p);
-    let inner = format!(
-        "{}<span class=\"name\">{}</span><span class=\"kind\">{}</span>",
-        logo(p),
-        escape(&p.name),
-        auth_label(m)
-    );
-    match href {
-        Some(h) => format!(
-            "<li><a class=\"provider\" href=\"{}\" data-provider=\"{}\">{inner}</a></li>",
-            escape(h),
-            escape(&p.slug)
-        ),
-        None => {
-            format!("<li><div class=\"provider\" data-provider=\"{}\">{inner}</div></li>", escape(&p.slug))
+/// The provider's mark, served by this API. Decorative: the name is next to it.
+fn mark(p: &ProviderInfo) -> String {
+    match p.logo.as_deref() {
+        Some(src) => {
+            // Lazy: the marks below the first screen load as the user scrolls (first page size).
+            format!(
+                "<img class=\"mark\" src=\"{}\" alt=\"\" width=\"32\" height=\"32\" loading=\"lazy\" decoding=\"async\">",
+                escape(src)
+            )
+        }
+        None => String::new(),
+    }
+}
+
+/// Where the row of an offered provider leads: its form, its hand-off, or (connected in the
+/// team's app) nowhere.
+fn href(p: &ProviderInfo, raw: &str, l: Lang) -> Option<String> {
+    match method(p) {
+        Method::Password => Some(with_token(PROVIDER_PATH, &p.slug, raw, l)),
+        Method::Oauth => Some(with_token(OAUTH_PATH, &p.slug, raw, l)),
+        Method::Elsewhere => None,
+    }
+}
+
+/// What the phone's providers (and the others connected in the app) say instead of a link.
+fn elsewhere_text(p: &ProviderInfo, t: &Catalogue) -> String {
+    // The lead passes the team's app name here once the brand is wired (`widget.phone.named`).
+    t.fill("widget.phone.text", &[("name", &p.name)])
+}
+
+/// A line of the list; `hidden` when the search leaves it out (the script shows it again as the
+/// query changes).
+fn row(r: &Row, raw: &str, l: Lang, shown: bool) -> String {
+    let t = l.t();
+    let p = r.provider();
+    let hidden = if shown { "" } else { " hidden" };
+    let head = format!("{}<span class=\"name\">{}</span>", mark(p), escape(&p.name));
+    let search = escape(&p.search_text());
+    let slug = escape(&p.slug);
+    match r {
+        Row::Offer(p) => match href(p, raw, l) {
+            Some(h) => format!(
+                "<li data-search=\"{search}\"{hidden}><a class=\"provider\" href=\"{}\" data-provider=\"{slug}\">{head}\
+                 <span class=\"kind\">{}</span></a></li>",
+                escape(&h),
+                escape(auth_label(method(p), t))
+            ),
+            None => format!(
+                "<li data-search=\"{search}\"{hidden}><div class=\"provider\" data-provider=\"{slug}\">{head}\
+                 <span class=\"kind\">{}</span><p class=\"note\">{}</p></div></li>",
+                escape(auth_label(Method::Elsewhere, t)),
+                escape(&elsewhere_text(p, t))
+            ),
+        },
+        Row::Discontinued { successor, .. } => {
+            let next = match successor.and_then(|s| href(s, raw, l).map(|h| (s, h))) {
+                Some((s, h)) => format!(
+                    "<a href=\"{}\">{}</a>",
+                    escape(&h),
+                    escape(&t.fill("widget.discontinued.use", &[("successor", &s.name)]))
+                ),
+                None => escape(t.get("widget.discontinued.none")),
+            };
+            format!(
+                "<li data-search=\"{search}\"{hidden}><div class=\"provider discontinued\" data-provider=\"{slug}\">{head}\
+                 <span class=\"kind\">{}</span><p class=\"note\">{next}</p></div></li>",
+                escape(t.get("widget.discontinued"))
+            )
         }
     }
 }
 
-/// The providers the token allows: password and OAuth ones one click away.
-pub fn list(w: &Widget, raw: &str) -> Page {
-    let mut items = String::new();
-    for p in w.providers() {
-        let href = match method(p) {
-            Method::Password => Some(with_token(PROVIDER_PATH, &p.slug, raw)),
-            Method::Oauth => Some(with_token(OAUTH_PATH, &p.slug, raw)),
-            Method::Elsewhere => None,
-        };
-        items.push_str(&provider_row(p, href.as_deref()));
-    }
-    let body = if items.is_empty() {
-        // Every provider the token allows is demo only on this deployment.
-        "<h1>Connect a health data provider</h1>\
-         <p class=\"none\" role=\"status\">None of the services this link is for can be connected here yet. \
-         Please go back to the app that sent you.</p>"
-            .to_owned()
-    } else {
-        format!(
-            "<h1>Connect a health data provider</h1>\
-             <p>Choose the service that holds your data. You sign in with the service itself.</p>\
-             <nav aria-label=\"Providers\"><ul class=\"providers\">{items}</ul></nav>"
-        )
-    };
-    Page::new("Connect a health data provider", body)
+/// The search form: a GET of this page, so it works without script; the script filters as the
+/// user types.
+fn search_form(raw: &str, query: &str, l: Lang) -> String {
+    let t = l.t();
+    format!(
+        "<form method=\"get\" action=\"{PAGE_PATH}\" role=\"search\" class=\"search\">\
+         <input type=\"hidden\" name=\"token\" value=\"{}\">{}\
+         <label for=\"q\">{}</label><div class=\"search-row\">\
+         <input id=\"q\" name=\"q\" type=\"search\" value=\"{}\" autocomplete=\"off\" spellcheck=\"false\" \
+         aria-describedby=\"search-status\">\
+         <button type=\"submit\">{}</button></div></form>",
+        escape(raw),
+        l.hidden(),
+        escape(t.get("widget.search.label")),
+        escape(query),
+        escape(t.get("widget.search.button")),
+    )
 }
 
-fn back_link(w: &Widget, raw: &str) -> String {
+/// The providers the token allows, grouped, the search's matches only when `query` is given.
+pub fn list(w: &Widget, raw: &str, query: &str, l: Lang) -> Page {
+    let t = l.t();
+    let title = t.get("widget.title");
+    let groups = w.groups();
+    if groups.is_empty() {
+        // Every provider the token allows is demo only on this deployment.
+        return l.page(
+            title,
+            format!(
+                "<h1>{}</h1><p class=\"none\" role=\"status\">{}</p>",
+                escape(title),
+                escape(t.get("widget.none"))
+            ),
+        );
+    }
+    let mut shown = 0;
+    let mut lists = String::new();
+    for g in &groups {
+        let id = format!("group-{}", g.category.name());
+        let mut rows = String::new();
+        let mut any = false;
+        for r in &g.rows {
+            let hit = r.provider().matches(query);
+            any |= hit;
+            shown += usize::from(hit);
+            rows.push_str(&row(r, raw, l, hit));
+        }
+        let _ = write!(
+            lists,
+            "<section class=\"group\" aria-labelledby=\"{id}\"{}><h2 id=\"{id}\">{}</h2><ul class=\"providers\">{rows}</ul></section>",
+            if any { "" } else { " hidden" },
+            escape(group_name(g.category, t))
+        );
+    }
+    let status = if query.trim().is_empty() {
+        String::new()
+    } else if shown == 0 {
+        escape(&t.fill("widget.search.none", &[("query", query.trim())]))
+    } else {
+        escape(&t.fill("widget.search.count", &[("count", &t.number(shown as f64, 0))]))
+    };
+    let show_all = if query.trim().is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<p class=\"show-all\"><a href=\"{PAGE_PATH}?token={}{}\">{}</a></p>",
+            encode(raw),
+            l.query(),
+            escape(t.get("widget.search.all"))
+        )
+    };
+    let body = format!(
+        "<h1>{}</h1><p>{}</p>{}\
+         <p id=\"search-status\" class=\"hint\" aria-live=\"polite\" data-count=\"{}\" data-none=\"{}\">{status}</p>{show_all}\
+         <nav aria-label=\"{}\" id=\"providers\">{lists}</nav>",
+        escape(title),
+        escape(t.get("widget.intro")),
+        search_form(raw, query, l),
+        escape(t.get("widget.search.count")),
+        escape(t.get("widget.search.none")),
+        escape(t.get("widget.providers")),
+    );
+    l.page(title, body).script(SCRIPT_PATH)
+}
+
+fn back_link(w: &Widget, raw: &str, l: Lang) -> String {
     if w.named().is_some() {
         return String::new();
     }
-    format!("<p><a href=\"{PAGE_PATH}?token={}\">Choose another provider</a></p>", encode(raw))
+    format!(
+        "<p><a href=\"{PAGE_PATH}?token={}{}\">{}</a></p>",
+        encode(raw),
+        l.query(),
+        escape(l.t().get("widget.back"))
+    )
 }
 
 fn error_box(text: &str) -> String {
@@ -108,28 +255,19 @@ fn error_box(text: &str) -> String {
 }
 
 /// What the user can do about an outcome that keeps them on the page.
-pub fn retry_text(p: &ProviderInfo, form: &Form, error_type: Option<&LinkErrorType>) -> String {
-    let name = &p.name;
-    match (error_type, form) {
-        (None, Form::Password) => "Enter your username and password.".into(),
-        (None, Form::Mfa(_)) => "Enter the code you received.".into(),
-        (Some(LinkErrorType::ProviderCredentialError), _) => {
-            format!("{name} did not accept this username and password. Check them and try again.")
-        }
-        (Some(LinkErrorType::ProviderPasswordExpired), _) => {
-            format!("{name} says your password has expired. Set a new one with {name}, then try again.")
-        }
-        (Some(LinkErrorType::UnsupportedRegion), _) => {
-            format!("{name} does not serve the region you chose. Choose the region of your account.")
-        }
-        (Some(LinkErrorType::IncorrectMfaCode), Form::Mfa(_)) => {
-            "That code was not accepted. Check the latest code you received and try again.".into()
-        }
-        (Some(LinkErrorType::IncorrectMfaCode), Form::Password) => {
-            "Too many wrong codes. Sign in again to get a new code.".into()
-        }
-        _ => format!("{name} could not be reached just now. Try again in a moment."),
-    }
+pub fn retry_text(p: &ProviderInfo, form: &Form, error_type: Option<&LinkErrorType>, l: Lang) -> String {
+    let t = l.t();
+    let key = match (error_type, form) {
+        (None, Form::Password) => "widget.retry.password",
+        (None, Form::Mfa(_)) => "widget.retry.code",
+        (Some(LinkErrorType::ProviderCredentialError), _) => "widget.retry.credentials",
+        (Some(LinkErrorType::ProviderPasswordExpired), _) => "widget.retry.password_expired",
+        (Some(LinkErrorType::UnsupportedRegion), _) => "widget.retry.region",
+        (Some(LinkErrorType::IncorrectMfaCode), Form::Mfa(_)) => "widget.retry.wrong_code",
+        (Some(LinkErrorType::IncorrectMfaCode), Form::Password) => "widget.retry.too_many_codes",
+        _ => "widget.retry.unreachable",
+    };
+    t.fill(key, &[("name", &p.name)])
 }
 
 /// The page of one provider: its password form, its OAuth hand-off, or where else to connect it.
@@ -140,10 +278,13 @@ pub fn provider(
     csrf: &str,
     error: Option<&str>,
     username: &str,
+    l: Lang,
 ) -> Page {
-    let name = escape(&p.name);
-    let title = format!("Connect {}", p.name);
-    let mut body = format!("<h1>Connect {name}</h1>");
+    let t = l.t();
+    let name = &p.name;
+    let fill = |key: &str| escape(&t.fill(key, &[("name", name)]));
+    let title = t.fill("widget.provider.heading", &[("name", name)]);
+    let mut body = format!("<h1>{}</h1>", escape(&title));
     match method(p) {
         Method::Password => {
             let described =
@@ -153,25 +294,32 @@ pub fn provider(
             }
             let _ = write!(
                 body,
-                "<p>Sign in with your {name} account. Your password goes to {name} only and is not stored.</p>\
-                 <form method=\"post\" action=\"{action}\" class=\"card\" novalidate>{token}{csrf}\
-                 <label for=\"username\">{name} username or email</label>\
+                "<p>{intro}</p>\
+                 <form method=\"post\" action=\"{action}\" class=\"card\" novalidate>{token}{lang}{csrf}\
+                 <label for=\"username\">{user_label}</label>\
                  <input id=\"username\" name=\"username\" type=\"text\" autocomplete=\"username\" autocapitalize=\"none\" \
                  spellcheck=\"false\" required maxlength=\"256\" value=\"{user}\"{described}{focus_user}>\
-                 <label for=\"password\">Password</label>\
+                 <label for=\"password\">{password_label}</label>\
                  <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required \
                  maxlength=\"1024\"{described}{focus_password}>",
+                intro = fill("widget.password.intro"),
                 action = path(PASSWORD_PATH, &p.slug),
                 token = hidden_token(raw),
+                lang = l.hidden(),
                 csrf = csrf_input(csrf),
+                user_label = fill("widget.password.username"),
+                password_label = escape(t.get("widget.password.password")),
                 user = escape(username),
                 focus_user = if username.is_empty() { " autofocus" } else { "" },
                 focus_password = if username.is_empty() { "" } else { " autofocus" },
             );
             if let Some(regions) = &p.regions {
-                body.push_str(
-                    "<label for=\"region\">Region of your account</label>\
-                     <select id=\"region\" name=\"region\" required><option value=\"\">Choose a region</option>",
+                let _ = write!(
+                    body,
+                    "<label for=\"region\">{}</label>\
+                     <select id=\"region\" name=\"region\" required><option value=\"\">{}</option>",
+                    escape(t.get("widget.password.region")),
+                    escape(t.get("widget.password.region_choose"))
                 );
                 for r in regions {
                     let _ = write!(
@@ -183,26 +331,27 @@ pub fn provider(
                 }
                 body.push_str("</select>");
             }
-            body.push_str("<button type=\"submit\">Connect</button></form>");
+            let _ = write!(
+                body,
+                "<button type=\"submit\">{}</button></form>",
+                escape(t.get("widget.password.submit"))
+            );
         }
         Method::Oauth => {
             let _ = write!(
                 body,
-                "<p>You will continue to {name} to sign in and allow access, then come back here.</p>\
-                 <p><a class=\"button\" href=\"{}\">Continue to {name}</a></p>",
-                escape(&with_token(OAUTH_PATH, &p.slug, raw))
+                "<p>{}</p><p><a class=\"button\" href=\"{}\">{}</a></p>",
+                fill("widget.oauth.intro"),
+                escape(&with_token(OAUTH_PATH, &p.slug, raw, l)),
+                fill("widget.oauth.continue"),
             );
         }
         Method::Elsewhere => {
-            let _ = write!(
-                body,
-                "<p class=\"notice\">{name} is connected from the mobile app, not from this page. \
-                 Open the app that sent you here and connect {name} there.</p>"
-            );
+            let _ = write!(body, "<p class=\"notice\">{}</p>", escape(&elsewhere_text(p, t)));
         }
     }
-    body.push_str(&back_link(w, raw));
-    Page::new(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref())
+    body.push_str(&back_link(w, raw, l));
+    l.page(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref())
 }
 
 fn hidden_token(raw: &str) -> String {
@@ -217,110 +366,115 @@ pub fn mfa(
     csrf: &str,
     request: &ProviderMfaRequest,
     error: Option<&str>,
+    l: Lang,
 ) -> Page {
-    let name = escape(&p.name);
-    let by = match request.method {
-        MfaMethod::Email => "by email",
-        _ => "by text message",
+    let t = l.t();
+    let key = match (&request.method, request.hint.is_empty()) {
+        (MfaMethod::Email, false) => "widget.mfa.sent_email_to",
+        (MfaMethod::Email, true) => "widget.mfa.sent_email",
+        (_, false) => "widget.mfa.sent_sms_to",
+        (_, true) => "widget.mfa.sent_sms",
     };
-    let to = if request.hint.is_empty() {
-        String::new()
-    } else {
-        format!(" to <strong class=\"mfa-hint\">{}</strong>", escape(&request.hint))
-    };
+    // The hint is marked up after the text is escaped (escaping leaves `{hint}` as it is).
+    let sent = escape(&t.fill(key, &[("name", &p.name)]))
+        .replace("{hint}", &format!("<strong class=\"mfa-hint\">{}</strong>", escape(&request.hint)));
     let described =
         if error.is_some() { " aria-invalid=\"true\" aria-describedby=\"form-error\"" } else { "" };
-    let mut body = format!("<h1>Enter your {name} code</h1>");
+    let title = t.fill("widget.mfa.heading", &[("name", &p.name)]);
+    let mut body = format!("<h1>{}</h1>", escape(&title));
     if let Some(e) = error {
         body.push_str(&error_box(e));
     }
     let _ = write!(
         body,
-        "<p>{name} sent a one-time code {by}{to}.</p>\
-         <form method=\"post\" action=\"{action}\" class=\"card\" novalidate>{token}{csrf}\
-         <label for=\"mfa_code\">One-time code</label>\
+        "<p>{sent}</p>\
+         <form method=\"post\" action=\"{action}\" class=\"card\" novalidate>{token}{lang}{csrf}\
+         <label for=\"mfa_code\">{label}</label>\
          <input id=\"mfa_code\" name=\"mfa_code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" \
          required maxlength=\"32\" autofocus{described}>\
-         <button type=\"submit\">Verify</button></form>",
+         <button type=\"submit\">{submit}</button></form>",
         action = path(MFA_PATH, &p.slug),
         token = hidden_token(raw),
+        lang = l.hidden(),
         csrf = csrf_input(csrf),
+        label = escape(t.get("widget.mfa.code")),
+        submit = escape(t.get("widget.mfa.submit")),
     );
-    body.push_str(&back_link(w, raw));
-    Page::new(format!("Enter your {} code", p.name), body)
-        .forms_may_lead_to(w.token.record.redirect_url.as_deref())
+    body.push_str(&back_link(w, raw, l));
+    l.page(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref())
 }
 
 /// The outcome of a link whose token has no redirect URL.
-pub fn outcome(p: Option<&ProviderInfo>, result: &LinkResult) -> Page {
+pub fn outcome(p: Option<&ProviderInfo>, result: &LinkResult, l: Lang) -> Page {
+    let t = l.t();
     let name = p.map_or_else(|| result.provider.clone(), |p| p.name.clone());
+    let fill = |key: &str| t.fill(key, &[("name", &name)]);
     if result.state == LinkState::Success {
-        let title = format!("Connected to {name}");
-        return Page::new(
+        let title = fill("widget.outcome.connected_title");
+        return l.page(
             title.clone(),
             format!(
-                "<h1>{}</h1><p class=\"notice\" role=\"status\">Your {} account is connected. You can close this window.</p>",
+                "<h1>{}</h1><p class=\"notice\" role=\"status\">{}</p>",
                 escape(&title),
-                escape(&name)
+                escape(&fill("widget.outcome.connected"))
             ),
         );
     }
-    let text = match result.error_type.as_ref() {
-        Some(LinkErrorType::DuplicateConnection) => {
-            format!("This {name} account is already connected to another user.")
-        }
-        Some(LinkErrorType::UserCancelled) => {
-            format!("You declined access at {name}. Nothing was connected.")
-        }
-        Some(LinkErrorType::RequiredScopesNotGranted) => format!(
-            "{name} was allowed without the access this app needs. Start again and allow everything it asks for."
-        ),
-        Some(LinkErrorType::TokenExpired) => {
-            "This link has expired. Go back to the app and start again.".into()
-        }
-        Some(LinkErrorType::TokenConsumed) => {
-            "This link was already used. Go back to the app and start again.".into()
-        }
-        Some(LinkErrorType::InvalidToken | LinkErrorType::TokenNotValidated) => {
-            "This link is not valid for this step. Go back to the app and start again.".into()
-        }
-        _ => format!("{name} could not be connected. Go back to the app and try again later."),
+    let key = match result.error_type.as_ref() {
+        Some(LinkErrorType::DuplicateConnection) => "widget.outcome.duplicate",
+        Some(LinkErrorType::UserCancelled) => "widget.outcome.cancelled",
+        Some(LinkErrorType::RequiredScopesNotGranted) => "widget.outcome.scopes",
+        Some(LinkErrorType::TokenExpired) => "widget.outcome.expired",
+        Some(LinkErrorType::TokenConsumed) => "widget.outcome.consumed",
+        Some(LinkErrorType::InvalidToken | LinkErrorType::TokenNotValidated) => "widget.outcome.invalid",
+        _ => "widget.outcome.failed",
     };
-    let title = format!("{name} was not connected");
-    Page::new(
+    let title = fill("widget.outcome.failed_title");
+    l.page(
         title.clone(),
-        format!("<h1>{}</h1><p class=\"error\" role=\"alert\">{}</p>", escape(&title), escape(&text)),
+        format!("<h1>{}</h1><p class=\"error\" role=\"alert\">{}</p>", escape(&title), escape(&fill(key))),
     )
 }
 
 /// The page of a token that cannot be used: expired, already used, or unknown.
-pub fn refused(r: &TokenRefusal) -> Page {
-    let (status, title, text) = match r.error_type {
-        LinkErrorType::TokenExpired => (
-            StatusCode::GONE,
-            "This link has expired",
-            "Links to connect a provider work for 60 minutes. Go back to the app that sent you here and start again.",
-        ),
-        LinkErrorType::TokenConsumed => (
-            StatusCode::GONE,
-            "This link was already used",
-            "A provider was connected with this link, and each link works once. To connect another provider, \
-             start again from the app that sent you here.",
-        ),
-        _ => (
-            StatusCode::BAD_REQUEST,
-            "This link is not valid",
-            "Check that you opened the whole link, or start again from the app that sent you here.",
-        ),
+pub fn refused(r: &TokenRefusal, l: Lang) -> Page {
+    let t = l.t();
+    let (status, which) = match r.error_type {
+        LinkErrorType::TokenExpired => (StatusCode::GONE, "expired"),
+        LinkErrorType::TokenConsumed => (StatusCode::GONE, "consumed"),
+        _ => (StatusCode::BAD_REQUEST, "invalid"),
     };
-    let mut body = format!("<h1>{}</h1><p>{}</p>", escape(title), escape(text));
+    let title = t.get(&format!("widget.refused.{which}_title"));
+    let mut body =
+        format!("<h1>{}</h1><p>{}</p>", escape(title), escape(t.get(&format!("widget.refused.{which}"))));
     if let Some(url) = &r.redirect_url {
         let result = LinkOutcome::failed(r.error_type.clone(), r.error.clone()).result("", Some(url.clone()));
         let _ = write!(
             body,
-            "<p><a class=\"button\" href=\"{}\">Back to the app</a></p>",
-            escape(&redirect_with_result(url, &result))
+            "<p><a class=\"button\" href=\"{}\">{}</a></p>",
+            escape(&redirect_with_result(url, &result)),
+            escape(t.get("widget.refused.back"))
         );
     }
-    Page::new(title, body).status(status)
+    l.page(title, body).status(status)
+}
+
+/// The OAuth hand-off of a provider that is not connected by signing in with it.
+pub fn not_oauth(p: &ProviderInfo, l: Lang) -> Page {
+    let t = l.t();
+    l.message(
+        StatusCode::NOT_FOUND,
+        t.get("widget.not_oauth_title"),
+        &t.fill("widget.not_oauth", &[("name", &p.name)]),
+    )
+}
+
+/// The OAuth hand-off the team's settings refuse (the reason is the team's, not the user's).
+pub fn oauth_refused(p: &ProviderInfo, l: Lang) -> Page {
+    let t = l.t();
+    l.message(
+        StatusCode::BAD_REQUEST,
+        &t.fill("widget.oauth_refused_title", &[("name", &p.name)]),
+        &t.fill("widget.oauth_refused", &[("name", &p.name)]),
+    )
 }

@@ -248,13 +248,26 @@ pub struct LinkConfig {
     /// When true, a provider account already connected to a user of the team cannot be
     /// connected again (to that user or another): the link ends in `duplicate_connection`.
     pub reject_duplicate_connection: bool,
+    /// Providers the link widget lists first, in this order (each within its group; a versioned
+    /// twin pins its family). Empty: the widget's default order, most used first.
+    #[serde(default)]
+    pub provider_order: Vec<String>,
+    /// Providers the link widget never offers, on top of a token's `filter_on_providers`.
+    #[serde(default)]
+    pub hidden_providers: Vec<String>,
 }
 
-/// PATCH /v2/team/link_config body.
+/// PATCH /v2/team/link_config body. A field left out keeps its value.
 #[derive(Debug, Clone, Deserialize, PartialEq, ToSchema)]
 pub struct LinkConfigPatch {
     #[serde(default)]
     pub reject_duplicate_connection: Option<bool>,
+    /// Provider slugs the widget lists first, in this order: known slugs, each at most once.
+    #[serde(default)]
+    pub provider_order: Option<Vec<String>>,
+    /// Provider slugs the widget never offers: known slugs, each at most once.
+    #[serde(default)]
+    pub hidden_providers: Option<Vec<String>>,
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! security headers and the same CSRF check; the CSRF rule itself is
 //! `wearlab_domain::common::hosted`.
 //!
-//! Pages are server-rendered and run no script. Their one stylesheet is inline and allowed by
+//! Pages are server-rendered and work without script (a page may add one script file of its own
+//! API, [`Page::script`], allowed on that page alone, to improve what works without it). Their one stylesheet is inline and allowed by
 //! its hash, so the Content-Security-Policy needs neither `'unsafe-inline'` nor a static file
 //! route in every function. A page with a team's brand carries a second small stylesheet (the
 //! brand header and the team's accent colour), allowed by its own hash in that page's policy.
@@ -46,6 +47,8 @@ a.provider:hover{border-color:var(--accent)}\
 .logo{display:inline-grid;place-items:center;width:2rem;height:2rem;border-radius:.4rem;flex:none;overflow:hidden;\
 background:#e9edf3;color:var(--muted);font-weight:700}.logo>*{grid-area:1/1}.logo img{max-width:100%;max-height:100%;background:#fff}\
 .name{font-weight:600}.kind{margin-left:auto;color:var(--muted);font-size:.875rem}\
+.mark{width:2rem;height:2rem;flex:none;border-radius:.4rem}.note{flex-basis:100%;margin:0;color:var(--muted);font-size:.9rem}\
+.search-row{display:flex;gap:.5rem}.search-row button{margin:0}.search label{margin-top:0}[hidden]{display:none!important}\
 label,legend{display:block;font-weight:600;margin:1rem 0 .25rem}\
 input,select{width:100%;font:inherit;padding:.6rem .75rem;border:1px solid #8d97a8;border-radius:.5rem;background:#fff;color:inherit;min-height:2.75rem}\
 fieldset{border:0;padding:0;margin:0}.choice{display:flex;gap:.5rem;align-items:center;font-weight:400;margin:.5rem 0}\
@@ -78,19 +81,40 @@ fn style_source(css: &str) -> String {
 /// the page may end up after its POST (a team's redirect URL): browsers check form-action
 /// against redirects too.
 pub fn content_security_policy(form_target: Option<&str>) -> String {
-    policy(form_target, None)
+    policy(form_target, None, false)
 }
 
-/// The policy of a page that also carries `page_style`, its own second inline stylesheet
-/// (a brand's), allowed by its hash beside the shared one.
-fn policy(form_target: Option<&str>, page_style: Option<&str>) -> String {
+/// [`content_security_policy`] of a page that also carries `page_style`, its own second inline
+/// stylesheet (a brand's), allowed by its hash beside the shared one, and with `scripts` the
+/// page's own script files (`script-src 'self'`: no inline script, no other origin).
+fn policy(form_target: Option<&str>, page_style: Option<&str>, scripts: bool) -> String {
     let extra = form_target.and_then(source_of).map(|s| format!(" {s}")).unwrap_or_default();
     let own = page_style.map(|css| format!(" {}", style_source(css))).unwrap_or_default();
+    let script = if scripts { "script-src 'self'; " } else { "" };
     format!(
-        "default-src 'none'; style-src {}{own}; img-src 'self' https: data:; form-action 'self'{extra}; \
+        "default-src 'none'; {script}style-src {}{own}; img-src 'self' https: data:; form-action 'self'{extra}; \
          frame-ancestors 'none'; base-uri 'none'",
         STYLE_SOURCE.as_str()
     )
+}
+
+/// A static file of the pages (a script, a provider's mark): cached by browsers and proxies for
+/// `max_age_seconds` (it holds nothing personal), and never run as a document of its own.
+pub fn asset(
+    content_type: &'static str,
+    body: impl Into<axum::body::Body>,
+    max_age_seconds: u32,
+) -> Response {
+    let mut res = Response::new(body.into());
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={max_age_seconds}")) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    res
 }
 
 /// The CSP source of a URL: `scheme://host[:port]` for web URLs, `scheme:` for app schemes;
@@ -123,12 +147,12 @@ pub fn is_hosted_path(path: &str) -> bool {
 
 /// The headers every hosted page answer carries, HTML, redirect or error alike.
 pub fn set_security_headers(h: &mut HeaderMap, form_target: Option<&str>) {
-    security_headers(h, form_target, None);
+    security_headers(h, form_target, None, false);
 }
 
 /// [`set_security_headers`] for a page that carries its own second stylesheet.
-fn security_headers(h: &mut HeaderMap, form_target: Option<&str>, page_style: Option<&str>) {
-    if let Ok(csp) = HeaderValue::from_str(&policy(form_target, page_style)) {
+fn security_headers(h: &mut HeaderMap, form_target: Option<&str>, page_style: Option<&str>, scripts: bool) {
+    if let Ok(csp) = HeaderValue::from_str(&policy(form_target, page_style, scripts)) {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
@@ -205,6 +229,7 @@ pub struct Page {
     form_target: Option<String>,
     language: Language,
     brand: Option<Brand>,
+    script: Option<&'static str>,
 }
 
 impl Page {
@@ -218,6 +243,7 @@ impl Page {
             form_target: None,
             language: Language::En,
             brand: None,
+            script: None,
         }
     }
 
@@ -255,6 +281,13 @@ impl Page {
         self.brand.as_ref().and_then(brand_style)
     }
 
+    /// The page runs the script at `src`, a path of this API (allowed by `script-src 'self'`
+    /// on this page only); the page must work without it.
+    pub fn script(mut self, src: &'static str) -> Self {
+        self.script = Some(src);
+        self
+    }
+
     /// A form of this page may be answered with a redirect to `url`.
     pub fn forms_may_lead_to(mut self, url: Option<&str>) -> Self {
         self.form_target = url.map(str::to_owned);
@@ -269,9 +302,10 @@ impl Page {
             "<!DOCTYPE html><html lang=\"{}\"><head><meta charset=\"utf-8\">\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <meta name=\"robots\" content=\"noindex\"><meta name=\"referrer\" content=\"no-referrer\">\
-             <title>{}</title><style>{STYLE}</style>{page_style}</head><body>{header}<main{}>{}</main></body></html>",
+             <title>{}</title><style>{STYLE}</style>{page_style}{}</head><body>{header}<main{}>{}</main></body></html>",
             self.language.tag(),
             escape(&self.title),
+            self.script.map(|s| format!("<script src=\"{}\" defer></script>", escape(s))).unwrap_or_default(),
             if self.wide { " class=\"wide\"" } else { "" },
             self.body
         )
@@ -284,7 +318,7 @@ impl IntoResponse for Page {
         let mut res = (self.status, self.document()).into_response();
         let h = res.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-        security_headers(h, self.form_target.as_deref(), page_style.as_deref());
+        security_headers(h, self.form_target.as_deref(), page_style.as_deref(), self.script.is_some());
         res
     }
 }
@@ -448,6 +482,20 @@ mod tests {
         assert!(content_security_policy(Some("myapp://done")).contains("form-action 'self' myapp:;"));
         assert!(content_security_policy(Some("https://a;b")).contains("form-action 'self';"));
         assert!(content_security_policy(None).contains("form-action 'self';"));
+        let with_script = policy(None, None, true);
+        assert!(with_script.starts_with("default-src 'none'; script-src 'self'; style-src 'sha256-"));
+        assert!(!with_script.contains("unsafe"));
+    }
+
+    #[test]
+    fn a_page_with_a_script_loads_it_from_this_api_only() {
+        let res = Page::new("t", "<p>x</p>").script("/v2/link/web/assets/widget.js").into_response();
+        let csp = res.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().to_owned();
+        assert!(csp.contains("script-src 'self';"), "{csp}");
+        let plain = Page::new("t", "<p>x</p>").into_response();
+        assert!(!plain.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("script"));
+        let doc = Page::new("t", "").script("/a.js").document();
+        assert!(doc.contains("<script src=\"/a.js\" defer></script></head>"), "{doc}");
     }
 
     use wearlab_domain::teams::branding::{AccentColor, BrandLogo, DisplayName, LogoId, LogoUrl};

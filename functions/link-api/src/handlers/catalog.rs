@@ -1,8 +1,10 @@
 use axum::Json;
 use axum::extract::State;
+use http::HeaderMap;
 use serde::Deserialize;
 use utoipa::IntoParams;
 use wearlab_domain::common::provider_catalog::catalog;
+use wearlab_domain::common::provider_marks;
 use wearlab_models::ProviderEntry;
 use wearlab_web::{ApiError, AppState, AuthTeam, QueryParams};
 
@@ -20,7 +22,13 @@ pub struct ListParams {
 pub async fn list(
     State(s): State<AppState>,
     AuthTeam(_team): AuthTeam,
+    headers: HeaderMap,
     QueryParams(p): QueryParams<ListParams>,
 ) -> Result<Json<Vec<ProviderEntry>>, ApiError> {
-    Ok(Json(catalog().list_on(s.deps.providers.as_ref(), p.source_type.as_deref())))
+    let base = super::base_url(&s, &headers);
+    let mut entries = catalog().list_on(s.deps.providers.as_ref(), p.source_type.as_deref());
+    for e in &mut entries {
+        e.logo = e.logo.as_deref().map(|path| provider_marks::logo_url(&base, path));
+    }
+    Ok(Json(entries))
 }

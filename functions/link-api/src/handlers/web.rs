@@ -10,17 +10,52 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, header};
 use wearlab_domain::common::hosted::PageKind;
 use wearlab_domain::common::provider_catalog::{ProviderInfo, catalog};
+use wearlab_domain::common::provider_marks::{self, MARKS_PATH};
 use wearlab_domain::linking::oauth::{self, CallbackParams};
 use wearlab_domain::linking::tokens::TokenState;
 use wearlab_domain::linking::widget::{self, Form, Method, PasswordForm, Step, Widget};
-use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
+use wearlab_web::i18n::Language;
+use wearlab_web::pages::{self, FormData, PageError, query_param};
 use wearlab_web::{ApiError, AppState, QueryParams};
 
 use super::base_url;
-use crate::widget_html as html;
+use crate::widget_html::{self as html, Lang};
 
 pub const CALLBACK_PATH: &str = "/v2/link/provider/oauth/{provider}/callback";
-pub use html::{MFA_PATH, OAUTH_PATH as PAGE_OAUTH_PATH, PAGE_PATH, PASSWORD_PATH, PROVIDER_PATH};
+pub use html::{
+    MFA_PATH, OAUTH_PATH as PAGE_OAUTH_PATH, PAGE_PATH, PASSWORD_PATH, PROVIDER_PATH, SCRIPT_PATH,
+};
+/// A provider's mark: `{MARKS_PATH}/{slug}.svg`.
+pub const MARK_PATH: &str = "/v2/link/web/marks/{file}";
+
+/// How long browsers and proxies keep the script (it changes with a release) and a mark.
+const SCRIPT_MAX_AGE: u32 = 60 * 60;
+const MARK_MAX_AGE: u32 = 7 * 24 * 60 * 60;
+
+/// The language of a page: the explicit choice (`lang` of the page's address or form), else the
+/// browser's `Accept-Language`, else English. The link token's own `language` goes here, as the
+/// explicit choice when the page's address has none.
+fn language(explicit: Option<&str>, headers: &HeaderMap) -> Lang {
+    let accept = headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok());
+    let chosen = explicit.and_then(Language::from_tag);
+    Lang { language: Language::negotiate(explicit, accept), explicit: chosen.is_some() }
+}
+
+/// The list page's script.
+pub async fn script() -> Response {
+    pages::asset("text/javascript; charset=utf-8", html::SCRIPT, SCRIPT_MAX_AGE)
+}
+
+/// A provider's mark (the catalog's `logo`).
+pub async fn mark(Path(file): Path<String>) -> Response {
+    match file.strip_suffix(".svg").and_then(provider_marks::mark_svg) {
+        Some(svg) => pages::asset("image/svg+xml", svg, MARK_MAX_AGE),
+        None => PageError::Domain(wearlab_domain::DomainError::NotFound(format!(
+            "No mark at {MARKS_PATH}/{file}."
+        )))
+        .into_response(),
+    }
+}
 
 type PageAnswer = Result<Response, PageError>;
 
@@ -39,7 +74,9 @@ pub async fn oauth_callback(
     let out = oauth::callback(&s.deps, &provider, params, s.settings.public_url.as_deref()).await?;
     Ok(match out.redirect_to {
         Some(url) => pages::redirect(&url),
-        None if wants_html(&headers) => html::outcome(catalog().get(&provider), &out.result).into_response(),
+        None if wants_html(&headers) => {
+            html::outcome(catalog().get(&provider), &out.result, language(None, &headers)).into_response()
+        }
         None => {
             let mut res = Json(out.result).into_response();
             pages::set_security_headers(res.headers_mut(), None);
@@ -49,23 +86,26 @@ pub async fn oauth_callback(
 }
 
 /// The token of a page, or the page that says why it cannot be used.
-async fn open(s: &AppState, raw: &str) -> Result<Result<Widget, Response>, PageError> {
-    Ok(widget::open(&s.deps, Some(raw)).await?.map_err(|r| html::refused(&r).into_response()))
+async fn open(s: &AppState, raw: &str, l: Lang) -> Result<Result<Widget, Response>, PageError> {
+    Ok(widget::open(&s.deps, Some(raw)).await?.map_err(|r| html::refused(&r, l).into_response()))
 }
 
-/// The link token of a page's query and its widget, or the page refusing the token.
+/// The link token of a page's query, its widget and its language, or the page refusing the token.
 async fn open_query(
     s: &AppState,
     query: Option<&str>,
-) -> Result<Result<(String, Widget), Response>, PageError> {
+    headers: &HeaderMap,
+) -> Result<Result<(String, Widget, Lang), Response>, PageError> {
     let raw = query_param(query, "token").unwrap_or_default();
-    Ok(open(s, &raw).await?.map(|w| (raw, w)))
+    let l = language(query_param(query, "lang").as_deref(), headers);
+    Ok(open(s, &raw, l).await?.map(|w| (raw, w, l)))
 }
 
 /// The page at `link_web_url`: the providers the token allows, or straight the provider it
 /// names, or the code form of a login that waits for its code (a reload keeps the step).
-pub async fn page(State(s): State<AppState>, RawQuery(q): RawQuery) -> PageAnswer {
-    let (raw, w) = match open_query(&s, q.as_deref()).await? {
+/// `q` searches the list (the search form's GET).
+pub async fn page(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> PageAnswer {
+    let (raw, w, l) = match open_query(&s, q.as_deref(), &headers).await? {
         Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
@@ -74,8 +114,13 @@ pub async fn page(State(s): State<AppState>, RawQuery(q): RawQuery) -> PageAnswe
         _ => None,
     };
     match pending.or(w.named()) {
-        Some(p) => provider_page(&s, &w, p, &raw).await,
-        None => Ok(html::list(&w, &raw).into_response()),
+        Some(p) => provider_page(&s, &w, p, &raw, l).await,
+        None => {
+            let query = query_param(q.as_deref(), "q").unwrap_or_default();
+            // A search longer than any name or alias finds nothing: not worth folding.
+            let query: String = query.chars().take(100).collect();
+            Ok(html::list(&w, &raw, &query, l).into_response())
+        }
     }
 }
 
@@ -83,21 +128,22 @@ pub async fn page(State(s): State<AppState>, RawQuery(q): RawQuery) -> PageAnswe
 pub async fn provider(
     State(s): State<AppState>,
     Path(provider): Path<String>,
+    headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> PageAnswer {
-    let (raw, w) = match open_query(&s, q.as_deref()).await? {
+    let (raw, w, l) = match open_query(&s, q.as_deref(), &headers).await? {
         Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
     let p = w.provider(&provider)?;
-    provider_page(&s, &w, p, &raw).await
+    provider_page(&s, &w, p, &raw, l).await
 }
 
-async fn provider_page(s: &AppState, w: &Widget, p: &ProviderInfo, raw: &str) -> PageAnswer {
+async fn provider_page(s: &AppState, w: &Widget, p: &ProviderInfo, raw: &str, l: Lang) -> PageAnswer {
     let csrf = pages::csrf_token(&s.deps, PageKind::LinkWidget, raw).await?;
     Ok(match w.pending_mfa(&p.slug) {
-        Some(request) => html::mfa(w, p, raw, &csrf, &request, None),
-        None => html::provider(w, p, raw, &csrf, None, ""),
+        Some(request) => html::mfa(w, p, raw, &csrf, &request, None, l),
+        None => html::provider(w, p, raw, &csrf, None, "", l),
     }
     .into_response())
 }
@@ -109,33 +155,20 @@ pub async fn page_oauth(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> PageAnswer {
-    let (raw, w) = match open_query(&s, q.as_deref()).await? {
+    let (raw, w, l) = match open_query(&s, q.as_deref(), &headers).await? {
         Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
     let p = w.provider(&provider)?;
     if widget::method(p) != Method::Oauth {
-        return Ok(Page::message(
-            http::StatusCode::NOT_FOUND,
-            "Not found",
-            &format!("{} is not connected by signing in with it.", p.name),
-        )
-        .into_response());
+        return Ok(html::not_oauth(p, l).into_response());
     }
     match oauth::start(&s.deps, None, Some(&raw), &p.slug, &base_url(&s, &headers)).await {
         Ok(entry) => Ok(pages::redirect(&entry.oauth_url)),
         // The reason names the team's settings; the end user can only go back.
         Err(wearlab_domain::DomainError::Rejected(reason)) => {
             tracing::info!(team_id = %w.token.record.team_id, provider = %p.slug, reason = %reason, "hosted oauth start refused");
-            Ok(Page::message(
-                http::StatusCode::BAD_REQUEST,
-                &format!("{} cannot be connected here", p.name),
-                &format!(
-                    "{} cannot be connected from this page yet. Go back and choose another provider.",
-                    p.name
-                ),
-            )
-            .into_response())
+            Ok(html::oauth_refused(p, l).into_response())
         }
         Err(e) => Err(e.into()),
     }
@@ -145,9 +178,11 @@ pub async fn page_oauth(
 pub async fn post_password(
     State(s): State<AppState>,
     Path(provider): Path<String>,
+    headers: HeaderMap,
     form: FormData,
 ) -> PageAnswer {
     let raw = form.text("token");
+    let l = language(form.get("lang"), &headers);
     pages::check_csrf(&s.deps, PageKind::LinkWidget, &raw, &form).await?;
     let username = form.text("username");
     let submitted = PasswordForm {
@@ -156,42 +191,48 @@ pub async fn post_password(
         region: form.get("region").map(str::to_owned),
     };
     let step = widget::submit_password(&s.deps, &raw, &provider, submitted).await?;
-    answer(&s, &raw, &provider, step, &username).await
+    answer(&s, &raw, &provider, step, &username, l).await
 }
 
 /// The one-time code form was posted.
-pub async fn post_mfa(State(s): State<AppState>, Path(provider): Path<String>, form: FormData) -> PageAnswer {
+pub async fn post_mfa(
+    State(s): State<AppState>,
+    Path(provider): Path<String>,
+    headers: HeaderMap,
+    form: FormData,
+) -> PageAnswer {
     let raw = form.text("token");
+    let l = language(form.get("lang"), &headers);
     pages::check_csrf(&s.deps, PageKind::LinkWidget, &raw, &form).await?;
     let step = widget::submit_mfa(&s.deps, &raw, &provider, &form.text("mfa_code")).await?;
-    answer(&s, &raw, &provider, step, "").await
+    answer(&s, &raw, &provider, step, "", l).await
 }
 
 /// The page a step leads to. The password is never written back into a page.
-async fn answer(s: &AppState, raw: &str, provider: &str, step: Step, username: &str) -> PageAnswer {
+async fn answer(s: &AppState, raw: &str, provider: &str, step: Step, username: &str, l: Lang) -> PageAnswer {
     let (form, error_type) = match step {
         Step::Done { result, redirect_to: Some(url) } => {
             tracing::debug!(provider = %result.provider, state = %result.state, "hosted link ended");
             return Ok(pages::redirect(&url));
         }
         Step::Done { result, redirect_to: None } => {
-            return Ok(html::outcome(catalog().get(provider), &result).into_response());
+            return Ok(html::outcome(catalog().get(provider), &result, l).into_response());
         }
         // A fresh code step: nothing went wrong.
         Step::Mfa(request) => (Form::Mfa(request), None),
         Step::Retry { form, error_type } => (form, Some(error_type)),
     };
     // The token was usable a moment ago; if it is not now, say so.
-    let w = match open(s, raw).await? {
+    let w = match open(s, raw, l).await? {
         Ok(w) => w,
         Err(refused) => return Ok(refused),
     };
     let p = w.provider(provider)?;
     let csrf = pages::csrf_token(&s.deps, PageKind::LinkWidget, raw).await?;
-    let error = error_type.map(|t| html::retry_text(p, &form, t.as_ref()));
+    let error = error_type.map(|t| html::retry_text(p, &form, t.as_ref(), l));
     Ok(match form {
-        Form::Mfa(request) => html::mfa(&w, p, raw, &csrf, &request, error.as_deref()),
-        Form::Password => html::provider(&w, p, raw, &csrf, error.as_deref(), username),
+        Form::Mfa(request) => html::mfa(&w, p, raw, &csrf, &request, error.as_deref(), l),
+        Form::Password => html::provider(&w, p, raw, &csrf, error.as_deref(), username, l),
     }
     .into_response())
 }

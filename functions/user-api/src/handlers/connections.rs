@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use http::StatusCode;
+use wearlab_domain::common::provider_marks;
 use wearlab_domain::linking::{connections, known_provider};
 use wearlab_domain::pipeline;
 use wearlab_domain::ports::Queue;
@@ -22,9 +23,16 @@ use wearlab_web::{ApiError, AppState, AuthCaller, AuthTeam, path_user_id};
 pub async fn list(
     State(s): State<AppState>,
     caller: AuthCaller,
+    headers: http::HeaderMap,
     Path(user_id): Path<String>,
 ) -> Result<Json<UserConnections>, ApiError> {
-    Ok(Json(connections::list(&s.deps, caller.team, caller.user_in_path(&user_id)?).await?))
+    let mut list = connections::list(&s.deps, caller.team, caller.user_in_path(&user_id)?).await?;
+    // Each logo is the provider's mark on this deployment (GET /v2/providers says the same).
+    let base = s.public_links(&headers).base_url;
+    for c in &mut list.providers {
+        c.logo = c.logo.as_deref().map(|path| provider_marks::logo_url(&base, path));
+    }
+    Ok(Json(list))
 }
 
 /// Removes the user's connection to a provider and deregisters it at the provider.

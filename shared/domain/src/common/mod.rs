@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod per_key;
 pub mod provider_catalog;
+pub mod provider_marks;
 pub mod settings;
 pub mod signing;
 pub mod throttle;

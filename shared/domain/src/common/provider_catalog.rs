@@ -9,6 +9,8 @@ use wearlab_models::{AuthType, ConnectedSource, ProviderAvailability, ProviderEn
 
 use crate::ports::providers::Providers;
 
+pub use super::provider_marks::mark_path;
+
 const PROVIDERS_JSON: &str = include_str!("../../../../infra/data/providers.json");
 
 /// Appended to the description of a provider that has a real adapter in this build but no OAuth
@@ -37,6 +39,137 @@ pub struct ProviderInfo {
     /// the provider has no regions, in which case a given region is ignored.
     #[serde(default)]
     pub regions: Option<Vec<String>>,
+    /// The widget's group of the provider.
+    pub category: Category,
+    /// Other names a user may search for it by ("Apple Watch" for Apple HealthKit, "Karoo" for
+    /// Hammerhead): the one place they are kept.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// The vendor's colour (`RRGGBB`): of the vendored mark, or of the monogram where none is
+    /// shipped.
+    pub color: String,
+    /// The vendored mark (`infra/data/marks/<mark>.svg`), when one can be shipped.
+    #[serde(default)]
+    pub mark: Option<String>,
+    /// A service its maker turned off: the provider that replaces it (Fitbit's Web API and
+    /// Google Fit: Google Health). The widget says so instead of offering a link.
+    #[serde(default)]
+    pub successor: Option<String>,
+}
+
+/// What a provider is, as the link widget groups them (in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Rings, watches and other devices worn or slept on, and bike computers.
+    Devices,
+    /// Training and nutrition apps.
+    Fitness,
+    /// Glucose meters, sensors and pumps.
+    Glucose,
+    /// Scales, blood pressure monitors, ECG.
+    Body,
+    /// The phone's health stores, connected by the team's app through the mobile SDKs.
+    Phone,
+}
+
+impl Category {
+    pub const ORDER: [Category; 5] =
+        [Category::Devices, Category::Fitness, Category::Glucose, Category::Body, Category::Phone];
+
+    /// A stable name (catalogue keys, HTML ids).
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Devices => "devices",
+            Category::Fitness => "fitness",
+            Category::Glucose => "glucose",
+            Category::Body => "body",
+            Category::Phone => "phone",
+        }
+    }
+}
+
+/// The default order of the widget, most used first: Wearlab's editorial choice (widely owned
+/// wearables and the phone's health stores first, then popular training, nutrition and
+/// diabetes services, then niche devices), not a measurement. A team pins its own order on top
+/// (`provider_order` of its link settings). Each family of versioned twins is ranked by its
+/// best-ranked member.
+pub const POPULARITY: [&str; 41] = [
+    "apple_health_kit",
+    "garmin",
+    "google_health",
+    "oura",
+    "samsung_health",
+    "health_connect",
+    "whoop_v2",
+    "whoop",
+    "fitbit",
+    "strava",
+    "polar",
+    "withings",
+    "dexcom_v3",
+    "dexcom",
+    "freestyle_libre",
+    "abbott_libreview",
+    "my_fitness_pal_v2",
+    "my_fitness_pal",
+    "peloton",
+    "coros",
+    "suunto",
+    "ultrahuman",
+    "omron",
+    "zwift",
+    "wahoo",
+    "eight_sleep",
+    "google_fit",
+    "runkeeper",
+    "cronometer",
+    "map_my_fitness",
+    "renpho",
+    "hammerhead",
+    "ihealth",
+    "kardia",
+    "beurer_api",
+    "tandem_source",
+    "omron_ble",
+    "beurer_ble",
+    "freestyle_libre_ble",
+    "accuchek_ble",
+    "contour_ble",
+];
+
+/// Versioned twins and other entries a user sees as one thing, the preferred variant first:
+/// the widget shows the first one it can really link.
+pub const TWINS: [&[&str]; 6] = [
+    &["whoop_v2", "whoop"],
+    &["dexcom_v3", "dexcom"],
+    &["my_fitness_pal_v2", "my_fitness_pal"],
+    &["omron", "omron_ble"],
+    &["beurer_api", "beurer_ble"],
+    &["freestyle_libre", "freestyle_libre_ble"],
+];
+
+/// Text as search compares it: lower case, accents dropped, every run of other characters one
+/// space ("Ōura  Ring" and "oura-ring" are both "oura ring").
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars().flat_map(char::to_lowercase) {
+        let c = unaccent(c);
+        if c.is_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with(' ') && !out.is_empty() {
+            out.push(' ');
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// The base letter of a lower-case Latin letter with a diacritic (the letters of the pages'
+/// languages and a few more); any other character as it is.
+fn unaccent(c: char) -> char {
+    const FROM: &str = "àáâãäåāăąçćčďèéêëēėęěìíîïīįñńňòóôõöøōőùúûüūůűųýÿźżžß";
+    const TO: &str = "aaaaaaaaacccdeeeeeeeeiiiiiinnnoooooooouuuuuuuuyyzzzs";
+    FROM.chars().position(|f| f == c).and_then(|i| TO.chars().nth(i)).unwrap_or(c)
 }
 
 impl ProviderInfo {
@@ -74,6 +207,37 @@ impl ProviderInfo {
 
     pub fn reference(&self) -> ProviderRef {
         ProviderRef { name: self.name.clone(), slug: self.slug.clone(), logo: self.logo.clone() }
+    }
+
+    /// The folded name and aliases search looks in ([`fold`]).
+    pub fn search_text(&self) -> String {
+        let mut all = self.name.clone();
+        for a in &self.aliases {
+            all.push(' ');
+            all.push_str(a);
+        }
+        fold(&all)
+    }
+
+    /// Whether a search for `query` finds the provider: every word of the folded query is in its
+    /// folded name or aliases. An empty query finds everything.
+    pub fn matches(&self, query: &str) -> bool {
+        let haystack = self.search_text();
+        fold(query).split(' ').all(|word| haystack.contains(word))
+    }
+
+    /// Its place in [`POPULARITY`] (unlisted last).
+    pub fn popularity(&self) -> usize {
+        POPULARITY.iter().position(|s| *s == self.slug).unwrap_or(POPULARITY.len())
+    }
+
+    /// The entries a user sees as this one thing, preferred first ([`TWINS`]); itself alone
+    /// when it has no twin.
+    pub fn family(&self) -> Vec<&'static str> {
+        TWINS.iter().find(|f| f.contains(&self.slug.as_str())).map_or_else(
+            || catalog().get(&self.slug).map(|p| vec![p.slug.as_str()]).unwrap_or_default(),
+            |f| f.to_vec(),
+        )
     }
 
     pub fn is(&self, auth: &AuthType) -> bool {
@@ -255,11 +419,49 @@ mod tests {
             assert!(slugs.insert(p.slug.clone()), "duplicate slug {}", p.slug);
             assert!(!matches!(p.auth_type, Some(AuthType::Other(_)) | None), "{}", p.slug);
             assert!(p.supported_resources.iter().all(|r| !matches!(r, Resource::Other(_))), "{}", p.slug);
-            assert!(p.logo.as_deref().is_some_and(|l| l.starts_with("https://")), "{}", p.slug);
+            // Served by Wearlab itself (link-api's marks route), never by a third-party host.
+            assert_eq!(p.logo.as_deref(), Some(mark_path(&p.slug).as_str()), "{}", p.slug);
+            assert!(p.color.len() == 6 && p.color.bytes().all(|b| b.is_ascii_hexdigit()), "{}", p.slug);
+            if let Some(s) = &p.successor {
+                assert!(catalog().get(s).is_some_and(|s| s.successor.is_none()), "{}", p.slug);
+            }
             for r in p.regions.iter().flatten() {
                 assert!(wearlab_models::Region::known(r).is_some(), "{}: {r}", p.slug);
             }
         }
+    }
+
+    #[test]
+    fn every_provider_is_ranked_once_and_twins_are_known() {
+        let mut ranked: Vec<&str> = POPULARITY.to_vec();
+        ranked.sort_unstable();
+        let mut slugs: Vec<&str> = catalog().all().iter().map(|p| p.slug.as_str()).collect();
+        slugs.sort_unstable();
+        assert_eq!(ranked, slugs);
+        for family in TWINS {
+            for slug in family {
+                let p = catalog().get(slug).unwrap();
+                assert_eq!(p.family(), family.to_vec());
+                assert_eq!(p.category, catalog().get(family[0]).unwrap().category, "{slug}");
+            }
+        }
+        assert_eq!(catalog().get("oura").unwrap().family(), vec!["oura"]);
+    }
+
+    #[test]
+    fn search_finds_names_and_aliases_whatever_the_case_and_accents() {
+        let found = |q: &str| -> Vec<&str> {
+            catalog().all().iter().filter(|p| p.matches(q)).map(|p| p.slug.as_str()).collect()
+        };
+        assert_eq!(found("apple watch"), vec!["apple_health_kit"]);
+        assert_eq!(found("KAROO"), vec!["hammerhead"]);
+        assert_eq!(found("galaxy  watch"), vec!["samsung_health"]);
+        assert!(found("fitbit").contains(&"google_health") && found("fitbit").contains(&"fitbit"));
+        assert_eq!(found("ōura"), vec!["oura"]);
+        assert_eq!(found("Garmín"), vec!["garmin"]);
+        assert_eq!(found("").len(), catalog().all().len());
+        assert!(found("carrier pigeon").is_empty());
+        assert_eq!(fold("  Accu-Chek (Bluetooth) "), "accu chek bluetooth");
     }
 
     #[test]

@@ -10,7 +10,8 @@ use crate::Deps;
 use crate::common::crypto::{Sealed, Secret};
 use crate::common::error::{DomainError, issue};
 use crate::common::ids::TeamId;
-use crate::common::provider_catalog::ProviderInfo;
+use crate::common::limits;
+use crate::common::provider_catalog::{ProviderInfo, catalog};
 use crate::keys;
 use crate::ports::providers::OauthClient;
 use crate::ports::to_body;
@@ -22,17 +23,47 @@ const MAX_CLIENT_SECRET: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct LinkConfigRecord {
     reject_duplicate_connection: bool,
+    // Records from before the widget's settings have neither.
+    #[serde(default)]
+    provider_order: Vec<String>,
+    #[serde(default)]
+    hidden_providers: Vec<String>,
 }
 
-/// The team's link settings (defaults when it never set them: duplicates allowed).
+/// The team's link settings (defaults when it never set them: duplicates allowed, the widget's
+/// own order, nothing hidden).
 pub async fn link_config(deps: &Deps, team: TeamId) -> Result<LinkConfig, DomainError> {
     Ok(match deps.table.get(&keys::linking::team_link_config(team)).await? {
         Some(item) => {
             let r: LinkConfigRecord = item.decode()?;
-            LinkConfig { reject_duplicate_connection: r.reject_duplicate_connection }
+            LinkConfig {
+                reject_duplicate_connection: r.reject_duplicate_connection,
+                provider_order: r.provider_order,
+                hidden_providers: r.hidden_providers,
+            }
         }
-        None => LinkConfig { reject_duplicate_connection: false },
+        None => LinkConfig {
+            reject_duplicate_connection: false,
+            provider_order: Vec::new(),
+            hidden_providers: Vec::new(),
+        },
     })
+}
+
+/// A set of provider slugs of the widget's settings: within the bound, no duplicate, every one
+/// in the catalog (each unknown one reported at its index).
+fn provider_set(field: &str, slugs: &[String], issues: &mut Vec<ValidationIssue>) {
+    if let Err(found) = limits::check_set(&[field], slugs, limits::MAX_FILTER_ON_PROVIDERS) {
+        issues.extend(found);
+        return;
+    }
+    for (i, slug) in slugs.iter().enumerate() {
+        if catalog().get(slug).is_none() {
+            let mut at = issue(&[field], format!("{slug} is not a provider of GET /v2/providers"), "enum");
+            at.loc.push(i.into());
+            issues.push(at);
+        }
+    }
 }
 
 pub async fn patch_link_config(
@@ -40,16 +71,49 @@ pub async fn patch_link_config(
     team: TeamId,
     patch: LinkConfigPatch,
 ) -> Result<LinkConfig, DomainError> {
+    let mut issues = Vec::new();
+    for (field, value) in
+        [("provider_order", &patch.provider_order), ("hidden_providers", &patch.hidden_providers)]
+    {
+        if let Some(slugs) = value {
+            provider_set(field, slugs, &mut issues);
+        }
+    }
+    if !issues.is_empty() {
+        return Err(DomainError::Validation(issues));
+    }
     let mut config = link_config(deps, team).await?;
     if let Some(v) = patch.reject_duplicate_connection {
         config.reject_duplicate_connection = v;
     }
-    let record = LinkConfigRecord { reject_duplicate_connection: config.reject_duplicate_connection };
+    if let Some(v) = patch.provider_order {
+        config.provider_order = v;
+    }
+    if let Some(v) = patch.hidden_providers {
+        config.hidden_providers = v;
+    }
+    let record = LinkConfigRecord {
+        reject_duplicate_connection: config.reject_duplicate_connection,
+        provider_order: config.provider_order.clone(),
+        hidden_providers: config.hidden_providers.clone(),
+    };
     deps.table
         .put(Item::new(keys::linking::team_link_config(team), to_body(&record)), Condition::None)
         .await?;
-    tracing::info!(team_id = %team, reject_duplicate_connection = config.reject_duplicate_connection, "link config set");
+    tracing::info!(
+        team_id = %team,
+        reject_duplicate_connection = config.reject_duplicate_connection,
+        pinned = config.provider_order.len(),
+        hidden = config.hidden_providers.len(),
+        "link config set"
+    );
     Ok(config)
+}
+
+/// Whether the team brought its own OAuth app for `provider` (a `team_oauth` provider links only
+/// with one).
+pub async fn has_oauth_app(deps: &Deps, team: TeamId, provider: &str) -> Result<bool, DomainError> {
+    Ok(deps.table.get(&keys::linking::team_oauth_app(team, provider)).await?.is_some())
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

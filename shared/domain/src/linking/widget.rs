@@ -8,15 +8,17 @@
 //! `redirect_url` with `state`, `error_type` and `error`, or the page says the outcome.
 
 use wearlab_models::{
-    AuthType, LinkErrorType, LinkResult, LinkState, MfaMethod, PasswordLinkBody, ProviderMfaRequest, Region,
+    AuthType, LinkErrorType, LinkResult, LinkState, MfaMethod, PasswordLinkBody, ProviderAvailability,
+    ProviderMfaRequest, Region,
 };
 
 use super::password::{self, PasswordAttempt};
+use super::team_apps;
 use super::tokens::{self, TokenRefusal, TokenState, ValidToken};
 use super::{known_provider, redirect_with_result};
 use crate::Deps;
 use crate::common::error::DomainError;
-use crate::common::provider_catalog::{ProviderInfo, catalog};
+use crate::common::provider_catalog::{Category, ProviderInfo, catalog};
 
 /// How the page links a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,14 +45,53 @@ pub fn method(p: &ProviderInfo) -> Method {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Widget {
     pub token: ValidToken,
-    /// Providers this deployment cannot link for real (demo only): never offered.
+    /// Providers this deployment (or this team, for a `team_oauth` provider without the team's
+    /// own app) cannot link for real: never offered.
     unlinkable: Vec<&'static str>,
+    /// The team's pinned order (`provider_order` of its link settings).
+    order: Vec<String>,
+    /// The team's hidden providers (`hidden_providers`).
+    hidden: Vec<String>,
+}
+
+/// A line of the provider list.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Row {
+    /// A provider the page offers: linked from the page ([`Method::Password`], [`Method::Oauth`])
+    /// or explained ([`Method::Elsewhere`]: connected in the team's app).
+    Offer(&'static ProviderInfo),
+    /// A service its maker turned off: the page says so and points to its successor, when the
+    /// page offers that.
+    Discontinued { provider: &'static ProviderInfo, successor: Option<&'static ProviderInfo> },
+}
+
+impl Row {
+    /// The provider the line is about.
+    pub fn provider(&self) -> &'static ProviderInfo {
+        match self {
+            Row::Offer(p) | Row::Discontinued { provider: p, .. } => p,
+        }
+    }
+}
+
+/// The lines of one [`Category`], in the page's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub category: Category,
+    pub rows: Vec<Row>,
 }
 
 impl Widget {
-    /// Whether the page offers `slug`: the token allows it and the deployment can link it.
+    /// Whether the token allows `slug` and the team did not hide it.
+    fn shows(&self, slug: &str) -> bool {
+        self.token.record.allows(slug) && !self.hidden.iter().any(|h| h == slug)
+    }
+
+    /// Whether the page offers `slug`: shown, linkable here, and not turned off by its maker.
     fn offers(&self, slug: &str) -> bool {
-        self.token.record.allows(slug) && !self.unlinkable.contains(&slug)
+        self.shows(slug)
+            && !self.unlinkable.contains(&slug)
+            && catalog().get(slug).is_some_and(|p| p.successor.is_none())
     }
 
     /// The providers the page offers, in catalog order.
@@ -58,13 +99,58 @@ impl Widget {
         catalog().all().iter().filter(|p| self.offers(&p.slug)).collect()
     }
 
+    /// The list the page shows: one line per thing a user recognises (of versioned twins, the first the page offers), grouped by
+    /// category; within a group the team's pinned providers first in its order, then the most
+    /// used first (`provider_catalog::POPULARITY`); groups in their order, a group with a pinned provider first.
+    pub fn groups(&self) -> Vec<Group> {
+        let c = catalog();
+        // (pin, popularity, row)
+        let mut lines: Vec<(usize, usize, Row)> = Vec::new();
+        for p in c.all() {
+            let family = p.family();
+            if family.first() != Some(&p.slug.as_str()) {
+                continue;
+            }
+            let members: Vec<&'static ProviderInfo> = family.iter().filter_map(|s| c.get(s)).collect();
+            let row = match members.iter().find(|m| self.offers(&m.slug)) {
+                Some(m) => Row::Offer(m),
+                None if p.successor.is_some() && self.shows(&p.slug) => Row::Discontinued {
+                    provider: p,
+                    successor: p.successor.as_deref().filter(|s| self.offers(s)).and_then(|s| c.get(s)),
+                },
+                None => continue,
+            };
+            let pin = family
+                .iter()
+                .filter_map(|s| self.order.iter().position(|o| o == s))
+                .min()
+                .unwrap_or(usize::MAX);
+            let popularity = members.iter().map(|m| m.popularity()).min().unwrap_or(usize::MAX);
+            lines.push((pin, popularity, row));
+        }
+        lines.sort_by_key(|(pin, popularity, _)| (*pin, *popularity));
+        let mut groups: Vec<(usize, usize, Group)> = Category::ORDER
+            .iter()
+            .enumerate()
+            .map(|(i, category)| {
+                let mine: Vec<&(usize, usize, Row)> =
+                    lines.iter().filter(|(_, _, r)| r.provider().category == *category).collect();
+                let pin = mine.first().map_or(usize::MAX, |(pin, _, _)| *pin);
+                (pin, i, Group { category: *category, rows: mine.iter().map(|(_, _, r)| *r).collect() })
+            })
+            .filter(|(_, _, g)| !g.rows.is_empty())
+            .collect();
+        groups.sort_by_key(|(pin, i, _)| (*pin, *i));
+        groups.into_iter().map(|(_, _, g)| g).collect()
+    }
+
     /// The provider the token was made for: the page opens straight on it.
     pub fn named(&self) -> Option<&'static ProviderInfo> {
         self.token.record.provider.as_deref().filter(|p| self.offers(p)).and_then(|p| catalog().get(p))
     }
 
-    /// A provider of the page's path: 404 when unknown, not allowed by the token, or not
-    /// linkable on this deployment.
+    /// A provider of the page's path: 404 when unknown, not allowed by the token, hidden by the
+    /// team, turned off by its maker or not linkable on this deployment.
     pub fn provider(&self, slug: &str) -> Result<&'static ProviderInfo, DomainError> {
         let p = known_provider(slug)?;
         if !self.offers(slug) {
@@ -89,15 +175,27 @@ impl Widget {
     }
 }
 
-/// The token of a page: usable, or why not (expired, consumed, unknown).
+/// The token of a page: usable, or why not (expired, consumed, unknown). The page offers what
+/// the deployment can link (the phone's providers always: the team's app connects them), a
+/// `team_oauth` provider only once the team brought its own app, and nothing the team hid.
 pub async fn open(deps: &Deps, raw: Option<&str>) -> Result<Result<Widget, TokenRefusal>, DomainError> {
-    let unlinkable = catalog()
-        .all()
-        .iter()
-        .filter(|p| super::not_linkable(deps.providers.as_ref(), &p.slug).is_some())
-        .map(|p| p.slug.as_str())
-        .collect::<Vec<_>>();
-    Ok(tokens::peek(deps, raw).await?.map(|token| Widget { token, unlinkable }))
+    let token = match tokens::peek(deps, raw).await? {
+        Ok(t) => t,
+        Err(r) => return Ok(Err(r)),
+    };
+    let team = token.record.team_id;
+    let mut unlinkable = Vec::new();
+    for p in catalog().all() {
+        let here = p.availability_on(deps.providers.as_ref()) == ProviderAvailability::DemoOnly;
+        let needs_app = p.is(&AuthType::TeamOauth)
+            && token.record.allows(&p.slug)
+            && !team_apps::has_oauth_app(deps, team, &p.slug).await?;
+        if here || needs_app {
+            unlinkable.push(p.slug.as_str());
+        }
+    }
+    let settings = team_apps::link_config(deps, team).await?;
+    Ok(Ok(Widget { token, unlinkable, order: settings.provider_order, hidden: settings.hidden_providers }))
 }
 
 /// Which form the page shows again.

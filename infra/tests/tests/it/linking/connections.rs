@@ -72,7 +72,9 @@ async fn list_and_deregister_one() {
     assert_eq!(c[0]["slug"], "fitbit");
     assert_eq!(c[1]["slug"], "renpho");
     assert_eq!(c[1]["name"], "Renpho");
-    assert!(c[1]["logo"].as_str().unwrap().starts_with("https://"));
+    // The provider's mark on the deployment (the test app's public address), served by link-api.
+    let logo = c[1]["logo"].as_str().unwrap();
+    assert!(logo.starts_with("http") && logo.ends_with("/v2/link/web/marks/renpho.svg"), "{logo}");
     assert_eq!(c[1]["created_on"], "2026-03-01T09:01:00+00:00");
     assert_eq!(c[1]["error_details"], serde_json::Value::Null);
     assert_eq!(

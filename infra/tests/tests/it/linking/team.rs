@@ -130,3 +130,56 @@ async fn a_client_id_belongs_to_one_team_on_dynamodb() {
     let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
     a_client_id_belongs_to_one_team(&t).await;
 }
+
+/// The widget's order and hidden providers: set, kept by a PATCH that leaves them out, refused
+/// (422 at the offending item) for an unknown or repeated slug, another team's untouched.
+async fn widget_settings_are_kept(t: &TestApp) {
+    let path = "/v2/team/link_config";
+    let fresh = t.get(path).await;
+    assert_eq!(fresh.body["provider_order"], serde_json::json!([]));
+    assert_eq!(fresh.body["hidden_providers"], serde_json::json!([]));
+    let set = t
+        .patch(
+            path,
+            serde_json::json!({"provider_order": ["withings", "oura"], "hidden_providers": ["garmin"]}),
+        )
+        .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    assert_eq!(set.body["provider_order"], serde_json::json!(["withings", "oura"]));
+    assert_eq!(set.body["hidden_providers"], serde_json::json!(["garmin"]));
+    let kept = t.patch(path, serde_json::json!({"reject_duplicate_connection": true})).await;
+    assert_eq!(kept.body["provider_order"], serde_json::json!(["withings", "oura"]));
+    assert_eq!(t.get(path).await.body, kept.body);
+
+    for (body, loc) in [
+        (serde_json::json!({"provider_order": ["oura", "myspace"]}), vec!["body", "provider_order", "1"]),
+        (
+            serde_json::json!({"hidden_providers": ["garmin", "oura", "garmin"]}),
+            vec!["body", "hidden_providers", "2"],
+        ),
+        (serde_json::json!({"provider_order": "oura"}), vec!["body", "provider_order"]),
+    ] {
+        let a = t.patch(path, body.clone()).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(error_locs(&a.body), [loc], "{body}");
+    }
+    // A refused PATCH changes nothing.
+    assert_eq!(t.get(path).await.body, kept.body);
+    let cleared = t.patch(path, serde_json::json!({"provider_order": [], "hidden_providers": []})).await;
+    assert_eq!(cleared.body["provider_order"], serde_json::json!([]));
+    assert_eq!(cleared.body["hidden_providers"], serde_json::json!([]));
+    let other = t.other_team_key().await;
+    let theirs = t.send(Method::GET, path, Some(&other), None).await;
+    assert_eq!(theirs.body["provider_order"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn widget_settings_are_kept_on_embedded_storage() {
+    widget_settings_are_kept(&TestApp::embedded().await).await;
+}
+
+#[tokio::test]
+async fn widget_settings_are_kept_on_dynamodb() {
+    let (t, _, _) = crate::users_on_dynamodb::on_moto().await;
+    widget_settings_are_kept(&t).await;
+}

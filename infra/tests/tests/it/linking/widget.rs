@@ -243,10 +243,68 @@ async fn oauth_from_the_page_comes_back_to_the_outcome() {
     assert_eq!(callback.status, StatusCode::OK);
     assert!(callback.html.contains("Connected to Oura"), "{}", callback.html);
     crate::hosted::assert_page_headers(&callback, "oauth outcome");
-    // A team_oauth provider without the team's app: a page, not JSON.
+    // A team_oauth provider without the team's app is not offered (it could only fail): not
+    // listed, and its address is a 404 page, not JSON.
     let tk2 = link_token(&t, &user, json!({})).await;
+    let list = get_page(&t, &format!("/v2/link/web?token={tk2}"), None).await;
+    assert!(!list.html.contains("data-provider=\"strava\""), "{}", list.html);
     let strava = get_page(&t, &format!("/v2/link/web/oauth/strava?token={tk2}"), None).await;
-    assert_eq!(strava.status, StatusCode::BAD_REQUEST);
-    assert!(strava.html.contains("cannot be connected from this page"));
+    assert_eq!(strava.status, StatusCode::NOT_FOUND);
+    assert!(strava.html.starts_with("<!DOCTYPE html>"));
     assert!(!strava.html.contains("/v2/team/oauth_app"), "no developer text for end users");
+}
+
+/// Of versioned twins the page shows one: the OAuth API once the team brought its own app for
+/// it, else the variant that links without one.
+#[tokio::test]
+async fn one_row_per_twin_the_one_the_team_can_link() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-twins").await;
+    let rows = |html: &str, slug: &str| html.matches(&format!("data-provider=\"{slug}\"")).count();
+    let tk = link_token(&t, &user, json!({})).await;
+    let before = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert_eq!((rows(&before.html, "whoop"), rows(&before.html, "whoop_v2")), (1, 0));
+    let app = r#"{"client_id": "team-whoop", "client_secret": "s"}"#;
+    let put = t.send(http::Method::PUT, "/v2/team/oauth_app/whoop_v2", Some(&t.key), Some(app)).await;
+    assert_eq!(put.status, StatusCode::OK);
+    let after = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert_eq!((rows(&after.html, "whoop"), rows(&after.html, "whoop_v2")), (0, 1));
+    assert!(after.html.contains(&format!("/v2/link/web/oauth/whoop_v2?token={tk}")));
+    // Discontinued services: said so, pointing to the successor, never a link to connect them.
+    assert!(!after.html.contains("/v2/link/web/oauth/fitbit"));
+    assert!(
+        after.html.contains("Turned off by its maker")
+            && after.html.contains("Connect Google Health instead")
+    );
+}
+
+/// The team's pinned order and hidden providers, and the page's language.
+#[tokio::test]
+async fn the_team_orders_and_hides_and_the_user_reads_their_language() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-order").await;
+    let tk = link_token(&t, &user, json!({})).await;
+    let set = t
+        .patch("/v2/team/link_config", json!({"provider_order": ["renpho"], "hidden_providers": ["oura"]}))
+        .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    let list = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    let first = list.html.find("data-provider=").map(|i| &list.html[i..i + 30]).unwrap_or_default();
+    assert!(first.starts_with("data-provider=\"renpho\""), "{first}");
+    assert!(!list.html.contains("data-provider=\"oura\""));
+    let hidden = get_page(&t, &format!("/v2/link/web/oauth/oura?token={tk}"), None).await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    // A search without script: matching rows shown, the others hidden.
+    let search = get_page(&t, &format!("/v2/link/web?token={tk}&q=Apple+Watch"), None).await;
+    assert!(search.html.contains("apple watch iphone healthkit health app\"><div"), "{}", search.html);
+    assert!(
+        search.html.contains("<li data-search=\"garmin garmin connect forerunner fenix venu edge\" hidden>")
+    );
+    assert!(search.html.contains("Providers found: 1"));
+    // Spanish by the page's parameter, carried on to the provider's page.
+    let es = get_page(&t, &format!("/v2/link/web?token={tk}&lang=es"), None).await;
+    assert!(
+        es.html.contains("<html lang=\"es\"") && es.html.contains("Conecta un proveedor de datos de salud")
+    );
+    assert!(es.html.contains(&format!("/v2/link/web/provider/renpho?token={tk}&amp;lang=es")));
 }
