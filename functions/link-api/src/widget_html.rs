@@ -105,15 +105,23 @@ fn href(p: &ProviderInfo, raw: &str, l: Lang) -> Option<String> {
     }
 }
 
-/// What the phone's providers (and the others connected in the app) say instead of a link.
-fn elsewhere_text(p: &ProviderInfo, t: &Catalogue) -> String {
-    // The lead passes the team's app name here once the brand is wired (`widget.phone.named`).
-    t.fill("widget.phone.text", &[("name", &p.name)])
+/// What the phone's providers (and the others connected in the app) say instead of a link: in
+/// the team's app, named when the team set its display name.
+fn elsewhere_text(p: &ProviderInfo, app: Option<&str>, t: &Catalogue) -> String {
+    match app {
+        Some(app) => t.fill("widget.phone.named", &[("name", &p.name), ("app", app)]),
+        None => t.fill("widget.phone.text", &[("name", &p.name)]),
+    }
+}
+
+/// The team's display name, when it set one.
+fn team_name(w: &Widget) -> Option<&str> {
+    w.brand.display_name.as_ref().map(|n| n.as_str())
 }
 
 /// A line of the list; `hidden` when the search leaves it out (the script shows it again as the
 /// query changes).
-fn row(r: &Row, raw: &str, l: Lang, shown: bool) -> String {
+fn row(r: &Row, raw: &str, l: Lang, shown: bool, app: Option<&str>) -> String {
     let t = l.t();
     let p = r.provider();
     let hidden = if shown { "" } else { " hidden" };
@@ -132,7 +140,7 @@ fn row(r: &Row, raw: &str, l: Lang, shown: bool) -> String {
                 "<li data-search=\"{search}\"{hidden}><div class=\"provider\" data-provider=\"{slug}\">{head}\
                  <span class=\"kind\">{}</span><p class=\"note\">{}</p></div></li>",
                 escape(auth_label(Method::Elsewhere, t)),
-                escape(&elsewhere_text(p, t))
+                escape(&elsewhere_text(p, app, t))
             ),
         },
         Row::Discontinued { successor, .. } => {
@@ -176,17 +184,24 @@ fn search_form(raw: &str, query: &str, l: Lang) -> String {
 pub fn list(w: &Widget, raw: &str, query: &str, l: Lang) -> Page {
     let t = l.t();
     let title = t.get("widget.title");
+    // "Acme Health wants to connect to your health data" when the team named itself.
+    let heading = match team_name(w) {
+        Some(team) => t.fill("widget.heading_team", &[("team", team)]),
+        None => title.to_owned(),
+    };
     let groups = w.groups();
     if groups.is_empty() {
         // Every provider the token allows is demo only on this deployment.
-        return l.page(
-            title,
-            format!(
-                "<h1>{}</h1><p class=\"none\" role=\"status\">{}</p>",
-                escape(title),
-                escape(t.get("widget.none"))
-            ),
-        );
+        return l
+            .page(
+                title,
+                format!(
+                    "<h1>{}</h1><p class=\"none\" role=\"status\">{}</p>",
+                    escape(&heading),
+                    escape(t.get("widget.none"))
+                ),
+            )
+            .brand(&w.brand);
     }
     let mut shown = 0;
     let mut lists = String::new();
@@ -198,7 +213,7 @@ pub fn list(w: &Widget, raw: &str, query: &str, l: Lang) -> Page {
             let hit = r.provider().matches(query);
             any |= hit;
             shown += usize::from(hit);
-            rows.push_str(&row(r, raw, l, hit));
+            rows.push_str(&row(r, raw, l, hit, team_name(w)));
         }
         let _ = write!(
             lists,
@@ -228,14 +243,14 @@ pub fn list(w: &Widget, raw: &str, query: &str, l: Lang) -> Page {
         "<h1>{}</h1><p>{}</p>{}\
          <p id=\"search-status\" class=\"hint\" aria-live=\"polite\" data-count=\"{}\" data-none=\"{}\">{status}</p>{show_all}\
          <nav aria-label=\"{}\" id=\"providers\">{lists}</nav>",
-        escape(title),
+        escape(&heading),
         escape(t.get("widget.intro")),
         search_form(raw, query, l),
         escape(t.get("widget.search.count")),
         escape(t.get("widget.search.none")),
         escape(t.get("widget.providers")),
     );
-    l.page(title, body).script(SCRIPT_PATH)
+    l.page(title, body).script(SCRIPT_PATH).brand(&w.brand)
 }
 
 fn back_link(w: &Widget, raw: &str, l: Lang) -> String {
@@ -347,11 +362,11 @@ pub fn provider(
             );
         }
         Method::Elsewhere => {
-            let _ = write!(body, "<p class=\"notice\">{}</p>", escape(&elsewhere_text(p, t)));
+            let _ = write!(body, "<p class=\"notice\">{}</p>", escape(&elsewhere_text(p, team_name(w), t)));
         }
     }
     body.push_str(&back_link(w, raw, l));
-    l.page(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref())
+    l.page(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref()).brand(&w.brand)
 }
 
 fn hidden_token(raw: &str) -> String {
@@ -401,7 +416,7 @@ pub fn mfa(
         submit = escape(t.get("widget.mfa.submit")),
     );
     body.push_str(&back_link(w, raw, l));
-    l.page(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref())
+    l.page(title, body).forms_may_lead_to(w.token.record.redirect_url.as_deref()).brand(&w.brand)
 }
 
 /// The outcome of a link whose token has no redirect URL.

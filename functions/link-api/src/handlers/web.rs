@@ -85,9 +85,17 @@ pub async fn oauth_callback(
     })
 }
 
-/// The token of a page, or the page that says why it cannot be used.
-async fn open(s: &AppState, raw: &str, l: Lang) -> Result<Result<Widget, Response>, PageError> {
-    Ok(widget::open(&s.deps, Some(raw)).await?.map_err(|r| html::refused(&r, l).into_response()))
+/// The token of a page with the page's language, or the page that says why it cannot be used.
+/// The token's own `language` is the explicit choice when the page's address or form has none
+/// (carried on by every link and form, so the outcome page after a POST keeps it too).
+async fn open(s: &AppState, raw: &str, l: Lang) -> Result<Result<(Widget, Lang), Response>, PageError> {
+    Ok(widget::open(&s.deps, Some(raw)).await?.map_err(|r| html::refused(&r, l).into_response()).map(|w| {
+        let l = match w.token.language() {
+            Some(language) if !l.explicit => Lang { language, explicit: true },
+            _ => l,
+        };
+        (w, l)
+    }))
 }
 
 /// The link token of a page's query, its widget and its language, or the page refusing the token.
@@ -98,7 +106,7 @@ async fn open_query(
 ) -> Result<Result<(String, Widget, Lang), Response>, PageError> {
     let raw = query_param(query, "token").unwrap_or_default();
     let l = language(query_param(query, "lang").as_deref(), headers);
-    Ok(open(s, &raw, l).await?.map(|w| (raw, w, l)))
+    Ok(open(s, &raw, l).await?.map(|(w, l)| (raw, w, l)))
 }
 
 /// The page at `link_web_url`: the providers the token allows, or straight the provider it
@@ -223,8 +231,8 @@ async fn answer(s: &AppState, raw: &str, provider: &str, step: Step, username: &
         Step::Retry { form, error_type } => (form, Some(error_type)),
     };
     // The token was usable a moment ago; if it is not now, say so.
-    let w = match open(s, raw, l).await? {
-        Ok(w) => w,
+    let (w, l) = match open(s, raw, l).await? {
+        Ok(opened) => opened,
         Err(refused) => return Ok(refused),
     };
     let p = w.provider(provider)?;

@@ -7,6 +7,7 @@
 //! form again; every other outcome ends the link: the browser goes to the token's
 //! `redirect_url` with `state`, `error_type` and `error`, or the page says the outcome.
 
+use crate::teams::branding::{self, Brand};
 use wearlab_models::{
     AuthType, LinkErrorType, LinkResult, LinkState, MfaMethod, PasswordLinkBody, ProviderAvailability,
     ProviderMfaRequest, Region,
@@ -52,6 +53,8 @@ pub struct Widget {
     order: Vec<String>,
     /// The team's hidden providers (`hidden_providers`).
     hidden: Vec<String>,
+    /// The team's brand: its name in the heading and as the app phone data is connected in.
+    pub brand: Brand,
 }
 
 /// A line of the provider list.
@@ -195,7 +198,14 @@ pub async fn open(deps: &Deps, raw: Option<&str>) -> Result<Result<Widget, Token
         }
     }
     let settings = team_apps::link_config(deps, team).await?;
-    Ok(Ok(Widget { token, unlinkable, order: settings.provider_order, hidden: settings.hidden_providers }))
+    let brand = branding::brand(deps, team).await?;
+    Ok(Ok(Widget {
+        token,
+        unlinkable,
+        order: settings.provider_order,
+        hidden: settings.hidden_providers,
+        brand,
+    }))
 }
 
 /// Which form the page shows again.

@@ -34,7 +34,7 @@ pub const LOGO_PATH: &str = "/v2/link/web/brand/";
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BrandError {
     #[error(
-        "display_name must be 1-{MAX_DISPLAY_NAME_CHARS} characters once trimmed, without control characters"
+        "display_name must be 1-{MAX_DISPLAY_NAME_CHARS} characters once trimmed, without control or text-direction characters"
     )]
     DisplayName,
     #[error(
@@ -80,11 +80,18 @@ impl From<BrandError> for DomainError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DisplayName(String);
 
+/// A control character, or a bidirectional override, embedding or isolate (Unicode UAX #9):
+/// they would let a name shown to a team's users read as another (U+202E turns
+/// "Acme\u{202E}htlaeH" around).
+fn hides_text(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 impl DisplayName {
     pub fn parse(s: &str) -> Result<Self, BrandError> {
         let s = s.trim();
         let chars = s.chars().count();
-        if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS || s.chars().any(char::is_control) {
+        if chars == 0 || chars > MAX_DISPLAY_NAME_CHARS || s.chars().any(hides_text) {
             return Err(BrandError::DisplayName);
         }
         Ok(Self(s.to_owned()))
@@ -648,7 +655,7 @@ mod tests {
     fn display_names() {
         assert_eq!(DisplayName::parse("  Acme Health ").unwrap().as_str(), "Acme Health");
         assert!(DisplayName::parse(&"é".repeat(80)).is_ok(), "characters, not bytes");
-        for bad in ["", "   ", "a\u{7}b", "line\nbreak"] {
+        for bad in ["", "   ", "a\u{7}b", "line\nbreak", "Acme\u{202E}htlaeH", "a\u{2067}b"] {
             assert_eq!(DisplayName::parse(bad), Err(BrandError::DisplayName), "{bad:?}");
         }
         assert!(DisplayName::parse(&"x".repeat(81)).is_err());
