@@ -117,7 +117,7 @@ const MONTH_KEYS: [&str; 12] = [
 fn group_thousands(digits: &str, sep: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3 * sep.len());
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push_str(sep);
         }
         out.push(c);
