@@ -44,6 +44,11 @@ const WORDS = {
   pt: { hello: 'Olá, Ada', ordered: 'Pedido feito', ready: 'Resultados prontos', results: 'Resultados' },
 };
 
+/** The accessible name of a results row starts with its marker's name, then a space. */
+function rowName(marker) {
+  return new RegExp(`^${marker.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\s`);
+}
+
 /** A fresh browser context (its own cookies), with `options` (javaScriptEnabled, headers). */
 async function newContext(options = {}) {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, ...options });
@@ -216,7 +221,7 @@ describe('user portal', () => {
 
     // The results: one row per marker, its value, unit, range and reading in words.
     const table = page.getByRole('table', { name: 'Results' });
-    const row = table.getByRole('row', { name: new RegExp(`^${withResults.high.name.replace(/[()]/g, '\\$&')}`) });
+    const row = table.getByRole('row', { name: rowName(withResults.high.name) });
     const cells = await row.locator('th, td').allInnerTexts();
     assert.equal(cells[0], withResults.high.name);
     assert.match(cells[1], new RegExp(`${withResults.high.unit ?? ''}$`));
@@ -232,7 +237,7 @@ describe('user portal', () => {
     await page.goto(`${page.url()}&lang=de`);
     await page.getByRole('heading', { name: 'Ergebnisse', exact: true }).waitFor();
     assert.match(await page.locator('ol.timeline [aria-current="step"]').innerText(), /^Ergebnisse da/);
-    const deRow = page.getByRole('row', { name: new RegExp(`^${withResults.high.name.replace(/[()]/g, '\\$&')}`) });
+    const deRow = page.getByRole('row', { name: rowName(withResults.high.name) });
     assert.match(await deRow.innerText(), /Hoch: über dem Bereich/);
     const value = withResults.high.result;
     if (value.includes('.')) assert.match(await deRow.innerText(), new RegExp(value.replace('.', ',')));

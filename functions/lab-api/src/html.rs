@@ -253,7 +253,8 @@ fn results(c: &Catalogue, v: &OrderView) -> String {
     };
     let _ = write!(
         out,
-        "<p>{summary}</p><div class=\"scroll\"><table aria-labelledby=\"results\"><thead><tr>\
+        "<p>{summary}</p><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-labelledby=\"results\">\
+         <table aria-labelledby=\"results\"><thead><tr>\
          <th scope=\"col\">{test}</th><th scope=\"col\">{value}</th><th scope=\"col\">{range}</th>\
          <th scope=\"col\">{reading}</th></tr></thead><tbody>",
         summary = escape(&summary),
