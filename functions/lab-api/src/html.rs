@@ -224,7 +224,8 @@ fn range(c: &Catalogue, e: &ResultEntry) -> String {
     }
 }
 
-/// A result's reading, in words (and a mark beside them, never the colour alone).
+/// A result's reading, in words (and a mark beside them, never the colour alone), under its
+/// value in the same cell: a phone shows both without scrolling the table sideways.
 fn reading(c: &Catalogue, e: &ResultEntry) -> String {
     let (key, mark) = match portal::flag(e) {
         Some(Flag::Critical) => ("portal.flag.critical", "!!"),
@@ -232,7 +233,7 @@ fn reading(c: &Catalogue, e: &ResultEntry) -> String {
         Some(Flag::Low) => ("portal.flag.low", "↓"),
         Some(Flag::Abnormal) => ("portal.flag.abnormal", "!"),
         None if e.interpretation == Interpretation::Normal => {
-            return format!("<span class=\"in-range\">{}</span>", escape(c.get("portal.flag.normal")));
+            return format!("<span class=\"hint\">{}</span>", escape(c.get("portal.flag.normal")));
         }
         None => return String::new(),
     };
@@ -256,23 +257,22 @@ fn results(c: &Catalogue, v: &OrderView) -> String {
         "<p>{summary}</p><div class=\"scroll\" tabindex=\"0\" role=\"region\" aria-labelledby=\"results\">\
          <table aria-labelledby=\"results\"><thead><tr>\
          <th scope=\"col\">{test}</th><th scope=\"col\">{value}</th><th scope=\"col\">{range}</th>\
-         <th scope=\"col\">{reading}</th></tr></thead><tbody>",
+         </tr></thead><tbody>",
         summary = escape(&summary),
         test = escape(c.get("portal.results.test")),
         value = escape(c.get("portal.results.value")),
         range = escape(c.get("portal.results.range")),
-        reading = escape(c.get("portal.results.reading")),
     );
     for e in &r.results {
         let value = match portal::numeric_value(e) {
-            Some((v, decimals)) => c.number(v, decimals),
+            Some((v, decimals)) => c.measured(v, decimals),
             None => e.result.clone(),
         };
         let unit = e.unit.as_deref().map(|u| format!(" {}", escape(u))).unwrap_or_default();
         let flagged = portal::flag(e).is_some();
         let _ = write!(
             out,
-            "<tr{row}><th scope=\"row\">{name}</th><td>{value}{unit}</td><td>{range}</td><td>{reading}</td></tr>",
+            "<tr{row}><th scope=\"row\">{name}</th><td>{value}{unit}<br>{reading}</td><td>{range}</td></tr>",
             row = if flagged { " class=\"flagged\"" } else { "" },
             name = escape(&e.name),
             value = escape(&value),
