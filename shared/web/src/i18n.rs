@@ -86,12 +86,22 @@ impl Catalogue {
     /// A number with at most `decimals` decimals (trailing zeros dropped), grouped by
     /// thousands: "12,345.6", "12.345,6", "12 345,6".
     pub fn number(&self, value: f64, decimals: usize) -> String {
+        self.write_number(value, decimals, true)
+    }
+
+    /// A measured value with exactly `decimals` decimals, trailing zeros kept (a lab's "25.0"
+    /// says its precision): "25.0", "25,0", grouped as [`Catalogue::number`] groups.
+    pub fn measured(&self, value: f64, decimals: usize) -> String {
+        self.write_number(value, decimals, false)
+    }
+
+    fn write_number(&self, value: f64, decimals: usize, trim: bool) -> String {
         if !value.is_finite() {
             return value.to_string();
         }
         let fixed = format!("{:.*}", decimals, value.abs());
         let (int, frac) = fixed.split_once('.').unwrap_or((&fixed, ""));
-        let frac = frac.trim_end_matches('0');
+        let frac = if trim { frac.trim_end_matches('0') } else { frac };
         let (group, point) = match self.language {
             Language::En => (",", "."),
             Language::De | Language::Es | Language::Pt => (".", ","),
@@ -104,7 +114,11 @@ impl Catalogue {
         } else {
             group_thousands(int, group)
         };
-        let sign = if value < 0.0 && (int.bytes().any(|b| b != b'0') || !frac.is_empty()) { "-" } else { "" };
+        let sign = if value < 0.0 && (int.bytes().any(|b| b != b'0') || frac.bytes().any(|b| b != b'0')) {
+            "-"
+        } else {
+            ""
+        };
         if frac.is_empty() { format!("{sign}{grouped}") } else { format!("{sign}{grouped}{point}{frac}") }
     }
 }
@@ -185,6 +199,9 @@ mod tests {
         assert_eq!(catalogue(Language::Pt).number(-0.25, 2), "-0,25");
         assert_eq!(catalogue(Language::En).number(-0.001, 1), "0");
         assert_eq!(catalogue(Language::En).number(5.0, 0), "5");
+        assert_eq!(catalogue(Language::De).measured(25.0, 1), "25,0");
+        assert_eq!(catalogue(Language::Fr).measured(1234.5, 2), "1\u{202f}234,50");
+        assert_eq!(catalogue(Language::En).measured(0.1, 3), "0.100");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use wearlab_domain::common::hosted::{self, PageKind};
 use wearlab_domain::teams::branding::Brand;
 use wearlab_domain::{Deps, DomainError};
 
-use crate::i18n::Language;
+use crate::i18n::{self, Language};
 
 pub use wearlab_domain::common::hosted::CSRF_FIELD;
 
@@ -64,6 +64,8 @@ border-radius:.5rem;background:var(--accent);color:#fff;text-decoration:none;cur
 .scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}\
 td,th{text-align:left;padding:.4rem .5rem;border-bottom:1px solid var(--line);vertical-align:top}\
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:.5rem 0}dt{color:var(--muted)}dd{margin:0}\
+ol.timeline{margin:.5rem 0;padding-left:1.5rem}ol.timeline li{margin:.25rem 0}li.current .stage{font-weight:700}\
+.flag{color:var(--err)}tr.flagged>*{background:#fdecea}\
 @media (max-width:30rem){h1{font-size:1.3rem}.kind{margin-left:0;flex-basis:100%}}";
 
 static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| style_source(STYLE));
@@ -361,7 +363,10 @@ pub async fn check_csrf(
     }
 }
 
-/// Why a page could not be answered as asked; said as a page with the pages' headers.
+/// Why a page could not be answered as asked; said as a page with the pages' headers, in the
+/// page's language ([`PageError::page`], [`answer`]). Only the variant chooses the text shown:
+/// the detail a variant carries (an English domain message) goes to the error's `Display` for
+/// logs and tests, never to the reader, who gets the catalogue's words in their language.
 #[derive(Debug, thiserror::Error)]
 pub enum PageError {
     #[error("the form's security token is missing or not valid")]
@@ -374,41 +379,49 @@ pub enum PageError {
     Domain(#[from] DomainError),
 }
 
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        let page = match self {
-            PageError::Csrf => Page::message(
-                StatusCode::FORBIDDEN,
-                "Form expired",
-                "This form could not be accepted: it is too old or was not sent from this page. \
-                 Go back, reload the page and try again.",
-            ),
-            PageError::Form(m) => Page::message(StatusCode::BAD_REQUEST, "Something went wrong", &m),
-            PageError::TooLarge => {
-                Page::message(StatusCode::PAYLOAD_TOO_LARGE, "Something went wrong", "The form is too large.")
+impl PageError {
+    /// The page that says this error in `language` (texts of the catalogue's shared section).
+    pub fn page(&self, language: Language) -> Page {
+        let (status, title, text) = match self {
+            PageError::Csrf => (StatusCode::FORBIDDEN, "error.form_expired.title", "error.form_expired"),
+            PageError::Form(_) => (StatusCode::BAD_REQUEST, "error.generic.title", "error.form"),
+            PageError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "error.generic.title", "error.too_large"),
+            PageError::Domain(DomainError::NotFound(_)) => {
+                (StatusCode::NOT_FOUND, "error.not_found.title", "error.not_found")
             }
-            PageError::Domain(DomainError::NotFound(m)) => {
-                Page::message(StatusCode::NOT_FOUND, "Not found", &m)
+            PageError::Domain(DomainError::Rejected(_)) => {
+                (StatusCode::BAD_REQUEST, "error.rejected.title", "error.rejected")
             }
-            PageError::Domain(DomainError::Rejected(m)) => {
-                Page::message(StatusCode::BAD_REQUEST, "This cannot be done", &m)
+            PageError::Domain(DomainError::Validation(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "error.generic.title", "error.incomplete")
             }
-            PageError::Domain(DomainError::Validation(_)) => Page::message(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "Something went wrong",
-                "The address of this page is not complete. Open the link you were given again.",
-            ),
             PageError::Domain(e) => {
                 tracing::error!(error = %e, "hosted page failed");
-                Page::message(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Temporarily unavailable",
-                    "This page cannot be shown just now. Try again in a moment.",
-                )
+                (StatusCode::SERVICE_UNAVAILABLE, "error.unavailable.title", "error.unavailable")
             }
         };
-        page.into_response()
+        let c = i18n::catalogue(language);
+        Page::message(status, c.get(title), c.get(text)).language(language)
     }
+}
+
+/// Without a language of its own (an error nothing caught), a page error is said in English.
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        self.page(Language::En).into_response()
+    }
+}
+
+/// A page handler's outcome as its answer: the page, or its error said in `language`.
+pub fn answer(language: Language, outcome: Result<Response, PageError>) -> Response {
+    outcome.unwrap_or_else(|e| e.page(language).into_response())
+}
+
+/// The language a request asks for: its `lang` query parameter when the pages speak it, else
+/// its `Accept-Language`, else English (`Language::negotiate`).
+pub fn request_language(query: Option<&str>, headers: &HeaderMap) -> Language {
+    let accept = headers.get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok());
+    Language::negotiate(query_param(query, "lang").as_deref(), accept)
 }
 
 /// A query parameter of a page's address (the last one when repeated). Pages read their few
@@ -440,20 +453,24 @@ impl FormData {
     }
 }
 
+/// A form that cannot be read is refused with a page in the language the request asks for
+/// ([`request_language`]).
 impl<S: Send + Sync> FromRequest<S> for FormData {
-    type Rejection = PageError;
+    type Rejection = Response;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, PageError> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let language = request_language(req.uri().query(), req.headers());
+        let refuse = |e: PageError| e.page(language).into_response();
         let is_form =
             req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
                 v.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded")
             });
         if !is_form {
-            return Err(PageError::Form("This address takes a form sent from its page.".into()));
+            return Err(refuse(PageError::Form("This address takes a form sent from its page.".into())));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|_| PageError::TooLarge)?;
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| refuse(PageError::TooLarge))?;
         if bytes.len() > MAX_FORM_BYTES {
-            return Err(PageError::TooLarge);
+            return Err(refuse(PageError::TooLarge));
         }
         Ok(Self::parse(&bytes))
     }
@@ -585,6 +602,27 @@ mod tests {
             escape("<a href=\"x\">O'Neil & co</a>"),
             "&lt;a href=&quot;x&quot;&gt;O&#39;Neil &amp; co&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn page_errors_are_said_in_the_pages_language() {
+        let de = PageError::Csrf.page(Language::De).document();
+        assert!(de.contains("<html lang=\"de\"") && de.contains("Formular abgelaufen"), "{de}");
+        let es = PageError::Domain(DomainError::NotFound("user gone".into())).page(Language::Es);
+        assert_eq!(es.status, StatusCode::NOT_FOUND);
+        assert!(es.document().contains("No encontrado") && !es.document().contains("user gone"));
+        let en = PageError::TooLarge.into_response();
+        assert_eq!(en.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[test]
+    fn a_request_asks_for_its_lang_parameter_then_its_browsers_language() {
+        let mut h = HeaderMap::new();
+        assert_eq!(request_language(None, &h), Language::En);
+        h.insert(header::ACCEPT_LANGUAGE, HeaderValue::from_static("fr-CH, fr;q=0.9, en;q=0.8"));
+        assert_eq!(request_language(Some("token=x"), &h), Language::Fr);
+        assert_eq!(request_language(Some("token=x&lang=pt"), &h), Language::Pt);
+        assert_eq!(request_language(Some("lang=xx"), &h), Language::Fr);
     }
 
     #[test]

@@ -3,6 +3,10 @@
 //! check of communications links. Server-rendered HTML; the link's signature and expiry are
 //! checked on every visit. No API key: the link is the authorization. Every answer goes
 //! through `wearlab_web::pages` for its headers and CSRF check.
+//!
+//! Every page, refusals included, is in the reader's language: the `lang` query parameter when
+//! given (and then kept in the portal's own links and forms), else the browser's
+//! `Accept-Language`, else English.
 
 use std::sync::Arc;
 
@@ -17,10 +21,11 @@ use wearlab_domain::common::hosted::PageKind;
 use wearlab_domain::lab::portal::{self, Access, Denied};
 use wearlab_domain::lab::verification::{self, Channel, Checked, DEVICE_COOKIE, RESEND_AFTER, Requested};
 use wearlab_domain::ports::LabNetwork;
-use wearlab_web::pages::{self, FormData, Page, PageError, query_param};
+use wearlab_web::i18n::{Language, catalogue};
+use wearlab_web::pages::{self, FormData, PageError, query_param};
 use wearlab_web::{AppState, QueryParams};
 
-use crate::html::{self, LinkPaths};
+use crate::html::{self, CodeNote, LinkPaths};
 
 pub const ORDER_BY_TOKEN_PATH: &str = "/v3/portal/orders/{order_id}";
 pub const ORDER_BY_CODE_PATH: &str = "/v3/p/{code}/orders/{order_id}";
@@ -34,18 +39,51 @@ type PageAnswer = Result<Response, PageError>;
 pub struct PortalParams {
     /// The signed token of a portal link.
     token: String,
+    /// The language of the pages (`en`, `es`, `de`, `fr`, `pt`); without it, the browser's
+    /// `Accept-Language`, else English.
+    #[allow(dead_code)] // read from the raw query, with the other pages' parameter
+    lang: Option<String>,
+}
+
+/// The reader's language, and the explicit choice the portal's links keep.
+#[derive(Debug, Clone, Copy)]
+struct Reader {
+    lang: Language,
+    explicit: Option<Language>,
+}
+
+impl Reader {
+    fn of(query: Option<&str>, headers: &HeaderMap) -> Self {
+        let explicit = query_param(query, "lang").as_deref().and_then(Language::from_tag);
+        Self { lang: explicit.unwrap_or_else(|| pages::request_language(None, headers)), explicit }
+    }
+
+    fn launch(&self, token: String) -> LinkPaths {
+        LinkPaths::launch(token, self.explicit)
+    }
+
+    fn short(&self, code: String) -> LinkPaths {
+        LinkPaths::short(code, self.explicit)
+    }
+
+    fn message(&self, status: StatusCode, title: &str, text: &str) -> Response {
+        html::message(status, self.lang, title, catalogue(self.lang).get(text)).into_response()
+    }
+
+    /// The answer of a page: its outcome, or its error said in the reader's language.
+    fn answer(&self, outcome: PageAnswer) -> Response {
+        pages::answer(self.lang, outcome)
+    }
 }
 
 /// The page of a link that does not open.
-fn denied(d: Denied) -> Response {
+fn denied(r: &Reader, d: Denied) -> Response {
     let (status, title, text) = match d {
-        Denied::Invalid => {
-            (StatusCode::FORBIDDEN, "Link not valid", "This link is not valid. Ask for a new one.")
-        }
-        Denied::Expired => (StatusCode::GONE, "Link expired", "This link has expired. Ask for a new one."),
-        Denied::Gone => (StatusCode::NOT_FOUND, "Not available", "This portal is no longer available."),
+        Denied::Invalid => (StatusCode::FORBIDDEN, "portal.link.invalid.title", "portal.link.invalid"),
+        Denied::Expired => (StatusCode::GONE, "portal.link.expired.title", "portal.link.expired"),
+        Denied::Gone => (StatusCode::NOT_FOUND, "portal.link.gone.title", "portal.link.gone"),
     };
-    Page::message(status, title, text).into_response()
+    r.message(status, title, text)
 }
 
 /// The portal's first page: the order the link names, else every order of the user.
@@ -55,21 +93,17 @@ async fn home(
     headers: &HeaderMap,
     access: &Access,
     paths: &LinkPaths,
+    r: &Reader,
 ) -> PageAnswer {
     let links = s.public_links(headers);
     if let Some(order_id) = access.order_id {
         return match portal::order_view(&s.deps, network, access, order_id, &links).await? {
-            Some(v) => Ok(html::order_page(&v, paths, false).into_response()),
-            None => Ok(Page::message(
-                StatusCode::NOT_FOUND,
-                "Not available",
-                "This order is no longer available.",
-            )
-            .into_response()),
+            Some(v) => Ok(html::order_page(&v, paths, false, r.lang).into_response()),
+            None => Ok(r.message(StatusCode::NOT_FOUND, "portal.link.gone.title", "portal.order.gone")),
         };
     }
     let view = portal::view(&s.deps, network, access, &links).await?;
-    Ok(html::portal_page(&view, paths).into_response())
+    Ok(html::portal_page(&view, paths, r.lang).into_response())
 }
 
 async fn order(
@@ -79,17 +113,15 @@ async fn order(
     access: &Access,
     paths: &LinkPaths,
     id: &str,
+    r: &Reader,
 ) -> PageAnswer {
     let found = match Uuid::parse_str(id) {
         Ok(id) => portal::order_view(&s.deps, network, access, id, &s.public_links(headers)).await?,
         Err(_) => None,
     };
     Ok(match found {
-        Some(v) => html::order_page(&v, paths, access.order_id.is_none()).into_response(),
-        None => {
-            Page::message(StatusCode::NOT_FOUND, "Order not found", "This link does not open that order.")
-                .into_response()
-        }
+        Some(v) => html::order_page(&v, paths, access.order_id.is_none(), r.lang).into_response(),
+        None => r.message(StatusCode::NOT_FOUND, "portal.order.not_found.title", "portal.order.not_found"),
     })
 }
 
@@ -105,12 +137,21 @@ pub async fn by_token(
     State(s): State<AppState>,
     Extension(network): Extension<Arc<dyn LabNetwork>>,
     headers: HeaderMap,
+    RawQuery(q): RawQuery,
     QueryParams(p): QueryParams<PortalParams>,
-) -> PageAnswer {
-    match portal::check_token(&s.deps, &p.token).await? {
-        Ok(access) => home(&s, network.as_ref(), &headers, &access, &LinkPaths::Launch(p.token)).await,
-        Err(d) => Ok(denied(d)),
-    }
+) -> Response {
+    let r = Reader::of(q.as_deref(), &headers);
+    r.answer(
+        async {
+            match portal::check_token(&s.deps, &p.token).await? {
+                Ok(access) => {
+                    home(&s, network.as_ref(), &headers, &access, &r.launch(p.token.clone()), &r).await
+                }
+                Err(d) => Ok(denied(&r, d)),
+            }
+        }
+        .await,
+    )
 }
 
 /// One order of a launch link's user.
@@ -120,14 +161,21 @@ pub async fn order_by_token(
     headers: HeaderMap,
     Path(order_id): Path<String>,
     RawQuery(q): RawQuery,
-) -> PageAnswer {
+) -> Response {
+    let r = Reader::of(q.as_deref(), &headers);
     let token = query_param(q.as_deref(), "token").unwrap_or_default();
-    match portal::check_token(&s.deps, &token).await? {
-        Ok(access) => {
-            order(&s, network.as_ref(), &headers, &access, &LinkPaths::Launch(token), &order_id).await
+    r.answer(
+        async {
+            match portal::check_token(&s.deps, &token).await? {
+                Ok(access) => {
+                    order(&s, network.as_ref(), &headers, &access, &r.launch(token.clone()), &order_id, &r)
+                        .await
+                }
+                Err(d) => Ok(denied(&r, d)),
+            }
         }
-        Err(d) => Ok(denied(d)),
-    }
+        .await,
+    )
 }
 
 /// The device cookie of this link, if the browser sent one.
@@ -148,28 +196,32 @@ async fn checked_short(
     s: &AppState,
     headers: &HeaderMap,
     code: &str,
+    r: &Reader,
 ) -> Result<Result<Access, Response>, PageError> {
     let access = match portal::check_code(&s.deps, code).await? {
         Ok(a) => a,
-        Err(d) => return Ok(Err(denied(d))),
+        Err(d) => return Ok(Err(denied(r, d))),
     };
     if !access.needs_verification()
         || verification::device_verified(&s.deps, &access, device_cookie(headers)).await?
     {
         return Ok(Ok(access));
     }
-    Ok(Err(verify_start(s, &access, None).await?))
+    Ok(Err(verify_start(s, &access, None, r).await?))
 }
 
-async fn verify_start(s: &AppState, access: &Access, error: Option<&str>) -> PageAnswer {
+async fn verify_start(s: &AppState, access: &Access, error: Option<&str>, r: &Reader) -> PageAnswer {
     let d = verification::destinations(&s.deps, access).await?;
     let csrf = pages::csrf_token(&s.deps, PageKind::Portal, &access.link).await?;
-    Ok(html::verify_start(&d, &LinkPaths::Short(access.link.clone()), &csrf, error).into_response())
+    let paths = r.short(access.link.clone());
+    Ok(html::verify_start(&d, &paths, &csrf, error, r.lang).into_response())
 }
 
 /// Opens the portal of a short communications link (HTML).
 #[utoipa::path(get, path = "/v3/p/{code}", operation_id = "open_portal_short_link", tag = "lab",
-    params(("code" = String, Path, description = "The short link's code.")),
+    params(("code" = String, Path, description = "The short link's code."),
+        ("lang" = Option<String>, Query, description = "The language of the pages (`en`, `es`, `de`, `fr`, \
+            `pt`); without it, the browser's `Accept-Language`, else English.")),
     responses(
         (status = 200, description = "The user's orders, or, on a device that has not confirmed it is the \
             user's, the identity check (a one-time code sent through the user.portal.verification_requested \
@@ -185,11 +237,18 @@ pub async fn by_code(
     Extension(network): Extension<Arc<dyn LabNetwork>>,
     headers: HeaderMap,
     Path(code): Path<String>,
-) -> PageAnswer {
-    match checked_short(&s, &headers, &code).await? {
-        Ok(access) => home(&s, network.as_ref(), &headers, &access, &LinkPaths::Short(code)).await,
-        Err(page) => Ok(page),
-    }
+    RawQuery(q): RawQuery,
+) -> Response {
+    let r = Reader::of(q.as_deref(), &headers);
+    r.answer(
+        async {
+            match checked_short(&s, &headers, &code, &r).await? {
+                Ok(access) => home(&s, network.as_ref(), &headers, &access, &r.short(code.clone()), &r).await,
+                Err(page) => Ok(page),
+            }
+        }
+        .await,
+    )
 }
 
 /// One order of a communications link's user.
@@ -198,13 +257,21 @@ pub async fn order_by_code(
     Extension(network): Extension<Arc<dyn LabNetwork>>,
     headers: HeaderMap,
     Path((code, order_id)): Path<(String, String)>,
-) -> PageAnswer {
-    match checked_short(&s, &headers, &code).await? {
-        Ok(access) => {
-            order(&s, network.as_ref(), &headers, &access, &LinkPaths::Short(code), &order_id).await
+    RawQuery(q): RawQuery,
+) -> Response {
+    let r = Reader::of(q.as_deref(), &headers);
+    r.answer(
+        async {
+            match checked_short(&s, &headers, &code, &r).await? {
+                Ok(access) => {
+                    order(&s, network.as_ref(), &headers, &access, &r.short(code.clone()), &order_id, &r)
+                        .await
+                }
+                Err(page) => Ok(page),
+            }
         }
-        Err(page) => Ok(page),
-    }
+        .await,
+    )
 }
 
 /// The link of a verification form, CSRF-checked.
@@ -212,52 +279,58 @@ async fn form_access(
     s: &AppState,
     code: &str,
     form: &FormData,
+    r: &Reader,
 ) -> Result<Result<Access, Response>, PageError> {
     let access = match portal::check_code(&s.deps, code).await? {
         Ok(a) => a,
-        Err(d) => return Ok(Err(denied(d))),
+        Err(d) => return Ok(Err(denied(r, d))),
     };
     pages::check_csrf(&s.deps, PageKind::Portal, &access.link, form).await?;
     Ok(Ok(access))
 }
 
 /// "Send code": a code is made and emitted for the team to deliver.
-pub async fn send_code(State(s): State<AppState>, Path(code): Path<String>, form: FormData) -> PageAnswer {
-    let access = match form_access(&s, &code, &form).await? {
+pub async fn send_code(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(code): Path<String>,
+    RawQuery(q): RawQuery,
+    form: FormData,
+) -> Response {
+    let r = Reader::of(q.as_deref(), &headers);
+    r.answer(send_code_page(&s, &code, &form, &r).await)
+}
+
+async fn send_code_page(s: &AppState, code: &str, form: &FormData, r: &Reader) -> PageAnswer {
+    let c = catalogue(r.lang);
+    let access = match form_access(s, code, form, r).await? {
         Ok(a) => a,
         Err(page) => return Ok(page),
     };
     let Some(channel) = form.get("channel").and_then(Channel::parse) else {
-        return verify_start(&s, &access, Some("Choose how to receive the code.")).await;
+        return verify_start(s, &access, Some(c.get("portal.code.choose")), r).await;
     };
-    let paths = LinkPaths::Short(access.link.clone());
+    let paths = r.short(access.link.clone());
     let hint =
         verification::destinations(&s.deps, &access).await?.hint(channel).unwrap_or_default().to_owned();
     let csrf = pages::csrf_token(&s.deps, PageKind::Portal, &access.link).await?;
     Ok(match verification::request(&s.deps, &access, channel).await? {
         Requested::Sent { .. } => {
-            html::verify_code(&paths, &csrf, channel, &hint, None, None).into_response()
+            html::verify_code(&paths, &csrf, channel, &hint, CodeNote::None, r.lang).into_response()
         }
-        Requested::TooSoon { retry_after } if retry_after <= RESEND_AFTER => html::verify_code(
-            &paths,
-            &csrf,
-            channel,
-            &hint,
-            Some(&format!(
-                "A code was sent moments ago. Enter it below, or ask for a new one in {} seconds.",
-                retry_after.num_seconds().max(1)
-            )),
-            None,
-        )
-        .into_response(),
-        Requested::TooSoon { .. } => Page::message(
+        Requested::TooSoon { retry_after } if retry_after <= RESEND_AFTER => {
+            let seconds = retry_after.num_seconds().max(1).to_string();
+            let notice = c.fill("portal.code.recent", &[("seconds", &seconds)]);
+            html::verify_code(&paths, &csrf, channel, &hint, CodeNote::Notice(&notice), r.lang)
+                .into_response()
+        }
+        Requested::TooSoon { .. } => r.message(
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many codes",
-            "Too many codes were asked for with this link today. Try again tomorrow.",
-        )
-        .into_response(),
+            "portal.code.daily_limit.title",
+            "portal.code.daily_limit",
+        ),
         Requested::NoDestination => {
-            return verify_start(&s, &access, Some("Choose one of the options below.")).await;
+            return verify_start(s, &access, Some(c.get("portal.code.choose_option")), r).await;
         }
     })
 }
@@ -267,14 +340,27 @@ pub async fn verify(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(code): Path<String>,
+    RawQuery(q): RawQuery,
     form: FormData,
+) -> Response {
+    let r = Reader::of(q.as_deref(), &headers);
+    r.answer(verify_page(&s, &headers, &code, &form, &r).await)
+}
+
+async fn verify_page(
+    s: &AppState,
+    headers: &HeaderMap,
+    code: &str,
+    form: &FormData,
+    r: &Reader,
 ) -> PageAnswer {
-    let access = match form_access(&s, &code, &form).await? {
+    let c = catalogue(r.lang);
+    let access = match form_access(s, code, form, r).await? {
         Ok(a) => a,
         Err(page) => return Ok(page),
     };
     let channel = form.get("channel").and_then(Channel::parse).unwrap_or(Channel::Email);
-    let paths = LinkPaths::Short(access.link.clone());
+    let paths = r.short(access.link.clone());
     let csrf = || pages::csrf_token(&s.deps, PageKind::Portal, &access.link);
     let hint = || async {
         Ok::<_, PageError>(
@@ -288,7 +374,7 @@ pub async fn verify(
             // link from their mail (a cross-site top-level GET); forms carry CSRF tokens anyway.
             // Path: this link only.
             let secure =
-                if s.public_links(&headers).base_url.starts_with("https://") { "; Secure" } else { "" };
+                if s.public_links(headers).base_url.starts_with("https://") { "; Secure" } else { "" };
             let cookie = format!(
                 "{DEVICE_COOKIE}={device}; Path=/v3/p/{code}; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
                 max_age.num_seconds().max(0)
@@ -299,31 +385,30 @@ pub async fn verify(
             res
         }
         Checked::Wrong { attempts_left } => {
-            let text = format!(
-                "That code is not right. {attempts_left} {} left.",
-                if attempts_left == 1 { "try" } else { "tries" }
-            );
-            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, None, Some(&text));
+            let text = if attempts_left == 1 {
+                c.get("portal.code.wrong_one").to_owned()
+            } else {
+                c.fill("portal.code.wrong", &[("count", &attempts_left.to_string())])
+            };
+            let note = CodeNote::Error(&text);
+            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, note, r.lang);
             page.status(StatusCode::BAD_REQUEST).into_response()
         }
-        Checked::TooManyAttempts => html::too_many_attempts(&paths, &csrf().await?, channel).into_response(),
+        Checked::TooManyAttempts => {
+            html::too_many_attempts(&paths, &csrf().await?, channel, r.lang).into_response()
+        }
         Checked::Busy => {
-            let text = "That code is being checked from elsewhere at this moment. Try again in a second.";
-            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, None, Some(text));
+            let note = CodeNote::Error(c.get("portal.code.busy"));
+            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, note, r.lang);
             let mut res = page.status(StatusCode::TOO_MANY_REQUESTS).into_response();
             res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             res
         }
         Checked::NoCode => {
             let d = verification::destinations(&s.deps, &access).await?;
-            html::verify_start(
-                &d,
-                &paths,
-                &csrf().await?,
-                Some("That code has expired or was already used. Ask for a new one."),
-            )
-            .status(StatusCode::BAD_REQUEST)
-            .into_response()
+            html::verify_start(&d, &paths, &csrf().await?, Some(c.get("portal.code.expired")), r.lang)
+                .status(StatusCode::BAD_REQUEST)
+                .into_response()
         }
     })
 }

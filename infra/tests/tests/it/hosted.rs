@@ -44,6 +44,16 @@ pub async fn get_page(t: &TestApp, path: &str, cookie: Option<&str>) -> PageAnsw
     send(t, req.body(Body::empty()).unwrap()).await
 }
 
+/// GET a page as a browser that names its languages (`Accept-Language`).
+pub async fn get_page_in(t: &TestApp, path: &str, accept_language: &str) -> PageAnswer {
+    let req = Request::builder()
+        .method(Method::GET)
+        .uri(path)
+        .header("accept", "text/html")
+        .header("accept-language", accept_language);
+    send(t, req.body(Body::empty()).unwrap()).await
+}
+
 /// POST a form as a browser does (`application/x-www-form-urlencoded`, no API key).
 pub async fn post_form(t: &TestApp, path: &str, fields: &[(&str, &str)], cookie: Option<&str>) -> PageAnswer {
     let body =

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 use wearlab_models::PortalContext;
 use wearlab_models::lab::{
-    CollectionMethod, Order, OrderResults, PatientServiceCenter, PortalUrl, PortalUrlBody,
+    CollectionMethod, Interpretation, Order, OrderEvent, OrderResults, PatientServiceCenter, PortalUrl,
+    PortalUrlBody, ResultEntry, ResultType,
 };
 
 use super::orders::{self, Links};
@@ -22,6 +23,7 @@ use crate::common::ids::{TeamId, UserId};
 use crate::common::signing;
 use crate::keys::lab as keys;
 use crate::ports::LabNetwork;
+use crate::ports::lab_network::{status_detail, status_group};
 use crate::ports::to_body;
 use crate::ports::{Condition, Item, WriteOp};
 use crate::users::load_active;
@@ -346,4 +348,169 @@ pub async fn order_view(
         Err(e) => return Err(e),
     };
     Ok(Some(OrderView { order, centers, results, expires_at: access.expires_at }))
+}
+
+/// Where an order is, in the words its patient reads: one stage per status the lab networks
+/// send, told apart by collection method where the patient's next step differs (a visit to a
+/// draw site, a home visit, a kit in the post).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Ordered,
+    RequisitionReady,
+    /// Walk-in: the patient goes to a draw site.
+    VisitDrawSite,
+    /// At-home phlebotomy: the visit is being arranged.
+    AppointmentPending,
+    AppointmentScheduled,
+    KitOnTheWay,
+    KitDelivered,
+    /// A test kit's sample on its way back to the lab.
+    SampleOnTheWay,
+    SampleCollected,
+    SampleAtLab,
+    SomeResults,
+    ResultsReady,
+    Cancelled,
+    Failed,
+    /// A sample is awaited in a way this version does not name.
+    WaitingForSample,
+    /// A status this version does not know.
+    InProgress,
+}
+
+impl Stage {
+    /// The stage of a status `<group>.<collection_method>.<detail>`.
+    pub fn of(status: &str) -> Self {
+        let method = status.split('.').nth(1).unwrap_or_default();
+        match (status_group(status), status_detail(status)) {
+            ("received", "requisition_created") => Self::RequisitionReady,
+            ("received", _) => Self::Ordered,
+            ("collecting_sample", "appointment_scheduled") => Self::AppointmentScheduled,
+            ("collecting_sample", "transit_customer" | "out_for_delivery") => Self::KitOnTheWay,
+            ("collecting_sample", "with_customer") => Self::KitDelivered,
+            ("collecting_sample", "transit_lab") => Self::SampleOnTheWay,
+            ("collecting_sample", _) => match CollectionMethod::from(method) {
+                CollectionMethod::WalkInTest => Self::VisitDrawSite,
+                CollectionMethod::AtHomePhlebotomy => Self::AppointmentPending,
+                _ => Self::WaitingForSample,
+            },
+            ("sample_with_lab", "draw_completed") => Self::SampleCollected,
+            ("sample_with_lab", "partial_results") => Self::SomeResults,
+            ("sample_with_lab", _) => Self::SampleAtLab,
+            ("completed", _) => Self::ResultsReady,
+            ("cancelled", _) => Self::Cancelled,
+            ("failed", _) => Self::Failed,
+            _ => Self::InProgress,
+        }
+    }
+}
+
+/// One step of an order's timeline: a stage and when the order reached it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub stage: Stage,
+    pub at: DateTime<Utc>,
+}
+
+/// The order's history as its patient reads it, oldest first, the last step the current one:
+/// its events in order, statuses that read the same merged into their first. An order without
+/// events (none recorded yet) has one step, its status at its creation.
+pub fn timeline(order: &Order) -> Vec<Step> {
+    let mut steps = steps(&order.events);
+    if steps.is_empty() {
+        steps.push(Step { stage: Stage::of(&order.status), at: order.created_at });
+    }
+    steps
+}
+
+fn steps(events: &[OrderEvent]) -> Vec<Step> {
+    let mut events: Vec<_> = events.iter().collect();
+    events.sort_by_key(|e| e.id);
+    let mut steps: Vec<Step> = Vec::with_capacity(events.len());
+    for e in events {
+        let stage = Stage::of(&e.status);
+        if steps.last().is_none_or(|s| s.stage != stage) {
+            steps.push(Step { stage, at: e.created_at });
+        }
+    }
+    steps
+}
+
+/// How a result reads against its reference range, when it needs the reader's attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// The lab calls it critical.
+    Critical,
+    /// Above the range's maximum.
+    High,
+    /// Below the range's minimum.
+    Low,
+    /// The lab calls it abnormal (a coded value, or no range to place it against).
+    Abnormal,
+}
+
+/// The flag of one result: the lab's critical first, then where the value sits against the
+/// range, then the lab's abnormal; `None` for a result within its range or read as normal.
+pub fn flag(r: &ResultEntry) -> Option<Flag> {
+    match r.interpretation {
+        Interpretation::Critical => Some(Flag::Critical),
+        _ if r.is_above_max_range == Some(true) => Some(Flag::High),
+        _ if r.is_below_min_range == Some(true) => Some(Flag::Low),
+        Interpretation::Abnormal => Some(Flag::Abnormal),
+        _ => None,
+    }
+}
+
+/// A numeric result's value and the decimals the lab reported it with (`"5.40"` is 5.4 with 2),
+/// so a page can write it in its reader's conventions without losing precision; `None` for
+/// any other result, shown as the lab wrote it.
+pub fn numeric_value(r: &ResultEntry) -> Option<(f64, usize)> {
+    if r.kind != ResultType::Numeric {
+        return None;
+    }
+    let text = r.result.trim();
+    let value: f64 = text.parse().ok().filter(|v: &f64| v.is_finite())?;
+    let decimals = text.split_once('.').map_or(0, |(_, f)| f.len());
+    Some((value, decimals))
+}
+
+#[cfg(test)]
+mod portal_page_tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn statuses_read_by_method() {
+        assert_eq!(Stage::of("received.walk_in_test.ordered"), Stage::Ordered);
+        assert_eq!(Stage::of("received.testkit.requisition_created"), Stage::RequisitionReady);
+        assert_eq!(Stage::of("collecting_sample.walk_in_test.appointment_pending"), Stage::VisitDrawSite);
+        assert_eq!(
+            Stage::of("collecting_sample.at_home_phlebotomy.appointment_pending"),
+            Stage::AppointmentPending
+        );
+        assert_eq!(Stage::of("collecting_sample.testkit.out_for_delivery"), Stage::KitOnTheWay);
+        assert_eq!(Stage::of("collecting_sample.testkit.transit_lab"), Stage::SampleOnTheWay);
+        assert_eq!(Stage::of("sample_with_lab.at_home_phlebotomy.draw_completed"), Stage::SampleCollected);
+        assert_eq!(Stage::of("sample_with_lab.testkit.delivered_to_lab"), Stage::SampleAtLab);
+        assert_eq!(Stage::of("completed.walk_in_test.completed"), Stage::ResultsReady);
+        assert_eq!(Stage::of("cancelled.testkit.cancelled"), Stage::Cancelled);
+        assert_eq!(Stage::of("something.new"), Stage::InProgress);
+    }
+
+    fn event(id: u32, minutes: i64, status: &str) -> OrderEvent {
+        let at = Utc.with_ymd_and_hms(2026, 4, 12, 9, 0, 0).unwrap() + Duration::minutes(minutes);
+        OrderEvent { id, created_at: at, status: status.into() }
+    }
+
+    #[test]
+    fn a_timeline_merges_statuses_that_read_the_same() {
+        let events = [
+            event(2, 1, "received.walk_in_test.requisition_created"),
+            event(1, 0, "received.walk_in_test.ordered"),
+            event(3, 60, "collecting_sample.walk_in_test.appointment_pending"),
+            event(4, 61, "collecting_sample.walk_in_test.something_else"),
+        ];
+        let steps: Vec<Stage> = steps(&events).into_iter().map(|s| s.stage).collect();
+        assert_eq!(steps, [Stage::Ordered, Stage::RequisitionReady, Stage::VisitDrawSite]);
+    }
 }

@@ -37,14 +37,16 @@ async fn launch_link_opens_the_page_for_ten_minutes() {
     let html = page.body.as_str().unwrap();
     assert!(html.contains("Hello Ada"), "{html}");
     assert!(html.contains("Essential Health Panel"));
-    assert!(html.contains(order["status"].as_str().unwrap()));
+    // The status in words; its code only in the order's data-status, for support.
+    assert!(html.contains("<span class=\"stage\">Ordered</span>"), "{html}");
+    assert!(html.contains(&format!("data-status=\"{}\"", order["status"].as_str().unwrap())));
     assert!(html.contains(&format!("order-{}", order["id"].as_str().unwrap())));
     assert_eq!(page.headers["cache-control"], "no-store");
 
     t.clock.advance(Duration::minutes(10) + Duration::seconds(1));
     let expired = t.send(Method::GET, &url, None, None).await;
     assert_eq!(expired.status, StatusCode::GONE);
-    assert!(expired.body.as_str().unwrap().contains("expired"));
+    assert!(expired.body.as_str().unwrap().contains("This link has expired"));
 }
 
 #[tokio::test]
@@ -128,4 +130,119 @@ async fn links_of_a_deleted_user_no_longer_open() {
     let url = path_of(a.body["url"].as_str().unwrap());
     assert_eq!(t.delete(&format!("/v2/user/{user}")).await.status, StatusCode::OK);
     assert_eq!(t.send(Method::GET, &url, None, None).await.status, StatusCode::NOT_FOUND);
+}
+
+async fn launch_url(t: &TestApp, user: &str, order_id: Option<&str>) -> String {
+    let body = json!({"context": "launch", "order_id": order_id});
+    let a = t.post(&format!("/v2/user/{user}/create_portal_url"), body).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    path_of(a.body["url"].as_str().unwrap())
+}
+
+#[tokio::test]
+async fn the_portal_speaks_the_language_asked_for_and_keeps_it_in_its_links() {
+    let t = TestApp::embedded().await;
+    let (user, order) = with_demographics(&t, "portal-9").await;
+    let url = launch_url(&t, &user, None).await;
+    let id = order["id"].as_str().unwrap();
+
+    let es = crate::hosted::get_page_in(&t, &format!("{url}&lang=es"), "de-DE,de;q=0.9").await;
+    assert_eq!(es.status, StatusCode::OK);
+    assert!(es.html.contains("<html lang=\"es\""), "{}", es.html);
+    assert!(
+        es.html.contains("Hola, Ada") && es.html.contains("<span class=\"stage\">Pedido realizado</span>")
+    );
+    assert!(!es.html.contains("received.walk_in_test.ordered</"), "no status code as text");
+    let order_link = format!("/v3/portal/orders/{id}?token=");
+    let link = es.html.split(&order_link).nth(1).and_then(|r| r.split('"').next()).unwrap();
+    assert!(link.ends_with("&amp;lang=es"), "the explicit language is kept: {link}");
+
+    // Without lang, the browser's language.
+    let de = crate::hosted::get_page_in(&t, &url, "de-DE,de;q=0.9,en;q=0.5").await;
+    assert!(de.html.contains("<html lang=\"de\"") && de.html.contains("Bestellt"), "{}", de.html);
+    // An order page in French (on a new link, the first one lives minutes), its dates written
+    // the French way.
+    t.clock.advance(Duration::hours(2));
+    let url = launch_url(&t, &user, None).await;
+    let order_path = format!("/v3/portal/orders/{id}?token={}&lang=fr", url.split("token=").nth(1).unwrap());
+    let fr = crate::hosted::get_page(&t, &order_path, None).await;
+    assert_eq!(fr.status, StatusCode::OK, "{}", fr.html);
+    assert!(fr.html.contains("Prêt pour votre passage au centre de prélèvement"), "{}", fr.html);
+    assert!(fr.html.contains("aria-current=\"step\""));
+    let timeline = fr.html.split("<ol class=\"timeline\"").nth(1).unwrap().split("</ol>").next().unwrap();
+    assert_eq!(timeline.matches("<li").count(), 3, "ordered, requisition ready, visit: {timeline}");
+    let months = [
+        "janvier",
+        "février",
+        "mars",
+        "avril",
+        "mai",
+        "juin",
+        "juillet",
+        "août",
+        "septembre",
+        "octobre",
+        "novembre",
+        "décembre",
+    ];
+    assert!(months.iter().any(|m| timeline.contains(m)), "French dates: {timeline}");
+
+    // A refusal in the reader's language too.
+    t.clock.advance(Duration::minutes(11));
+    let gone = crate::hosted::get_page_in(&t, &url, "pt-BR").await;
+    assert_eq!(gone.status, StatusCode::GONE);
+    assert!(gone.html.contains("Este link expirou"), "{}", gone.html);
+}
+
+#[tokio::test]
+async fn results_are_read_with_their_flag_in_words() {
+    let t = TestApp::embedded().await;
+    let (user, _) = with_demographics(&t, "portal-10").await;
+    // The simulated lab puts about one numeric result in seven out of range: with a few
+    // orders, one has a flagged result.
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        ids.push(
+            t.post("/v3/order", super::order_body(&user)).await.body["order"]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    t.clock.advance(Duration::days(3) + Duration::minutes(1));
+    let mut flagged = None;
+    for id in &ids {
+        let r = t.get(&format!("/v3/order/{id}/result")).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let found =
+            r.body["results"].as_array().unwrap().iter().find(|x| x["is_above_max_range"] == true).cloned();
+        if let Some(x) = found {
+            flagged = Some((id.clone(), x));
+            break;
+        }
+    }
+    let (id, high) = flagged.expect("one of the orders has a result above its range");
+    let url = launch_url(&t, &user, Some(&id)).await;
+    let page = crate::hosted::get_page(&t, &url, None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.html.contains("Results ready"), "{}", page.html);
+    assert!(page.html.contains("Final results, reported on"), "{}", page.html);
+    let name = high["name"].as_str().unwrap();
+    let row = page
+        .html
+        .split("<tr")
+        .find(|r| r.contains(&format!("<th scope=\"row\">{name}</th>")))
+        .unwrap_or_else(|| panic!("a row for {name}: {}", page.html));
+    assert!(row.starts_with(" class=\"flagged\""), "{row}");
+    assert!(row.contains("High: above the range"), "{row}");
+    assert!(row.contains(" to "), "its reference range: {row}");
+    assert!(page.html.contains("In range"), "the others read as in range");
+
+    // In German, with German decimals.
+    let de = crate::hosted::get_page(&t, &format!("{url}&lang=de"), None).await;
+    assert!(de.html.contains("Hoch: über dem Bereich") && de.html.contains("Ergebnisse da"), "{}", de.html);
+    let value = high["result"].as_str().unwrap();
+    if let Some((int, frac)) = value.split_once('.') {
+        assert!(de.html.contains(&format!("{int},{frac}")), "{value} written with a decimal comma");
+    }
 }
