@@ -9,6 +9,7 @@
 //! `Accept-Language`, else English.
 
 use std::sync::Arc;
+use wearlab_domain::teams::branding;
 
 use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
@@ -96,14 +97,15 @@ async fn home(
     r: &Reader,
 ) -> PageAnswer {
     let links = s.public_links(headers);
+    let brand = branding::brand(&s.deps, access.team_id).await?;
     if let Some(order_id) = access.order_id {
         return match portal::order_view(&s.deps, network, access, order_id, &links).await? {
-            Some(v) => Ok(html::order_page(&v, paths, false, r.lang).into_response()),
+            Some(v) => Ok(html::order_page(&v, paths, false, r.lang).brand(&brand).into_response()),
             None => Ok(r.message(StatusCode::NOT_FOUND, "portal.link.gone.title", "portal.order.gone")),
         };
     }
     let view = portal::view(&s.deps, network, access, &links).await?;
-    Ok(html::portal_page(&view, paths, r.lang).into_response())
+    Ok(html::portal_page(&view, paths, r.lang).brand(&brand).into_response())
 }
 
 async fn order(
@@ -120,7 +122,10 @@ async fn order(
         Err(_) => None,
     };
     Ok(match found {
-        Some(v) => html::order_page(&v, paths, access.order_id.is_none(), r.lang).into_response(),
+        Some(v) => {
+            let brand = branding::brand(&s.deps, access.team_id).await?;
+            html::order_page(&v, paths, access.order_id.is_none(), r.lang).brand(&brand).into_response()
+        }
         None => r.message(StatusCode::NOT_FOUND, "portal.order.not_found.title", "portal.order.not_found"),
     })
 }
@@ -214,7 +219,8 @@ async fn verify_start(s: &AppState, access: &Access, error: Option<&str>, r: &Re
     let d = verification::destinations(&s.deps, access).await?;
     let csrf = pages::csrf_token(&s.deps, PageKind::Portal, &access.link).await?;
     let paths = r.short(access.link.clone());
-    Ok(html::verify_start(&d, &paths, &csrf, error, r.lang).into_response())
+    let brand = branding::brand(&s.deps, access.team_id).await?;
+    Ok(html::verify_start(&d, &paths, &csrf, error, r.lang).brand(&brand).into_response())
 }
 
 /// Opens the portal of a short communications link (HTML).
@@ -307,6 +313,7 @@ async fn send_code_page(s: &AppState, code: &str, form: &FormData, r: &Reader) -
         Ok(a) => a,
         Err(page) => return Ok(page),
     };
+    let brand = branding::brand(&s.deps, access.team_id).await?;
     let Some(channel) = form.get("channel").and_then(Channel::parse) else {
         return verify_start(s, &access, Some(c.get("portal.code.choose")), r).await;
     };
@@ -315,13 +322,14 @@ async fn send_code_page(s: &AppState, code: &str, form: &FormData, r: &Reader) -
         verification::destinations(&s.deps, &access).await?.hint(channel).unwrap_or_default().to_owned();
     let csrf = pages::csrf_token(&s.deps, PageKind::Portal, &access.link).await?;
     Ok(match verification::request(&s.deps, &access, channel).await? {
-        Requested::Sent { .. } => {
-            html::verify_code(&paths, &csrf, channel, &hint, CodeNote::None, r.lang).into_response()
-        }
+        Requested::Sent { .. } => html::verify_code(&paths, &csrf, channel, &hint, CodeNote::None, r.lang)
+            .brand(&brand)
+            .into_response(),
         Requested::TooSoon { retry_after } if retry_after <= RESEND_AFTER => {
             let seconds = retry_after.num_seconds().max(1).to_string();
             let notice = c.fill("portal.code.recent", &[("seconds", &seconds)]);
             html::verify_code(&paths, &csrf, channel, &hint, CodeNote::Notice(&notice), r.lang)
+                .brand(&brand)
                 .into_response()
         }
         Requested::TooSoon { .. } => r.message(
@@ -359,6 +367,7 @@ async fn verify_page(
         Ok(a) => a,
         Err(page) => return Ok(page),
     };
+    let brand = branding::brand(&s.deps, access.team_id).await?;
     let channel = form.get("channel").and_then(Channel::parse).unwrap_or(Channel::Email);
     let paths = r.short(access.link.clone());
     let csrf = || pages::csrf_token(&s.deps, PageKind::Portal, &access.link);
@@ -391,15 +400,17 @@ async fn verify_page(
                 c.fill("portal.code.wrong", &[("count", &attempts_left.to_string())])
             };
             let note = CodeNote::Error(&text);
-            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, note, r.lang);
+            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, note, r.lang)
+                .brand(&brand);
             page.status(StatusCode::BAD_REQUEST).into_response()
         }
         Checked::TooManyAttempts => {
-            html::too_many_attempts(&paths, &csrf().await?, channel, r.lang).into_response()
+            html::too_many_attempts(&paths, &csrf().await?, channel, r.lang).brand(&brand).into_response()
         }
         Checked::Busy => {
             let note = CodeNote::Error(c.get("portal.code.busy"));
-            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, note, r.lang);
+            let page = html::verify_code(&paths, &csrf().await?, channel, &hint().await?, note, r.lang)
+                .brand(&brand);
             let mut res = page.status(StatusCode::TOO_MANY_REQUESTS).into_response();
             res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             res

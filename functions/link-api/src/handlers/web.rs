@@ -109,10 +109,16 @@ async fn open_query(
     Ok(open(s, &raw, l).await?.map(|(w, l)| (raw, w, l)))
 }
 
+/// [`page_answer`], its refusals said in the page's language.
+pub async fn page(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let lang = pages::request_language(q.as_deref(), &headers);
+    pages::answer(lang, page_answer(State(s), headers, RawQuery(q)).await)
+}
+
 /// The page at `link_web_url`: the providers the token allows, or straight the provider it
 /// names, or the code form of a login that waits for its code (a reload keeps the step).
 /// `q` searches the list (the search form's GET).
-pub async fn page(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> PageAnswer {
+async fn page_answer(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> PageAnswer {
     let (raw, w, l) = match open_query(&s, q.as_deref(), &headers).await? {
         Ok(opened) => opened,
         Err(refused) => return Ok(refused),
@@ -132,8 +138,19 @@ pub async fn page(State(s): State<AppState>, headers: HeaderMap, RawQuery(q): Ra
     }
 }
 
-/// One provider's page.
+/// [`provider_answer`], its refusals said in the page's language.
 pub async fn provider(
+    state: State<AppState>,
+    path: Path<String>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let lang = pages::request_language(q.as_deref(), &headers);
+    pages::answer(lang, provider_answer(state, path, headers, RawQuery(q)).await)
+}
+
+/// One provider's page.
+async fn provider_answer(
     State(s): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
@@ -156,8 +173,19 @@ async fn provider_page(s: &AppState, w: &Widget, p: &ProviderInfo, raw: &str, l:
     .into_response())
 }
 
-/// Starts an OAuth consent from the page: on to the provider.
+/// [`page_oauth_answer`], its refusals said in the page's language.
 pub async fn page_oauth(
+    state: State<AppState>,
+    path: Path<String>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let lang = pages::request_language(q.as_deref(), &headers);
+    pages::answer(lang, page_oauth_answer(state, path, headers, RawQuery(q)).await)
+}
+
+/// Starts an OAuth consent from the page: on to the provider.
+async fn page_oauth_answer(
     State(s): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
@@ -182,8 +210,19 @@ pub async fn page_oauth(
     }
 }
 
-/// The password form was posted.
+/// [`post_password_answer`], its refusals said in the page's language.
 pub async fn post_password(
+    state: State<AppState>,
+    path: Path<String>,
+    headers: HeaderMap,
+    form: FormData,
+) -> Response {
+    let lang = language(form.get("lang"), &headers).language;
+    pages::answer(lang, post_password_answer(state, path, headers, form).await)
+}
+
+/// The password form was posted.
+async fn post_password_answer(
     State(s): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
@@ -202,8 +241,19 @@ pub async fn post_password(
     answer(&s, &raw, &provider, step, &username, l).await
 }
 
-/// The one-time code form was posted.
+/// [`post_mfa_answer`], its refusals said in the page's language.
 pub async fn post_mfa(
+    state: State<AppState>,
+    path: Path<String>,
+    headers: HeaderMap,
+    form: FormData,
+) -> Response {
+    let lang = language(form.get("lang"), &headers).language;
+    pages::answer(lang, post_mfa_answer(state, path, headers, form).await)
+}
+
+/// The one-time code form was posted.
+async fn post_mfa_answer(
     State(s): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,

@@ -187,6 +187,10 @@ impl TestApp {
         self.send(Method::PATCH, path, Some(&self.key), Some(&body.to_string())).await
     }
 
+    pub async fn put(&self, path: &str, body: Value) -> Answer {
+        self.send(Method::PUT, path, Some(&self.key), Some(&body.to_string())).await
+    }
+
     pub async fn delete(&self, path: &str) -> Answer {
         self.send(Method::DELETE, path, Some(&self.key), None).await
     }

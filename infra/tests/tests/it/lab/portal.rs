@@ -246,3 +246,28 @@ async fn results_are_read_with_their_flag_in_words() {
         assert!(de.html.contains(&format!("{int},{frac}")), "{value} written with a decimal comma");
     }
 }
+
+#[tokio::test]
+async fn the_portal_shows_the_teams_brand() {
+    let t = TestApp::embedded().await;
+    let (user, order) = with_demographics(&t, "portal-brand").await;
+    let plain = crate::hosted::get_page(&t, &launch_url(&t, &user, None).await, None).await;
+    assert!(!plain.html.contains("<header class=\"brand"), "no brand set: no header");
+    let set =
+        t.put("/v2/team/branding", json!({"display_name": "Acme Health", "accent_color": "#0b5cad"})).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+
+    let url = launch_url(&t, &user, None).await;
+    let home = crate::hosted::get_page(&t, &url, None).await;
+    assert_eq!(home.status, StatusCode::OK, "{}", home.html);
+    assert!(
+        home.html.contains("<header class=\"brand") && home.html.contains("Acme Health"),
+        "{}",
+        home.html
+    );
+    assert!(home.html.contains("#0b5cad"));
+    let id = order["id"].as_str().unwrap();
+    let order_path = format!("/v3/portal/orders/{id}?token={}", url.split("token=").nth(1).unwrap());
+    let page = crate::hosted::get_page(&t, &order_path, None).await;
+    assert!(page.html.contains("<header class=\"brand"), "{}", page.html);
+}

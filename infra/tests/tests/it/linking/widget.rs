@@ -308,3 +308,42 @@ async fn the_team_orders_and_hides_and_the_user_reads_their_language() {
     );
     assert!(es.html.contains(&format!("/v2/link/web/provider/renpho?token={tk}&amp;lang=es")));
 }
+
+#[tokio::test]
+async fn the_widget_shows_the_teams_brand_in_the_tokens_language() {
+    let t = TestApp::embedded().await;
+    let user = t.create_user("wg-brand").await;
+    let set =
+        t.put("/v2/team/branding", json!({"display_name": "Acme Health", "accent_color": "#0B5CAD"})).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.body);
+    let tk = link_token(&t, &user, json!({"language": "de"})).await;
+
+    // No Accept-Language, no lang parameter: the token's language, carried on by the links.
+    let list = get_page(&t, &format!("/v2/link/web?token={tk}"), None).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.html);
+    assert!(list.html.contains("<html lang=\"de\""), "{}", list.html);
+    assert!(
+        list.html.contains("Acme Health möchte sich mit deinen Gesundheitsdaten verbinden"),
+        "{}",
+        list.html
+    );
+    assert!(list.html.contains("<header class=\"brand"), "the team's header");
+    assert!(list.html.contains("#0b5cad"), "the accent, stored lower-case");
+    assert!(list.html.contains("in Acme Health verbunden"), "the phone apps are connected in the team's app");
+    assert!(list.html.contains(&format!("/v2/link/web/provider/renpho?token={tk}&amp;lang=de")));
+    let csp = list.headers.get("content-security-policy").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+
+    // The page's own lang parameter wins over the token's.
+    let fr = get_page(&t, &format!("/v2/link/web?token={tk}&lang=fr"), None).await;
+    assert!(fr.html.contains("<html lang=\"fr\"") && fr.html.contains("Acme Health"), "{}", fr.html);
+
+    // A refusal is said in the page's language too.
+    let missing = get_page(&t, &format!("/v2/link/web/provider/no-such-provider?token={tk}&lang=de"), None).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.html.contains("<html lang=\"de\"") && missing.html.contains("Nicht gefunden"), "{}", missing.html);
+
+    // The provider's page keeps the brand.
+    let form = get_page(&t, &format!("/v2/link/web/provider/renpho?token={tk}"), None).await;
+    assert!(form.html.contains("<header class=\"brand") && form.html.contains("<html lang=\"de\""));
+}
