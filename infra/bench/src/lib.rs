@@ -3,6 +3,8 @@
 //!
 //! `scripts/bench` runs everything; `docs/PERFORMANCE.md` records the figures.
 
+pub mod cost;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
