@@ -339,9 +339,14 @@ async fn the_widget_shows_the_teams_brand_in_the_tokens_language() {
     assert!(fr.html.contains("<html lang=\"fr\"") && fr.html.contains("Acme Health"), "{}", fr.html);
 
     // A refusal is said in the page's language too.
-    let missing = get_page(&t, &format!("/v2/link/web/provider/no-such-provider?token={tk}&lang=de"), None).await;
+    let missing =
+        get_page(&t, &format!("/v2/link/web/provider/no-such-provider?token={tk}&lang=de"), None).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
-    assert!(missing.html.contains("<html lang=\"de\"") && missing.html.contains("Nicht gefunden"), "{}", missing.html);
+    assert!(
+        missing.html.contains("<html lang=\"de\"") && missing.html.contains("Nicht gefunden"),
+        "{}",
+        missing.html
+    );
 
     // The provider's page keeps the brand.
     let form = get_page(&t, &format!("/v2/link/web/provider/renpho?token={tk}"), None).await;
