@@ -77,9 +77,17 @@ pub fn provider_user_index_sort(team: TeamId, user: UserId) -> String {
     format!("{team}#{user}")
 }
 
+/// Where a team's own OAuth applications sit in its partition.
+pub const TEAM_OAUTH_APPS: &str = "OAUTHAPP#";
+
 /// The team's own OAuth application for a provider.
 pub fn team_oauth_app(team: TeamId, provider: &str) -> Key {
-    Key::new(format!("TEAM#{team}"), format!("OAUTHAPP#{provider}"))
+    Key::new(format!("TEAM#{team}"), format!("{TEAM_OAUTH_APPS}{provider}"))
+}
+
+/// The provider of a team OAuth application's sort key.
+pub fn team_oauth_app_provider(sk: &str) -> Option<&str> {
+    sk.strip_prefix(TEAM_OAUTH_APPS).filter(|p| !p.is_empty())
 }
 
 /// Which team registered `client_id` as its own OAuth app for `provider`: one team per client

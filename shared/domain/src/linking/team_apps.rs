@@ -15,7 +15,7 @@ use crate::common::provider_catalog::{ProviderInfo, catalog};
 use crate::keys;
 use crate::ports::providers::OauthClient;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key, StoreError, WriteOp};
+use crate::ports::{Condition, Item, Key, Query, StoreError, WriteOp, query_all};
 
 const MAX_CLIENT_ID: usize = 256;
 const MAX_CLIENT_SECRET: usize = 1024;
@@ -110,10 +110,18 @@ pub async fn patch_link_config(
     Ok(config)
 }
 
-/// Whether the team brought its own OAuth app for `provider` (a `team_oauth` provider links only
-/// with one).
-pub async fn has_oauth_app(deps: &Deps, team: TeamId, provider: &str) -> Result<bool, DomainError> {
-    Ok(deps.table.get(&keys::linking::team_oauth_app(team, provider)).await?.is_some())
+/// The providers the team brought its own OAuth app for (a `team_oauth` provider links only with
+/// one).
+pub async fn providers_with_oauth_app(deps: &Deps, team: TeamId) -> Result<Vec<String>, DomainError> {
+    // One query for all of them (a page asks about every team_oauth provider at once); bounded
+    // by the catalog, a team has at most one app per provider.
+    let query = Query::partition(keys::team(team).pk).prefix(keys::linking::TEAM_OAUTH_APPS);
+    let items = query_all(deps.table.as_ref(), query, catalog().all().len()).await?;
+    Ok(items
+        .iter()
+        .filter_map(|i| keys::linking::team_oauth_app_provider(&i.key.sk))
+        .map(str::to_owned)
+        .collect())
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

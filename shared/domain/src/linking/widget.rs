@@ -187,12 +187,15 @@ pub async fn open(deps: &Deps, raw: Option<&str>) -> Result<Result<Widget, Token
         Err(r) => return Ok(Err(r)),
     };
     let team = token.record.team_id;
+    let asks_team_app =
+        catalog().all().iter().any(|p| p.is(&AuthType::TeamOauth) && token.record.allows(&p.slug));
+    let team_apps =
+        if asks_team_app { team_apps::providers_with_oauth_app(deps, team).await? } else { Vec::new() };
     let mut unlinkable = Vec::new();
     for p in catalog().all() {
         let here = p.availability_on(deps.providers.as_ref()) == ProviderAvailability::DemoOnly;
-        let needs_app = p.is(&AuthType::TeamOauth)
-            && token.record.allows(&p.slug)
-            && !team_apps::has_oauth_app(deps, team, &p.slug).await?;
+        let needs_app =
+            p.is(&AuthType::TeamOauth) && token.record.allows(&p.slug) && !team_apps.contains(&p.slug);
         if here || needs_app {
             unlinkable.push(p.slug.as_str());
         }
