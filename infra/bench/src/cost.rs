@@ -11,9 +11,10 @@
 //!    simulator), their 90-day historical pulls on the pull queue and every event delivered to
 //!    the team's webhook endpoint (a loopback server) and to EventBridge;
 //! 3. per sampled day: the day moves on, the scheduled poll runs (its fan-out, then every
-//!    connection's poll job: the first poll of a day finds the new day), then a second poll
-//!    that finds nothing new (the template polls every 15 minutes: 95 of a day's 96 polls find
-//!    nothing new), and a sample of the 100 API reads per user per day;
+//!    connection's poll job: the first poll of a day finds the new day, as the poll a push asks
+//!    for does), then a second poll that finds nothing new (the schedule's daily safety-net poll
+//!    of a connection whose pushes arrive: the scripted month's connections get their data by
+//!    push, `PUSHED_POLL_INTERVAL`), and a sample of the 100 API reads per user per day;
 //! 4. lab orders (one per 50 users), placed and advanced by the minute worker to their results.
 //!
 //! The month of `MONTH_USERS` users is the phases' figures per unit times the units of a month.
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use wearlab_aws::{AwsMeter, EventBridgeBus, SqsQueue, Tally};
 use wearlab_domain::common::fair_use::MAX_REQUESTS_PER_MINUTE;
 use wearlab_domain::common::settings::Settings;
+use wearlab_domain::pipeline::pull::PUSHED_POLL_INTERVAL;
 use wearlab_domain::ports::{
     BusError, Clock, EventBus, EventEnvelope, Outgoing, Queue, QueueName, ShiftedClock, SystemClock,
 };
@@ -44,8 +46,14 @@ pub const MONTH_DAYS: f64 = 30.0;
 pub const READS_PER_USER_DAY: f64 = 100.0;
 /// Users per lab order.
 pub const USERS_PER_ORDER: f64 = 50.0;
-/// Scheduled polls of every connection per day (`PollSchedule`: rate(15 minutes)).
+/// Runs of the scheduled poll's fan-out per day (`PollSchedule`: rate(15 minutes)).
 pub const POLLS_PER_DAY: f64 = 96.0;
+
+/// Scheduled polls per day of a connection whose pushes arrive (the month's connections get each
+/// day's data by push): one a [`PUSHED_POLL_INTERVAL`].
+pub fn safety_net_polls_per_day() -> f64 {
+    86_400.0 / PUSHED_POLL_INTERVAL.as_secs_f64()
+}
 /// Minute-worker runs per month (rate(1 minute)).
 pub const MINUTE_RUNS_PER_MONTH: f64 = 60.0 * 24.0 * MONTH_DAYS;
 /// The providers each user links.
@@ -240,7 +248,7 @@ impl Measured {
             .plus(&self.onboarding, users)
             .plus(&self.poll_fanout, POLLS_PER_DAY * MONTH_DAYS)
             .plus(&self.poll_new_day, user_days)
-            .plus(&self.poll_nothing_new, user_days * (POLLS_PER_DAY - 1.0))
+            .plus(&self.poll_nothing_new, user_days * safety_net_polls_per_day())
             .plus(&self.read, user_days * READS_PER_USER_DAY)
             .plus(&self.lab_order, users / USERS_PER_ORDER);
         month.add_to(line::SQS, POLLED_QUEUES * IDLE_RECEIVES_PER_QUEUE_MONTH);
@@ -852,10 +860,10 @@ pub fn phases(m: &Measured) -> Vec<(&'static str, Usage)> {
         ("Lambda's pollers on 4 idle queues", idle),
         ("onboarding (2 links, 90-day pulls, events)", m.onboarding.scaled(users)),
         ("poll fan-out (96 a day)", m.poll_fanout.scaled(POLLS_PER_DAY * MONTH_DAYS)),
-        ("poll finding the new day (1 a day)", m.poll_new_day.scaled(user_days)),
+        ("the push's poll finding the new day (1 a day)", m.poll_new_day.scaled(user_days)),
         (
-            "polls finding nothing new (95 a day)",
-            m.poll_nothing_new.scaled(user_days * (POLLS_PER_DAY - 1.0)),
+            "the daily safety-net poll finding nothing new (1 a day)",
+            m.poll_nothing_new.scaled(user_days * safety_net_polls_per_day()),
         ),
         ("API reads (100 a day)", m.read.scaled(user_days * READS_PER_USER_DAY)),
         ("lab orders (1 per 50 users)", m.lab_order.scaled(users / USERS_PER_ORDER)),

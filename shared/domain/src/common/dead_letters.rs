@@ -20,7 +20,8 @@ pub fn queue_named(name: &str) -> Option<QueueName> {
 /// Ids found in a message, by a fixed list of field names; everything else is left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct MessageIds {
-    /// `pull`, `poll`, `poll_all`, `import`, `trigger`, `deliver`, `event`, or `unreadable`.
+    /// `pull`, `poll`, `pushed_poll`, `poll_all`, `import`, `trigger`, `deliver`, `event`, or
+    /// `unreadable`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,

@@ -50,6 +50,9 @@ pub enum Job {
     Pull(PullJob),
     /// A poll of one connection for new and changed data.
     Poll(PollJob),
+    /// A poll a verified push of the provider asked for: a [`Job::Poll`] that also marks the
+    /// connection as one whose pushes arrive, so the schedule polls it less often.
+    PushedPoll(PollJob),
     /// The scheduled poll: fans out one poll job per polled connection.
     PollAll {},
 }

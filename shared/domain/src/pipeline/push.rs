@@ -147,7 +147,7 @@ pub async fn receive(
 /// How far from now a push's own sending time (`Providers::push_sent_at`) may be, either way:
 /// a push sent earlier is refused (a captured delivery cannot be replayed later), as Standard
 /// Webhooks' receivers do. A delivery the provider retries later than this is lost to the push,
-/// not to the user: the poll every 15 minutes brings its data.
+/// not to the user: the scheduled poll brings its data (at least daily, `PUSHED_POLL_INTERVAL`).
 pub const SENT_AT_WINDOW: chrono::Duration = chrono::Duration::minutes(5);
 
 /// Whether a verified push sent at `sent_at` is inside [`SENT_AT_WINDOW`] and read for the first
@@ -266,5 +266,5 @@ async fn named_connections(deps: &Deps, slug: &str, claimed: &str) -> Result<Vec
 
 fn poll(team: TeamId, user: UserId, provider: &str, since: Option<chrono::NaiveDate>) -> Outgoing {
     let job = PollJob { team_id: team, user_id: user, provider: provider.to_owned(), since };
-    Outgoing::now(PullMessage::Job(Job::Poll(job)).body())
+    Outgoing::now(PullMessage::Job(Job::PushedPoll(job)).body())
 }

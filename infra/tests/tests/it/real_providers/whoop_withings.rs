@@ -131,6 +131,10 @@ async fn a_whoop_push_signed_with_the_teams_secret_polls_and_announces_the_new_d
             .await
         }
     };
+    // No push yet: every scheduled run polls the connection.
+    assert_eq!(wearlab_domain::pipeline::pull::poll_all(&r.t.deps, r.t.queue()).await.unwrap(), 1);
+    drain(&r).await;
+
     // Signed with another app's secret: refused, nothing queued.
     let a = push("someone-elses-secret").await;
     assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
@@ -148,6 +152,14 @@ async fn a_whoop_push_signed_with_the_teams_secret_polls_and_announces_the_new_d
     let daily_events =
         r.stack.bus.published().into_iter().filter(|e| e.event_type.starts_with("daily.")).count();
     assert_eq!(daily_events, 1, "nothing already pulled is announced again");
+
+    // Its pushes arrive: the schedule polls the connection once a day as a safety net, not at
+    // every 15-minute run.
+    let scheduled = || wearlab_domain::pipeline::pull::poll_all(&r.t.deps, r.t.queue());
+    r.t.clock.advance(chrono::Duration::minutes(15));
+    assert_eq!(scheduled().await.unwrap(), 0);
+    r.t.clock.advance(chrono::Duration::hours(24));
+    assert_eq!(scheduled().await.unwrap(), 1);
 }
 
 #[tokio::test]

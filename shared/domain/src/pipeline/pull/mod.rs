@@ -29,7 +29,10 @@ use crate::ports::{Outcome, Outgoing, Queue, QueueName};
 use crate::users::{self, UserRecord};
 
 pub use historical::{CHUNK_DAYS, CHUNK_RECORDS, FIRST_SERIES_CHUNK_DAYS, PROVIDER_FAILURE_BUDGET, pull};
-pub use poll::{POLL_OVERLAP_DAYS, Polled, poll, poll_all, poll_until};
+pub use poll::{
+    POLL_OVERLAP_DAYS, PUSHED_POLL_INTERVAL, PUSHES_TRUSTED_FOR, Polled, poll, poll_all, poll_pushed,
+    poll_until,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PullJob {
@@ -105,6 +108,7 @@ pub async fn handle(deps: &Deps, queue: &dyn Queue, message: PullMessage) -> Out
         PullMessage::Event(e) => on_event(deps, e).await,
         PullMessage::Job(Job::Pull(job)) => metered_pull(deps, &job).await,
         PullMessage::Job(Job::Poll(job)) => poll(deps, &job).await.map(|()| Outcome::Ack),
+        PullMessage::Job(Job::PushedPoll(job)) => poll_pushed(deps, &job).await.map(|()| Outcome::Ack),
         PullMessage::Job(Job::PollAll {}) => poll_all(deps, queue).await.map(|_| Outcome::Ack),
     };
     result.unwrap_or_else(|e| Outcome::Fail(e.to_string()))

@@ -25,6 +25,14 @@ use wearlab_models::ConnectionStatus;
 
 /// Days before the last polled day the poll fetches again, to see late changes.
 pub const POLL_OVERLAP_DAYS: u64 = 1;
+/// The least time between two scheduled polls of a connection whose provider's pushes arrive:
+/// its new data comes with the pushes, and the scheduled poll is a daily safety net for a push
+/// that was lost.
+pub const PUSHED_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+/// How long after its last push a connection counts as one whose pushes arrive. A connection
+/// that has had none for longer (its pushes not set up on this deployment, or lost) is polled at
+/// every scheduled run again.
+pub const PUSHES_TRUSTED_FOR: chrono::Duration = chrono::Duration::days(7);
 /// Most poll jobs sent per scheduled run page.
 const POLL_PAGE: u32 = 500;
 
@@ -53,12 +61,19 @@ struct SyncRecord {
     /// with a poll interval is not polled again by the schedule before it has passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     polled_at: Option<DateTime<Utc>>,
+    /// When a poll a push asked for last completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pushed_at: Option<DateTime<Utc>>,
 }
 
 impl SyncRecord {
-    /// Whether the scheduled run polls this connection now.
+    /// Whether the scheduled run polls this connection now: not before the provider's own
+    /// interval has passed since the last poll, nor before [`PUSHED_POLL_INTERVAL`] while its
+    /// pushes arrive.
     fn due(&self, interval: Option<std::time::Duration>, now: DateTime<Utc>) -> bool {
-        match (interval.and_then(|i| chrono::Duration::from_std(i).ok()), self.polled_at) {
+        let pushes_arrive = self.pushed_at.is_some_and(|at| now < at + PUSHES_TRUSTED_FOR);
+        let wait = interval.or(pushes_arrive.then_some(PUSHED_POLL_INTERVAL));
+        match (wait.and_then(|i| chrono::Duration::from_std(i).ok()), self.polled_at) {
             (Some(interval), Some(at)) => now >= at + interval,
             _ => true,
         }
@@ -75,7 +90,13 @@ pub(super) async fn begin(
     through: NaiveDate,
 ) -> Result<(), DomainError> {
     if deps.table.get(&keys::sync(user, provider)).await?.is_none() {
-        let sync = SyncRecord { team_id: team, provider: provider.to_owned(), through, polled_at: None };
+        let sync = SyncRecord {
+            team_id: team,
+            provider: provider.to_owned(),
+            through,
+            polled_at: None,
+            pushed_at: None,
+        };
         let item = Item::new(keys::sync(user, provider), to_body(&sync))
             .with_gsi1(keys::poll_index(user), keys::poll_index_sort(team, user, provider));
         deps.table.put(item, Condition::NotExists).await.or_else(|e| match e {
@@ -133,7 +154,17 @@ pub async fn poll_all(deps: &Deps, queue: &dyn Queue) -> Result<usize, DomainErr
 /// timeseries day `{source, data: [samples]}`, split when over the event size limit). A repeated
 /// poll with nothing new emits nothing.
 pub async fn poll(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
-    if let Polled::NoAccess { error: Some(e), .. } = poll_until(deps, job, None).await?
+    poll_as(deps, job, false).await
+}
+
+/// [`poll`] that a verified push asked for: the connection is marked as one whose pushes
+/// arrive (see [`PUSHED_POLL_INTERVAL`]).
+pub async fn poll_pushed(deps: &Deps, job: &PollJob) -> Result<(), DomainError> {
+    poll_as(deps, job, true).await
+}
+
+async fn poll_as(deps: &Deps, job: &PollJob, pushed: bool) -> Result<(), DomainError> {
+    if let Polled::NoAccess { error: Some(e), .. } = polled(deps, job, None, pushed).await?
         && let Some(conn) = connections::find(deps, job.user_id, &job.provider).await?
     {
         // A dead refresh token or revoked access: the connection is marked and not polled again.
@@ -151,6 +182,15 @@ pub async fn poll_until(
     job: &PollJob,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<Polled, DomainError> {
+    polled(deps, job, deadline, false).await
+}
+
+async fn polled(
+    deps: &Deps,
+    job: &PollJob,
+    deadline: Option<tokio::time::Instant>,
+    pushed: bool,
+) -> Result<Polled, DomainError> {
     let (team, user_id, provider) = (job.team_id, job.user_id, job.provider.as_str());
     let sync_key = keys::sync(user_id, provider);
     // A first poll (no state yet) starts at `since` itself; later ones overlap the last day.
@@ -158,7 +198,13 @@ pub async fn poll_until(
         Some(item) => (item.decode::<SyncRecord>()?, POLL_OVERLAP_DAYS),
         None => match job.since {
             Some(since) => (
-                SyncRecord { team_id: team, provider: provider.to_owned(), through: since, polled_at: None },
+                SyncRecord {
+                    team_id: team,
+                    provider: provider.to_owned(),
+                    through: since,
+                    polled_at: None,
+                    pushed_at: None,
+                },
                 0,
             ),
             None => return Ok(Polled::Nothing),
@@ -199,7 +245,9 @@ pub async fn poll_until(
         return Ok(Polled::NoAccess { error: Some(e), resources: failed });
     }
     if pending.is_empty() {
-        let sync = SyncRecord { through: end, polled_at: Some(deps.now()), ..sync };
+        let now = deps.now();
+        let pushed_at = if pushed { Some(now) } else { sync.pushed_at };
+        let sync = SyncRecord { through: end, polled_at: Some(now), pushed_at, ..sync };
         let item = Item::new(sync_key, to_body(&sync))
             .with_gsi1(keys::poll_index(user_id), keys::poll_index_sort(team, user_id, provider));
         deps.table.put(item, Condition::None).await?;
@@ -306,5 +354,41 @@ async fn until<T>(deadline: Option<tokio::time::Instant>, work: impl Future<Outp
     match deadline {
         Some(d) => tokio::time::timeout_at(d, work).await.ok(),
         None => Some(work.await),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone};
+
+    use super::*;
+
+    fn record(polled: Option<DateTime<Utc>>, pushed: Option<DateTime<Utc>>) -> SyncRecord {
+        SyncRecord {
+            team_id: TeamId::parse("6c1f0d0e-7b1a-4d55-8b0f-0a1b2c3d4e5f").unwrap(),
+            provider: "oura".into(),
+            through: NaiveDate::from_ymd_opt(2026, 11, 20).unwrap(),
+            polled_at: polled,
+            pushed_at: pushed,
+        }
+    }
+
+    #[test]
+    fn a_connection_is_polled_at_every_run_unless_its_pushes_arrive_or_its_provider_waits() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 28, 12, 0, 0).unwrap();
+        let polled = Some(now - Duration::minutes(15));
+        assert!(record(None, None).due(None, now), "never polled");
+        assert!(record(polled, None).due(None, now), "no push: every run");
+        // Pushes arrived lately: a day between scheduled polls.
+        let pushed = Some(now - Duration::hours(3));
+        assert!(!record(polled, pushed).due(None, now));
+        assert!(record(Some(now - Duration::hours(25)), pushed).due(None, now));
+        // No push for over a week: every run again.
+        let stale = Some(now - PUSHES_TRUSTED_FOR - Duration::minutes(1));
+        assert!(record(polled, stale).due(None, now));
+        // The provider's own interval wins (Ultrahuman: a day).
+        let day = Some(std::time::Duration::from_secs(86_400));
+        assert!(!record(polled, None).due(day, now));
+        assert!(record(Some(now - Duration::hours(24)), None).due(day, now));
     }
 }
