@@ -9,7 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { API_KEY, Stack } from './stack.mjs';
-import { assertPageHeaders, axeViolations, launch, newPage as openPage, shot, texts } from './helpers.mjs';
+import {
+  DEMOGRAPHICS, assertPageHeaders, axeViolations, launch, newPage as openPage, shotsAtWidths, texts,
+} from './helpers.mjs';
 
 const TEAM = 'Acme Health';
 /** #0b5cad: 6.6:1 against white, so white text on it and links in it are readable. */
@@ -20,16 +22,6 @@ const LOGO_PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
   'base64',
 );
-const WIDTHS = [320, 390, 1280];
-const demographics = {
-  first_name: 'Ada',
-  last_name: 'Lovelace',
-  email: 'ada@example.com',
-  phone_number: '+1 (212) 555-0100',
-  gender: 'female',
-  dob: '1985-04-12',
-  address: { first_line: '350 5th Ave', city: 'New York', state: 'NY', zip_code: '10118', country: 'US' },
-};
 
 let stack;
 let browser;
@@ -75,13 +67,7 @@ async function shots(page, name) {
   await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
   await page.waitForFunction(() => [...document.querySelectorAll('img.mark')].every((i) => i.complete && i.naturalWidth > 0));
   await page.evaluate(() => window.scrollTo(0, 0));
-  for (const width of WIDTHS) {
-    await page.setViewportSize({ width, height: 844 });
-    const wider = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
-    assert.equal(wider, false, `${name} at ${width} px scrolls sideways`);
-    await shot(page, `branding-${name}-${width}`);
-  }
-  await page.setViewportSize({ width: 390, height: 844 });
+  await shotsAtWidths(page, `branding-${name}`);
 }
 
 describe('the widget', () => {
@@ -118,7 +104,7 @@ describe('the widget', () => {
 describe('the portal', () => {
   test("shows the team's name, logo and accent", async () => {
     const user = await stack.createUser('branding-portal');
-    await stack.api('PATCH', `/v2/user/${user}/info`, demographics);
+    await stack.api('PATCH', `/v2/user/${user}/info`, DEMOGRAPHICS);
     const { url } = await stack.api('POST', `/v2/user/${user}/create_portal_url`, { context: 'launch' });
     const page = await newPage();
     const res = await page.goto(url);

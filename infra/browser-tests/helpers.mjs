@@ -72,13 +72,47 @@ export function assertPageHeaders(res, what) {
 
 const AXE = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
 
-/** axe-core's WCAG 2.0/2.1 A and AA violations of the page as it is now (none expected). */
-export async function axeViolations(page) {
+/** axe-core's run of the page as it is now, WCAG 2.0/2.1 A and AA: its violations as lines
+ *  (none expected) and how many rules passed (more than none: axe ran). */
+export async function axeRun(page) {
   await page.evaluate(AXE);
   const result = await page.evaluate(() =>
     globalThis.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }));
-  return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+  const violations =
+    result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+  return { violations, passes: result.passes.length };
 }
+
+/** axe-core's WCAG 2.0/2.1 A and AA violations of the page as it is now (none expected). */
+export async function axeViolations(page) {
+  return (await axeRun(page)).violations;
+}
+
+/** The screen widths every page is photographed at. */
+export const WIDTHS = [320, 390, 1280];
+
+/** Full-page screenshots `<name>-<width>.png` at each of WIDTHS, none scrolling sideways; the
+ *  viewport is the phone's again afterwards. */
+export async function shotsAtWidths(page, name) {
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: 800 });
+    await shot(page, `${name}-${width}`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${name} at ${width} px scrolls sideways by ${overflow} px`);
+  }
+  await page.setViewportSize(PHONE);
+}
+
+/** The demographics the tests' users are given (the portal needs them). */
+export const DEMOGRAPHICS = {
+  first_name: 'Ada',
+  last_name: 'Lovelace',
+  email: 'ada@example.com',
+  phone_number: '+1 (212) 555-0100',
+  gender: 'female',
+  dob: '1985-04-12',
+  address: { first_line: '350 5th Ave', city: 'New York', state: 'NY', zip_code: '10118', country: 'US' },
+};
 
 /** The texts of a hosted pages' catalogue (`shared/web/locales/<lang>.txt`), by key. */
 export function texts(lang) {

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { Stack } from './stack.mjs';
-import { assertPageHeaders, launch, newPage as openPage, shot } from './helpers.mjs';
+import { DEMOGRAPHICS, assertPageHeaders, launch, newPage as openPage, shot } from './helpers.mjs';
 
 let stack;
 let browser;
@@ -18,15 +18,7 @@ const cspViolations = [];
 
 const newPage = () => openPage(context, cspViolations);
 
-const demographics = {
-  first_name: 'Ada',
-  last_name: 'Lovelace',
-  email: 'ada@example.com',
-  phone_number: '+1 (212) 555-0100',
-  gender: 'female',
-  dob: '1985-04-12',
-  address: { first_line: '350 5th Ave', city: 'New York', state: 'NY', zip_code: '10118', country: 'US' },
-};
+const demographics = DEMOGRAPHICS;
 
 /** A user with demographics and a walk-in order; answers [userId, order]. */
 async function userWithOrder(clientUserId) {

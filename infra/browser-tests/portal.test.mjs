@@ -9,31 +9,18 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
-import { REPO, Stack } from './stack.mjs';
+import { Stack } from './stack.mjs';
+import { DEMOGRAPHICS, SHOTS, axeRun, newPage as openPage, shotsAtWidths } from './helpers.mjs';
 
-const SHOTS = join(REPO, 'target', 'browser-tests');
-const STEP_TIMEOUT_MS = 15_000;
-const WIDTHS = [320, 390, 1280];
-const AXE = readFileSync(new URL('./node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 
 let stack;
 let browser;
 const cspViolations = [];
 
-const demographics = {
-  first_name: 'Ada',
-  last_name: 'Lovelace',
-  email: 'ada@example.com',
-  phone_number: '+1 (212) 555-0100',
-  gender: 'female',
-  dob: '1985-04-12',
-  address: { first_line: '350 5th Ave', city: 'New York', state: 'NY', zip_code: '10118', country: 'US' },
-};
+const demographics = DEMOGRAPHICS;
 
 /** Each language's words for a just-placed walk-in order and for one with its results. */
 const WORDS = {
@@ -57,39 +44,17 @@ async function newContext(options = {}) {
   return context;
 }
 
-async function newPage(context) {
-  const page = await context.newPage();
-  page.setDefaultTimeout(STEP_TIMEOUT_MS);
-  page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
-  page.on('console', (m) => {
-    if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
-  });
-  return page;
+function newPage(context) {
+  return openPage(context, cspViolations);
 }
 
-/** Full-page screenshots of the page at each width of WIDTHS. */
-async function shots(page, name) {
-  for (const width of WIDTHS) {
-    await page.setViewportSize({ width, height: 800 });
-    const file = join(SHOTS, `${name}-${width}.png`);
-    await page.screenshot({ path: file, fullPage: true });
-    assert.ok(statSync(file).size > 0, `${file} is empty`);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    assert.ok(overflow <= 0, `${name} at ${width} px scrolls sideways by ${overflow} px`);
-  }
-  await page.setViewportSize({ width: 390, height: 844 });
-}
+const shots = shotsAtWidths;
 
 /** axe-core on the page as shown: no violation of WCAG 2.0/2.1 A and AA. */
 async function assertAccessible(page, what) {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(
-    (tags) => window.axe.run(document, { runOnly: { type: 'tag', values: tags } }),
-    AXE_TAGS,
-  );
-  const found = result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-  assert.deepEqual(found, [], `${what}: axe-core violations`);
-  assert.ok(result.passes.length > 0, `${what}: axe-core ran`);
+  const { violations, passes } = await axeRun(page);
+  assert.deepEqual(violations, [], `${what}: axe-core violations`);
+  assert.ok(passes > 0, `${what}: axe-core ran`);
 }
 
 /** A user with demographics and `count` walk-in orders of the essential panel: [userId, orders]. */
