@@ -681,29 +681,47 @@ async fn removing_an_oura_connection_revokes_the_token_at_oura() {
     assert_eq!(r.fake.calls("revoke"), 1);
 }
 
+/// The user's Observations as FHIR answers them (the first 100, of the two years to the clock's day), each
+/// named after `provider` in `meta.source`; the Bundle is kept for the FHIR validator
+/// (`make fhir`). A provider's fixtures are small, so the first page holds them all.
+async fn fhir_observations<F>(r: &Real<F>, user: &str, provider: &str) -> Vec<Value> {
+    drain(r).await;
+    let today = wearlab_domain::ports::Clock::now(&*r.t.clock).date_naive();
+    let from = today - chrono::Duration::days(730);
+    let path = format!("/fhir/Observation?subject=Patient/{user}&date=ge{from}&date=le{today}&_count=100");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let found: Vec<Value> =
+        a.body["entry"].as_array().into_iter().flatten().map(|e| e["resource"].clone()).collect();
+    let source = format!("urn:wearlab:provider:{provider}");
+    assert!(found.iter().all(|o| o["meta"]["source"] == source.as_str()), "{}", a.body);
+    found
+}
+
+/// A user linked to `provider` through the API (client user id `<provider>-fhir`), whose data
+/// read as FHIR Observations (see [`fhir_observations`]) hold at least one of each of `codes`.
+async fn linked_data_reads_as_fhir<F>(r: &Real<F>, provider: &str, codes: &[&str]) {
+    let (user, _) = link_through(r, provider, &format!("{provider}-fhir")).await;
+    let found = fhir_codes(&fhir_observations(r, &user, provider).await);
+    for code in codes {
+        assert!(found.contains(*code), "{provider}: {code} among {found:?}");
+    }
+}
+
+/// The codes of `observations` (their first coding each).
+fn fhir_codes(observations: &[Value]) -> std::collections::BTreeSet<String> {
+    observations.iter().filter_map(|o| o["code"]["coding"][0]["code"].as_str().map(str::to_owned)).collect()
+}
+
 /// Real Oura's data, pulled from its fake (the fixtures of Oura's published OpenAPI document),
 /// reads as FHIR Observations named after Oura, each kept for the FHIR validator (`make fhir`).
 #[tokio::test]
 async fn oura_data_reads_as_fhir_observations() {
     let r = real_oura().await;
     let user = linked_user(&r, "oura-fhir").await;
-    drain(&r).await;
-    let a =
-        r.t.get(&format!(
-            "/fhir/Observation?subject=Patient/{user}&date=ge2024-11-26&date=le2026-11-25&_count=100"
-        ))
-        .await;
-    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    crate::fhir::keep(&a.body);
-    let entries = a.body["entry"].as_array().unwrap();
-    let codes: std::collections::BTreeSet<&str> =
-        entries.iter().map(|e| e["resource"]["code"]["coding"][0]["code"].as_str().unwrap()).collect();
-    assert!(codes.contains("8867-4"), "Oura's heart rate: {codes:?}");
-    assert!(
-        entries.iter().all(|e| e["resource"]["meta"]["source"] == "urn:wearlab:provider:oura"),
-        "{}",
-        a.body
-    );
+    let found = fhir_observations(&r, &user, "oura").await;
+    assert!(fhir_codes(&found).contains("8867-4"), "Oura's heart rate: {:?}", fhir_codes(&found));
     // Oura's sleeps (three nights and a nap), each an Observation with its stages.
     let a =
         r.t.get(&format!(

@@ -19,7 +19,9 @@ use wearlab_providers::fake::google_health::{self as fake, GoogleHealthFake};
 use wearlab_providers::google_health::GoogleHealth;
 use wearlab_providers::{AppConfig, RealProviders, Route};
 
-use super::{Real, TIGHT, Tight, connection_of, drain, link_through, real_stack, summaries};
+use super::{
+    Real, TIGHT, Tight, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack, summaries,
+};
 
 const PUSH_SECRET: &str = "Bearer gh-subscriber-secret";
 
@@ -285,4 +287,12 @@ async fn a_notification_polls_every_connection_of_the_google_user() {
         wearlab_domain::pipeline::push::receive(deps, r.t.queue(), "google_health", &request).await.unwrap();
     let polls = wearlab_domain::pipeline::push::PushReply::Accepted { polls: 2 };
     assert_eq!(reply, polls, "the connection of {user} and of {user2}");
+}
+
+/// Google Health's data points (the fixtures of its published reference) read as FHIR Observations
+/// named after google_health, kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn google_health_data_reads_as_fhir_observations() {
+    let r = real_google_health().await;
+    linked_data_reads_as_fhir(&r, "google_health", &["93832-4", "8867-4"]).await;
 }

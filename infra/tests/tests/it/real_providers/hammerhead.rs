@@ -15,7 +15,7 @@ use wearlab_domain::ports::providers::{OauthClient, PushRequest};
 use wearlab_providers::fake::hammerhead::{self as fake, FakeHammerhead, USER_ID, WEBHOOK_ACTIVITY};
 
 use super::whoop_withings::host_vars;
-use super::{Real, connection_of, drain, link_through, real_stack};
+use super::{Real, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack};
 use crate::linking::query_param;
 
 const WEBHOOK_SECRET: &str = "hammerhead-webhook-secret";
@@ -138,4 +138,12 @@ async fn removing_a_hammerhead_connection_deauthorizes_at_hammerhead() {
     let a = r.t.delete(&format!("/v2/user/{user}/hammerhead")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.calls("deauthorize"), 1, "POST /v1/auth/oauth/deauthorize");
+}
+
+/// Hammerhead's activities and their FIT files (the fixtures of Hammerhead's published reference)
+/// read as FHIR Observations named after hammerhead, kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn hammerhead_data_reads_as_fhir_observations() {
+    let r = real_hammerhead_on(ride_day()).await;
+    linked_data_reads_as_fhir(&r, "hammerhead", &["8867-4"]).await;
 }

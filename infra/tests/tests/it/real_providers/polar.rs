@@ -21,7 +21,10 @@ use wearlab_models::ConnectionStatus;
 use wearlab_providers::fake::polar::{self as fake, Failure, FakePolar, USER_ID, WEBHOOK_EXERCISE};
 
 use super::whoop_withings::host_vars;
-use super::{Real, connection_of, consent_through, drain, link_through, real_stack, summaries};
+use super::{
+    Real, connection_of, consent_through, drain, link_through, linked_data_reads_as_fhir, real_stack,
+    summaries,
+};
 use crate::linking::{path_of, query_param};
 
 const WEBHOOK_SECRET: &str = "abe1f3ae-fd33-11e8-8eb2-f2801f1b9fd1";
@@ -208,4 +211,13 @@ async fn a_token_polar_refuses_ends_the_connection_as_there_is_no_refresh_token(
     assert_eq!(connection_of(&r, &user, "polar").await.status, ConnectionStatus::Error);
     assert_eq!(published(&r, "provider.connection.error").len(), 1);
     assert_eq!(r.fake.calls("token"), 1, "the link's exchange only: nothing to refresh with");
+}
+
+/// Polar's exercises, nights and continuous heart rate (the fixtures of Polar's published
+/// AccessLink document) read as FHIR Observations named after polar, kept for the FHIR validator
+/// (`make fhir`).
+#[tokio::test]
+async fn polar_data_reads_as_fhir_observations() {
+    let r = real_polar().await;
+    linked_data_reads_as_fhir(&r, "polar", &["8867-4", "93832-4"]).await;
 }

@@ -22,7 +22,7 @@ use wearlab_providers::fake::strava::{
     ATHLETE_ID, FakeStrava, WEBHOOK_ACTIVITY_CREATE, WEBHOOK_ATHLETE_DEAUTHORIZE,
 };
 
-use super::{Real, connection_of, drain, link_through, real_stack, summaries};
+use super::{Real, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack, summaries};
 
 const TEAM_STRAVA_SECRET: &str = "team-strava-secret";
 const VERIFY_TOKEN: &str = "strava-verify-token";
@@ -224,4 +224,12 @@ async fn removing_a_strava_connection_deauthorizes_at_strava() {
     let a = r.t.delete(&format!("/v2/user/{user}/strava")).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.calls("deauthorize"), 1);
+}
+
+/// Strava's activities and their streams (the fixtures of Strava's published API reference) read as
+/// FHIR Observations named after strava, kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn strava_data_reads_as_fhir_observations() {
+    let r = real_strava().await;
+    linked_data_reads_as_fhir(&r, "strava", &["8867-4"]).await;
 }

@@ -25,7 +25,7 @@ use wearlab_providers::fake::suunto::{
 use wearlab_providers::suunto::SUBSCRIPTION_KEY_VAR;
 
 use super::whoop_withings::host_vars;
-use super::{Real, connection_of, drain, link_through, real_stack, summaries};
+use super::{Real, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack, summaries};
 use crate::linking::query_param;
 
 const SUBSCRIPTION_KEY: &str = "suunto-subscription-key";
@@ -265,4 +265,13 @@ async fn removing_a_suunto_connection_deauthorizes_wearlab_at_suunto() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.calls("deauthorize"), 1);
     assert_eq!(r.fake.queries("deauthorize")[0]["client_id"], "wearlab-suunto");
+}
+
+/// Suunto's workouts, daily activity and nights (the fixtures of Suunto's published API Zone
+/// document) read as FHIR Observations named after suunto, kept for the FHIR validator (`make
+/// fhir`).
+#[tokio::test]
+async fn suunto_data_reads_as_fhir_observations() {
+    let r = real_suunto().await;
+    linked_data_reads_as_fhir(&r, "suunto", &["8867-4", "55423-8", "93832-4"]).await;
 }

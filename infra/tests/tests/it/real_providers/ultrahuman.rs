@@ -21,7 +21,7 @@ use wearlab_providers::ultrahuman::{self, Ultrahuman};
 use wearlab_providers::{Adapter, AppConfig};
 
 use super::whoop_withings::host_vars;
-use super::{Real, connection_of, drain, link_through, real_stack, summaries};
+use super::{Real, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack, summaries};
 use crate::linking::query_param;
 
 const APP_SECRET: &str = "ultrahuman-app-secret";
@@ -255,4 +255,12 @@ async fn removing_an_ultrahuman_connection_revokes_its_grant() {
     assert_eq!(revoked[0]["client_id"], "wearlab-ultrahuman");
     let key = wearlab_domain::keys::linking::connection(UserId::parse(&user).unwrap(), "ultrahuman");
     assert!(r.t.deps.table.get(&key).await.unwrap().is_none(), "the credentials are gone");
+}
+
+/// Ultrahuman's daily metrics (the fixtures of its published partner API reference) read as FHIR
+/// Observations named after ultrahuman, kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn ultrahuman_data_reads_as_fhir_observations() {
+    let r = real_ultrahuman().await;
+    linked_data_reads_as_fhir(&r, "ultrahuman", &["8867-4", "93832-4"]).await;
 }

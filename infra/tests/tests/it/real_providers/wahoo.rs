@@ -22,7 +22,7 @@ use wearlab_models::ConnectionStatus;
 use wearlab_providers::fake::wahoo::{FakeWahoo, USER_ID, WEBHOOK_WORKOUT_SUMMARY};
 
 use super::whoop_withings::host_vars;
-use super::{Real, connection_of, drain, link_through, real_stack};
+use super::{Real, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack};
 use crate::linking::query_param;
 
 const WEBHOOK_TOKEN: &str = "wahoo-webhook-token";
@@ -172,4 +172,12 @@ async fn removing_a_wahoo_connection_deletes_the_permissions_at_wahoo() {
     assert_eq!(a.status, StatusCode::OK, "{}", a.body);
     assert_eq!(r.fake.calls("permissions"), 1, "DELETE /v1/permissions");
     assert_eq!(r.fake.unrevoked_tokens(), 0);
+}
+
+/// Wahoo's workouts and the ride's FIT file (the fixtures of Wahoo's published reference) read as
+/// FHIR Observations named after wahoo, kept for the FHIR validator (`make fhir`).
+#[tokio::test]
+async fn wahoo_data_reads_as_fhir_observations() {
+    let r = real_wahoo_on(ride_day()).await;
+    linked_data_reads_as_fhir(&r, "wahoo", &["8867-4"]).await;
 }
