@@ -5,7 +5,10 @@
 //! ([`scan`]) without parsing more of them than the caller needs.
 
 mod committer;
+mod footprint;
 mod scan;
+
+pub use footprint::{FileStats, StoredEntry};
 
 use std::ops::Bound;
 use std::path::Path;
