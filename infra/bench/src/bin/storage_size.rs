@@ -210,6 +210,15 @@ async fn embedded(n: usize) -> Result<(), Error> {
         "file after the purge: {purged_file} B, {:.1} B per user (entries' payload {payload_day:.1} B)",
         per(purged_file, before_file)
     );
+    let purged_stats = stack.table.file_stats()?;
+    println!(
+        "redb's accounting after the purge, per user: leaf pages {:.1} B, branch pages {:.1} B, allocated {:.1} B; \
+         leaves {:.0} % full",
+        per(purged_stats.leaf_pages * page, before_stats.leaf_pages * page),
+        per(purged_stats.branch_pages * page, before_stats.branch_pages * page),
+        per(purged_stats.allocated_pages * page, before_stats.allocated_pages * page),
+        purged_stats.stored_bytes as f64 / (purged_stats.leaf_pages * page).max(1) as f64 * 100.0,
+    );
     drop(app);
     drop(stack);
     let moved = wearlab_embedded::RedbTable::compact_file(&file)?;
