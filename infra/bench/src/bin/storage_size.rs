@@ -60,7 +60,7 @@ async fn create_users(app: &App, key: &str, users: std::ops::Range<usize>) -> Re
             async move {
                 let body = format!(r#"{{"client_user_id":"bench-user-{i:07}"}}"#);
                 let mut req = request(Method::POST, "/v2/user", &key, Some(body));
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     let idem = HeaderValue::from_str(&format!("storage-bench-{i:07}")).expect("ASCII");
                     req.headers_mut().insert("x-idempotency-key", idem);
                 }

@@ -476,7 +476,7 @@ mod tests {
     fn listed(n: u32) -> Item {
         Item::new(Key::new(format!("USER#{n}"), "#"), json!({"n": n, "team": "T"}))
             .with_gsi1("TEAM#T#USERS", format!("2026-11-{n:02}#{n}"))
-            .with_expiry((n % 2 == 0).then_some(1_900_000_000 + i64::from(n)))
+            .with_expiry(n.is_multiple_of(2).then_some(1_900_000_000 + i64::from(n)))
     }
 
     async fn listing(table: &RedbTable, limit: u32) -> Vec<Item> {
