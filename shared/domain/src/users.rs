@@ -48,23 +48,33 @@ pub struct ConnectionRef {
     pub created_on: DateTime<Utc>,
 }
 
-/// The stored user.
+/// The stored user. Stored with one-letter field names and without the fields it does not have
+/// (a bare user is `{"u":..,"t":..,"c":..,"o":..}`, 146 bytes instead of 310: every user item is
+/// stored twice on DynamoDB, in the table and in GSI1); items written before keep their long
+/// names, which are read as well (the `alias`es).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UserRecord {
+    #[serde(rename = "u", alias = "user_id")]
     pub user_id: UserId,
+    #[serde(rename = "t", alias = "team_id")]
     pub team_id: TeamId,
+    #[serde(rename = "c", alias = "client_user_id")]
     pub client_user_id: ClientUserId,
-    #[serde(with = "wearlab_models::user::rfc3339")]
+    #[serde(rename = "o", alias = "created_on", with = "wearlab_models::user::rfc3339")]
     pub created_on: DateTime<Utc>,
+    #[serde(rename = "z", alias = "fallback_time_zone", default, skip_serializing_if = "Option::is_none")]
     pub fallback_time_zone: Option<FallbackTimeZone>,
+    #[serde(rename = "b", alias = "fallback_birth_date", default, skip_serializing_if = "Option::is_none")]
     pub fallback_birth_date: Option<FallbackBirthDate>,
+    #[serde(rename = "s", alias = "ingestion_start", default, skip_serializing_if = "Option::is_none")]
     pub ingestion_start: Option<NaiveDate>,
+    #[serde(rename = "e", alias = "ingestion_end", default, skip_serializing_if = "Option::is_none")]
     pub ingestion_end: Option<NaiveDate>,
-    #[serde(default)]
+    #[serde(rename = "d", alias = "deletion", default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<Deletion>,
     /// The user's provider connections (the items are in the user's partition); written in the
     /// same transaction as them.
-    #[serde(default)]
+    #[serde(rename = "n", alias = "connections", default, skip_serializing_if = "Vec::is_empty")]
     pub connections: Vec<ConnectionRef>,
 }
 
@@ -311,9 +321,13 @@ async fn taken(deps: &Deps, team: TeamId, id: &ClientUserId) -> DomainError {
     }
 }
 
+/// The item that makes a `client_user_id` unique in its team, naming its holder. Stored with
+/// the user record's one-letter names; older items' long names are read as well.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Reservation {
+    #[serde(rename = "u", alias = "user_id")]
     pub(crate) user_id: UserId,
+    #[serde(rename = "o", alias = "created_on")]
     pub(crate) created_on: DateTime<Utc>,
 }
 
@@ -571,6 +585,117 @@ impl<T> MapPatch<T> for Patch<T> {
             Patch::Keep => Patch::Keep,
             Patch::Clear => Patch::Clear,
             Patch::Set(v) => Patch::Set(f(v)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod stored_shape_tests {
+    use super::*;
+
+    fn bare() -> UserRecord {
+        UserRecord {
+            user_id: UserId::parse("0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10").unwrap(),
+            team_id: TeamId::parse("00000000-0000-4000-8000-000000000001").unwrap(),
+            client_user_id: ClientUserId::parse("bench-user-0000001").unwrap(),
+            created_on: "2026-11-28T09:47:08.123456Z".parse().unwrap(),
+            fallback_time_zone: None,
+            fallback_birth_date: None,
+            ingestion_start: None,
+            ingestion_end: None,
+            deletion: None,
+            connections: vec![],
+        }
+    }
+
+    #[test]
+    fn a_bare_user_is_stored_in_its_short_shape() {
+        let body = to_body(&bare());
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "u": "0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10",
+                "t": "00000000-0000-4000-8000-000000000001",
+                "c": "bench-user-0000001",
+                "o": "2026-11-28T09:47:08.123456Z"
+            })
+        );
+        assert_eq!(body.to_string().len(), 146, "310 with the long names, the nulls and []");
+        let item = bare().to_item(1);
+        assert_eq!(item.decode::<UserRecord>().unwrap(), bare());
+    }
+
+    #[test]
+    fn every_field_survives_the_short_shape() {
+        let at: DateTime<Utc> = "2026-11-28T10:00:00Z".parse().unwrap();
+        let full = UserRecord {
+            fallback_time_zone: Some(manual_tz(TimeZoneId::parse("Europe/London").unwrap(), at)),
+            fallback_birth_date: Some(manual_birth_date(NaiveDate::from_ymd_opt(1980, 2, 29).unwrap(), at)),
+            ingestion_start: NaiveDate::from_ymd_opt(2026, 1, 1),
+            ingestion_end: NaiveDate::from_ymd_opt(2026, 12, 31),
+            deletion: Some(Deletion { deleted_at: at, erase_at: at + chrono::Duration::days(7) }),
+            connections: vec![ConnectionRef { provider: "oura".into(), created_on: at }],
+            ..bare()
+        };
+        let item = full.to_item(3);
+        assert_eq!(item.decode::<UserRecord>().unwrap(), full);
+    }
+
+    /// Items written before the short names stay readable, as they were written.
+    #[test]
+    fn a_user_item_of_the_long_shape_reads_the_same() {
+        let old = serde_json::json!({
+            "user_id": "0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10",
+            "team_id": "00000000-0000-4000-8000-000000000001",
+            "client_user_id": "bench-user-0000001",
+            "created_on": "2026-11-28T09:47:08.123456Z",
+            "fallback_time_zone": {"id": "Europe/London", "source_slug": "manual", "updated_at": "2026-11-28T10:00:00Z"},
+            "fallback_birth_date": null,
+            "ingestion_start": "2026-01-01",
+            "ingestion_end": null,
+            "deletion": {"deleted_at": "2026-11-28T10:00:00Z", "erase_at": "2026-12-05T10:00:00Z"},
+            "connections": [{"provider": "oura", "created_on": "2026-11-28T10:00:00Z"}]
+        });
+        let at: DateTime<Utc> = "2026-11-28T10:00:00Z".parse().unwrap();
+        let want = UserRecord {
+            fallback_time_zone: Some(manual_tz(TimeZoneId::parse("Europe/London").unwrap(), at)),
+            ingestion_start: NaiveDate::from_ymd_opt(2026, 1, 1),
+            deletion: Some(Deletion { deleted_at: at, erase_at: at + chrono::Duration::days(7) }),
+            connections: vec![ConnectionRef { provider: "oura".into(), created_on: at }],
+            ..bare()
+        };
+        let item = Item::new(keys::user(want.user_id), old);
+        assert_eq!(item.decode::<UserRecord>().unwrap(), want);
+        let raw = crate::ports::RawItem::from_item(&item);
+        assert_eq!(raw.decode::<UserRecord>().unwrap().0, want);
+        // The oldest shape had neither `deletion` nor `connections`.
+        let oldest = serde_json::json!({
+            "user_id": "0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10",
+            "team_id": "00000000-0000-4000-8000-000000000001",
+            "client_user_id": "bench-user-0000001",
+            "created_on": "2026-11-28T09:47:08.123456Z",
+            "fallback_time_zone": null,
+            "fallback_birth_date": null,
+            "ingestion_start": null,
+            "ingestion_end": null
+        });
+        assert_eq!(Item::new(keys::user(want.user_id), oldest).decode::<UserRecord>().unwrap(), bare());
+    }
+
+    #[test]
+    fn a_reservation_reads_in_both_shapes() {
+        let r = Reservation { user_id: bare().user_id, created_on: bare().created_on };
+        let short = to_body(&r);
+        assert_eq!(
+            short,
+            serde_json::json!({"u": "0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10", "o": "2026-11-28T09:47:08.123456Z"})
+        );
+        let long = serde_json::json!({
+            "user_id": "0b6d3f4e-2f4a-4c35-9a51-7d1c2e9a8f10",
+            "created_on": "2026-11-28T09:47:08.123456Z"
+        });
+        for body in [short, long] {
+            assert_eq!(serde_json::from_value::<Reservation>(body).unwrap(), r);
         }
     }
 }

@@ -8,5 +8,5 @@ mod scheduler;
 
 pub use bus::MemoryBus;
 pub use queue::{MAX_ATTEMPTS, TableQueue, VISIBILITY};
-pub use redb_table::{DEFAULT_CACHE_BYTES, RedbTable};
+pub use redb_table::{DEFAULT_CACHE_BYTES, FileStats, RedbTable, StoredEntry};
 pub use scheduler::TableScheduler;

@@ -70,19 +70,26 @@ pub struct StoredResponse {
     pub body: String,
 }
 
+/// A claim and its kept answer, as stored: one-letter names (records written before them have
+/// the long ones, read as well, for the day they live).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Record {
+    #[serde(rename = "f", alias = "fingerprint")]
     fingerprint: String,
+    #[serde(rename = "a", alias = "claimed_at")]
     claimed_at: DateTime<Utc>,
+    #[serde(rename = "r", alias = "response", default, skip_serializing_if = "Option::is_none")]
     response: Option<Kept>,
 }
 
 /// A kept answer as stored: its body sealed, bound to the record's key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Kept {
+    #[serde(rename = "s", alias = "status")]
     status: u16,
+    #[serde(rename = "c", alias = "content_type", default, skip_serializing_if = "Option::is_none")]
     content_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "x", alias = "sealed", default, skip_serializing_if = "Option::is_none")]
     sealed: Option<Sealed>,
     /// Answers kept before sealing (gone 24 hours after that version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,6 +256,31 @@ mod tests {
         let text =
             if a_first { format!(r#"{{"a": 1, "b": {list}}}"#) } else { format!(r#"{{"b":{list},"a":1}}"#) };
         text.into_bytes()
+    }
+
+    #[test]
+    fn a_record_reads_in_both_shapes() {
+        let long = serde_json::json!({
+            "fingerprint": "ab",
+            "claimed_at": "2026-11-28T10:00:00Z",
+            "response": {"status": 200, "content_type": "application/json", "sealed": "v1.AAAA"}
+        });
+        let record: Record = serde_json::from_value(long).unwrap();
+        let short = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            short,
+            serde_json::json!({"f": "ab", "a": "2026-11-28T10:00:00Z",
+                "r": {"s": 200, "c": "application/json", "x": "v1.AAAA"}})
+        );
+        assert_eq!(serde_json::from_value::<Record>(short).unwrap(), record);
+        let claim = Record { response: None, ..record };
+        assert_eq!(
+            serde_json::to_value(&claim).unwrap(),
+            serde_json::json!({"f": "ab", "a": "2026-11-28T10:00:00Z"})
+        );
+        let old_claim =
+            serde_json::json!({"fingerprint": "ab", "claimed_at": "2026-11-28T10:00:00Z", "response": null});
+        assert_eq!(serde_json::from_value::<Record>(old_claim).unwrap(), claim);
     }
 
     #[test]

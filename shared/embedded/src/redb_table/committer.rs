@@ -8,11 +8,9 @@ use std::sync::mpsc;
 
 use redb::{Database, ReadableTable};
 use tokio::sync::oneshot;
-use wearlab_domain::ports::{
-    Add, Condition, IndexKey, Item, Key, MAX_ITEM_BYTES, StoreError, TextItem, WriteOp,
-};
+use wearlab_domain::ports::{Add, Condition, Item, Key, MAX_ITEM_BYTES, StoreError, TextItem, WriteOp};
 
-use super::scan::{decode, decode_envelope};
+use super::scan::{decode, decode_envelope, encode};
 use super::{GSI1, ITEMS, ItemsTable, check_part, gsi_entry, primary, remove, unavailable};
 
 /// One caller's atomic batch of writes, answered once it is durable (or refused).
@@ -25,59 +23,49 @@ pub(super) struct Write {
 /// would otherwise spend most of its time encoding while every writer waits on it).
 pub(super) struct Prepared {
     op: WriteOp,
-    /// The put item's text (`serde_json::to_vec(&item)`); `None` for other writes.
+    /// The put item's stored bytes ([`encode`]); `None` for other writes.
     text: Option<Vec<u8>>,
 }
 
 impl Prepared {
     pub(super) fn new(op: WriteOp) -> Result<Self, StoreError> {
         let text = match &op {
-            WriteOp::Put { item, .. } => Some(item_text(&item.key, item)?),
+            WriteOp::Put { item, .. } => Some(stored(item, &body_text(item)?)?),
             _ => None,
         };
         Ok(Self { op, text })
     }
 
     /// A put of `item`'s text as it is. The op's item is the text item's envelope with a null
-    /// body: the committer reads a put's key and index entry from it, and its text from `text`.
+    /// body: the committer reads a put's key and index entry from it, and its bytes from `text`.
     pub(super) fn from_text(item: TextItem) -> Result<Self, StoreError> {
         let envelope = Item::new(item.key.clone(), serde_json::Value::Null);
-        let text = item_text(&item.key, &TextEnvelope::of(&envelope, &item))?;
+        let text = stored(&envelope, item.body().get().as_bytes())?;
         Ok(Self { op: WriteOp::Put { item: envelope, condition: Condition::None }, text: Some(text) })
     }
 }
 
-/// A [`TextItem`] in the layout an [`Item`] is written in (`serde_json::to_vec(&item)`): the
-/// envelope's fields, the body copied as it is. The test
-/// `a_text_item_is_written_as_its_item_would_be` keeps the two the same.
-#[derive(serde::Serialize)]
-struct TextEnvelope<'a> {
-    key: &'a Key,
-    gsi1: &'a Option<IndexKey>,
-    version: u64,
-    expires_at: Option<i64>,
-    body: &'a serde_json::value::RawValue,
+fn body_text(item: &Item) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(&item.body).map_err(|e| StoreError::Invalid(e.to_string()))
 }
 
-impl<'a> TextEnvelope<'a> {
-    fn of(envelope: &'a Item, item: &'a TextItem) -> Self {
-        let Item { key, gsi1, version, expires_at, body: _ } = envelope;
-        Self { key, gsi1, version: *version, expires_at: *expires_at, body: item.body() }
-    }
-}
+/// What DynamoDB would count of an item besides its key, body and index key: its attribute
+/// names (`PK`, `SK`, `GSI1PK`, `GSI1SK`, `ver`, `expires_at`, `data`).
+const ATTRIBUTE_NAMES: usize = 33;
 
-/// The stored text of an item: refused over [`MAX_ITEM_BYTES`], as DynamoDB refuses it.
-fn item_text(key: &Key, item: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
-    let text = serde_json::to_vec(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
-    if text.len() > MAX_ITEM_BYTES {
+/// The stored bytes of `item` with `body`: refused when DynamoDB would refuse the item, over
+/// [`MAX_ITEM_BYTES`] of names and values (the key, the index key, the version and expiry, the
+/// body, the attribute names).
+fn stored(item: &Item, body: &[u8]) -> Result<Vec<u8>, StoreError> {
+    let bytes = encode(item, body);
+    let size = bytes.len() + item.key.pk.len() + item.key.sk.len() + ATTRIBUTE_NAMES;
+    if size > MAX_ITEM_BYTES {
         return Err(StoreError::Invalid(format!(
-            "item {}/{} is {} bytes; an item holds at most {MAX_ITEM_BYTES}",
-            key.pk,
-            key.sk,
-            text.len()
+            "item {}/{} is {size} bytes; an item holds at most {MAX_ITEM_BYTES}",
+            item.key.pk, item.key.sk,
         )));
     }
-    Ok(text)
+    Ok(bytes)
 }
 
 /// Most callers' writes committed together.
@@ -85,9 +73,10 @@ const GROUP_MAX: usize = 256;
 
 /// The item at `key`; without `with_body`, its envelope only (the body left `null` unread).
 fn read(items: &ItemsTable<'_>, key: &Key, with_body: bool) -> Result<Option<Item>, StoreError> {
-    match items.get(primary(key).as_slice()).map_err(unavailable)? {
-        Some(v) if with_body => Ok(Some(decode(v.value())?)),
-        Some(v) => Ok(Some(decode_envelope(v.value())?)),
+    let tree_key = primary(key);
+    match items.get(tree_key.as_slice()).map_err(unavailable)? {
+        Some(v) if with_body => Ok(Some(decode(&tree_key, v.value())?)),
+        Some(v) => Ok(Some(decode_envelope(&tree_key, v.value())?)),
         None => Ok(None),
     }
 }
@@ -265,7 +254,7 @@ fn write_one(
         // The item as it will be (`with_addition`); its index entry, if any, stays.
         WriteOp::Add(_) => {
             let item = existing.ok_or_else(|| StoreError::Invalid("an addition without its item".into()))?;
-            let bytes = serde_json::to_vec(&item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            let bytes = stored(&item, &body_text(&item)?)?;
             items.insert(primary(&item.key).as_slice(), bytes.as_slice()).map_err(unavailable)?;
         }
         WriteOp::Delete { .. } => {
@@ -286,15 +275,17 @@ fn insert(
     item: &Item,
     text: &[u8],
 ) -> Result<(), StoreError> {
-    let replaced = match items.insert(primary(&item.key).as_slice(), text).map_err(unavailable)? {
-        Some(old) => Some(decode_envelope(old.value())?),
+    let tree_key = primary(&item.key);
+    let replaced = match items.insert(tree_key.as_slice(), text).map_err(unavailable)? {
+        Some(old) => Some(decode_envelope(&tree_key, old.value())?),
         None => None,
     };
     if let Some(old) = replaced.as_ref().and_then(gsi_entry) {
         gsi.remove(old.as_slice()).map_err(unavailable)?;
     }
+    // The entry's key ends with the item's primary key: its value is empty.
     if let Some(g) = gsi_entry(item) {
-        gsi.insert(g.as_slice(), primary(&item.key).as_slice()).map_err(unavailable)?;
+        gsi.insert(g.as_slice(), b"".as_slice()).map_err(unavailable)?;
     }
     Ok(())
 }
@@ -332,7 +323,8 @@ mod tests {
             let text = TextItem::new(key.clone(), &body).unwrap();
             let item = Item::new(key, body);
             let prepared = Prepared::from_text(text.clone()).unwrap();
-            assert_eq!(prepared.text.unwrap(), serde_json::to_vec(&item).unwrap());
+            let put = Prepared::new(WriteOp::Put { item: item.clone(), condition: Condition::None }).unwrap();
+            assert_eq!(prepared.text.unwrap(), put.text.unwrap());
             assert_eq!(text.to_item().unwrap(), item);
         }
     }

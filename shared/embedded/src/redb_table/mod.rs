@@ -5,7 +5,10 @@
 //! ([`scan`]) without parsing more of them than the caller needs.
 
 mod committer;
+mod footprint;
 mod scan;
+
+pub use footprint::{FileStats, StoredEntry};
 
 use std::ops::Bound;
 use std::path::Path;
@@ -20,11 +23,12 @@ use wearlab_domain::ports::{
 };
 
 use committer::{Prepared, Write, commit_groups};
-use scan::{decode, key_of, raw_item, split_stored};
+use scan::{decode, key_of_primary, primary_of_index_entry, raw_item, raw_item_of};
 
-/// Items by `pk \0 sk`, as JSON.
+/// Items by `pk \0 sk`, in the compact layout (older ones as JSON texts; see [`scan`]).
 const ITEMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("items");
-/// GSI1 entries: `gsi_pk \0 gsi_sk \0 pk \0 sk` -> primary key bytes.
+/// GSI1 entries: `gsi_pk \0 gsi_sk \0 pk \0 sk` -> nothing (the key ends with the item's
+/// primary key; entries written before kept it again as their value).
 const GSI1: TableDefinition<&[u8], &[u8]> = TableDefinition::new("gsi1");
 
 const SEP: u8 = 0;
@@ -120,8 +124,8 @@ impl RedbTable {
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut out = Vec::new();
         for entry in items.iter().map_err(unavailable)? {
-            let (_, v) = entry.map_err(unavailable)?;
-            out.push(decode(v.value())?);
+            let (k, v) = entry.map_err(unavailable)?;
+            out.push(decode(k.value(), v.value())?);
         }
         Ok(out)
     }
@@ -137,8 +141,8 @@ impl RedbTable {
                 let mut gsi = txn.open_table(GSI1).map_err(unavailable)?;
                 let mut expired = Vec::new();
                 for entry in items.iter().map_err(unavailable)? {
-                    let (_, v) = entry.map_err(unavailable)?;
-                    let item = decode(v.value())?;
+                    let (k, v) = entry.map_err(unavailable)?;
+                    let item = decode(k.value(), v.value())?;
                     if item.expires_at.is_some_and(|e| e <= now_epoch_seconds) {
                         expired.push(item);
                     }
@@ -224,9 +228,11 @@ fn bounds(q: &Query) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     }
 }
 
-/// One page of a query: each item's stored text, and the cursor after the last one when more
-/// may follow. The caller decides how far to parse the texts.
-fn run_query(db: &Database, q: &Query) -> Result<(Vec<Vec<u8>>, Option<Cursor>), StoreError> {
+/// One page of a query: each item's key (`pk \0 sk`) and stored bytes, and the cursor after the
+/// last one when more may follow. The caller decides how far to parse the items.
+type Stored = (Vec<u8>, Vec<u8>);
+
+fn run_query(db: &Database, q: &Query) -> Result<(Vec<Stored>, Option<Cursor>), StoreError> {
     check_part(&q.pk)?;
     let txn = db.begin_read().map_err(unavailable)?;
     let items = txn.open_table(ITEMS).map_err(unavailable)?;
@@ -266,32 +272,35 @@ fn run_query(db: &Database, q: &Query) -> Result<(Vec<Vec<u8>>, Option<Cursor>),
             more = true;
             break;
         }
-        let (_, v) = entry.map_err(unavailable)?;
-        let text = match &gsi {
-            None => v.value().to_vec(),
-            Some(_) => items
-                .get(v.value())
-                .map_err(unavailable)?
-                .map(|i| i.value().to_vec())
-                .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))?,
+        let (k, v) = entry.map_err(unavailable)?;
+        let stored = match &gsi {
+            None => (k.value().to_vec(), v.value().to_vec()),
+            Some(_) => {
+                let primary = match v.value() {
+                    [] => primary_of_index_entry(k.value())?,
+                    older => older,
+                };
+                let item = items
+                    .get(primary)
+                    .map_err(unavailable)?
+                    .map(|i| i.value().to_vec())
+                    .ok_or_else(|| StoreError::Corrupt("index entry without item".into()))?;
+                (primary.to_vec(), item)
+            }
         };
-        out.push(text);
+        out.push(stored);
     }
     let next_cursor = match out.last() {
-        Some(last) if more => Some(Cursor::after_item(&decode(last)?, q.index)),
+        Some((key, last)) if more => Some(Cursor::after_item(&decode(key, last)?, q.index)),
         _ => None,
     };
     Ok((out, next_cursor))
 }
 
-/// A stored text as a [`RawItem`]: checked as UTF-8 in one go, the body found by the scanner
-/// ([`split_stored`]); the body's parse is then the caller's one pass over it.
+/// A stored item as a [`RawItem`]: the body found without parsing it ([`raw_item`]); the body's
+/// parse is then the caller's one pass over it.
 fn raw(key: &Key, stored: &[u8]) -> Result<RawItem, StoreError> {
-    let json = std::str::from_utf8(stored).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    Ok(match split_stored(json) {
-        Some((version, body)) => RawItem::from_body_json(key.clone(), version, body.to_owned()),
-        None => RawItem::from_item_json(key.clone(), json.to_owned()),
-    })
+    raw_item_of(key, stored)
 }
 
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -316,8 +325,9 @@ impl Table for RedbTable {
         // Reads are short and never wait for the writer (MVCC), so they run inline.
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
-        match items.get(primary(key).as_slice()).map_err(unavailable)? {
-            Some(v) => Ok(Some(decode(v.value())?)),
+        let tree_key = primary(key);
+        match items.get(tree_key.as_slice()).map_err(unavailable)? {
+            Some(v) => Ok(Some(decode(&tree_key, v.value())?)),
             None => Ok(None),
         }
     }
@@ -397,13 +407,14 @@ impl Table for RedbTable {
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
         let (texts, next_cursor) = run_query(&self.db, &query)?;
-        let items = texts.iter().map(|t| decode(t)).collect::<Result<_, _>>()?;
+        let items = texts.iter().map(|(k, t)| decode(k, t)).collect::<Result<_, _>>()?;
         Ok(Page { items, next_cursor })
     }
 
     async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
         let (texts, next_cursor) = run_query(&self.db, &query)?;
-        let items = texts.into_iter().map(|t| raw_item(key_of(&t)?, t)).collect::<Result<_, _>>()?;
+        let items =
+            texts.into_iter().map(|(k, t)| raw_item(key_of_primary(&k)?, t)).collect::<Result<_, _>>()?;
         Ok(RawPage { items, next_cursor })
     }
 }
@@ -440,5 +451,111 @@ mod tests {
             assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (read.body, read.version));
         }
         assert!(table.get_raw(&Key::new("no", "such")).await.unwrap().is_none());
+    }
+
+    /// A table whose items were all written in the JSON layout, as before the compact one, each
+    /// index entry holding its item's key as its value.
+    fn with_json_layout(items: &[Item]) -> RedbTable {
+        let table = RedbTable::in_memory();
+        let txn = table.db.begin_write().unwrap();
+        {
+            let mut tree = txn.open_table(ITEMS).unwrap();
+            let mut gsi = txn.open_table(GSI1).unwrap();
+            for item in items {
+                let json = serde_json::to_vec(item).unwrap();
+                tree.insert(primary(&item.key).as_slice(), json.as_slice()).unwrap();
+                if let Some(entry) = gsi_entry(item) {
+                    gsi.insert(entry.as_slice(), primary(&item.key).as_slice()).unwrap();
+                }
+            }
+        }
+        txn.commit().unwrap();
+        table
+    }
+
+    fn listed(n: u32) -> Item {
+        Item::new(Key::new(format!("USER#{n}"), "#"), json!({"n": n, "team": "T"}))
+            .with_gsi1("TEAM#T#USERS", format!("2026-11-{n:02}#{n}"))
+            .with_expiry(n.is_multiple_of(2).then_some(1_900_000_000 + i64::from(n)))
+    }
+
+    async fn listing(table: &RedbTable, limit: u32) -> Vec<Item> {
+        let mut out = Vec::new();
+        let mut cursor = None;
+        for _ in 0..100 {
+            let q = Query { limit: Some(limit), cursor, ..Query::gsi1("TEAM#T#USERS") };
+            let page = table.query(q.clone()).await.unwrap();
+            let raw = table.query_raw(q).await.unwrap();
+            assert_eq!(raw.items.len(), page.items.len());
+            for (r, i) in raw.items.iter().zip(&page.items) {
+                assert_eq!(r.key(), &i.key);
+                assert_eq!(r.decode::<serde_json::Value>().unwrap(), (i.body.clone(), i.version));
+            }
+            out.extend(page.items);
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Items written before the compact layout read, list, change and go as they did, beside
+    /// items written in it.
+    #[tokio::test]
+    async fn items_of_the_json_layout_stay_readable() {
+        // `items()` names P/S twice; the later one is what the table holds.
+        let kept = |i: &Item| i.key != Key::new("P", "S") || i.expires_at == Some(i64::MAX);
+        let old: Vec<Item> = (1..=6).map(listed).chain(items().into_iter().filter(kept)).collect();
+        let table = with_json_layout(&old);
+        for item in &old {
+            assert_eq!(table.get(&item.key).await.unwrap().as_ref(), Some(item), "{:?}", item.key);
+            let raw = table.get_raw(&item.key).await.unwrap().unwrap();
+            assert_eq!(raw.decode::<serde_json::Value>().unwrap(), (item.body.clone(), item.version));
+        }
+        // New items in the same index partition, listed in order with the old ones.
+        for n in 7..=9 {
+            table.put(listed(n), Condition::NotExists).await.unwrap();
+        }
+        let all: Vec<Item> = (1..=9).map(listed).collect();
+        assert_eq!(listing(&table, 2).await, all);
+        // An old item changed: its old index entry goes, the new one comes.
+        let mut moved = listed(2);
+        moved.gsi1 =
+            Some(wearlab_domain::ports::IndexKey { pk: "TEAM#T#USERS".into(), sk: "2026-11-99#2".into() });
+        moved.version = 2;
+        table.put(moved.clone(), Condition::VersionIs(1)).await.unwrap();
+        assert_eq!(table.get(&moved.key).await.unwrap(), Some(moved.clone()));
+        let mut want: Vec<Item> = [1, 3, 4, 5, 6, 7, 8, 9].map(listed).to_vec();
+        want.push(moved);
+        assert_eq!(listing(&table, 3).await, want);
+        // An addition to an old item keeps its other fields; a delete removes its index entry.
+        let added = table.add(Add::new(listed(3).key, "n", 10)).await.unwrap();
+        assert_eq!(added, 13);
+        let after = table.get(&listed(3).key).await.unwrap().unwrap();
+        assert_eq!((after.body["team"].as_str(), after.version, after.gsi1), (Some("T"), 2, listed(3).gsi1));
+        table.delete(&listed(4).key, Condition::Exists).await.unwrap();
+        assert_eq!(listing(&table, 100).await.len(), 8);
+        let many = table.get_many(&[listed(5).key, listed(4).key]).await.unwrap();
+        assert_eq!(many[0].as_ref().unwrap().decode::<serde_json::Value>().unwrap().0, listed(5).body);
+        assert!(many[1].is_none());
+        // 2 (moved), 6 and 8, and two of `items()` (expiries -5 and 0).
+        assert_eq!(table.purge_expired(1_900_000_100).await.unwrap(), 5);
+    }
+
+    /// What an item costs at rest: its key once (the tree's), a few bytes of envelope and its
+    /// body's text; an index entry its key alone.
+    #[tokio::test]
+    async fn items_are_stored_without_their_key_and_index_entries_without_a_value() {
+        let table = RedbTable::in_memory();
+        let item = listed(1);
+        table.put(item.clone(), Condition::None).await.unwrap();
+        let entries = table.stored_entries().unwrap();
+        let body = serde_json::to_vec(&item.body).unwrap().len();
+        let index = item.gsi1.as_ref().map(|g| g.pk.len() + g.sk.len()).unwrap();
+        // tag, version, flags, two lengths, the index key, (no expiry), the body.
+        assert_eq!(entries[0].value_len, 1 + 1 + 1 + 2 + index + body);
+        assert_eq!((entries[1].index, entries[1].value_len), (true, 0));
+        assert_eq!(table.get(&item.key).await.unwrap(), Some(item));
     }
 }
