@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use http::{Method, StatusCode};
 use serde::{Deserialize, Serialize};
-use wearlab_aws::{AwsMeter, EventBridgeBus, SqsQueue, Tally};
+use wearlab_aws::{AwsMeter, CallSpan, EventBridgeBus, Service, SqsQueue, Tally};
 use wearlab_domain::common::fair_use::MAX_REQUESTS_PER_MINUTE;
 use wearlab_domain::common::settings::Settings;
 use wearlab_domain::pipeline::pull::PUSHED_POLL_INTERVAL;
@@ -78,6 +78,103 @@ pub mod line {
     pub const API: &str = "api_gateway_requests";
     pub const LAMBDA: &str = "lambda_invocations";
     pub const GB_SECONDS: &str = "lambda_gb_seconds";
+    /// Not priced (under `measured/`): the GB-seconds of the durations as measured on the
+    /// emulator, AWS calls at its latency.
+    pub const GB_SECONDS_EMULATED: &str = "measured/lambda_gb_seconds_on_moto";
+    /// Not priced: seconds of the invocations' own work (outside AWS calls).
+    pub const OWN_SECONDS: &str = "measured/lambda_own_work_seconds";
+    /// Not priced: seconds inside the function's AWS calls, as measured on the emulator.
+    pub const AWS_SECONDS_EMULATED: &str = "measured/lambda_aws_call_seconds_on_moto";
+    /// Not priced: seconds inside the function's AWS calls at the services' published latency
+    /// ([`super::LATENCIES`]).
+    pub const AWS_SECONDS_PRICED: &str = "measured/lambda_aws_call_seconds_priced";
+}
+
+/// A published latency the priced Lambda durations take for one AWS call, instead of the
+/// emulator's: conservative figures, their sources in `docs/PERFORMANCE.md` ("Lambda durations").
+pub struct Latency {
+    pub service: Service,
+    /// The operations it is for (empty: every other operation of the service).
+    pub operations: &'static [&'static str],
+    pub per_call: Duration,
+}
+
+/// The latencies priced, per call: DynamoDB's single-digit milliseconds at their top (10 ms,
+/// twice that for a batch or a transaction, which do the work of several items), and SQS's "tens
+/// or low hundreds of milliseconds" at 100 ms, taken for EventBridge and Scheduler too.
+pub const LATENCIES: [Latency; 5] = [
+    Latency {
+        service: Service::DynamoDb,
+        operations: &["BatchGetItem", "BatchWriteItem", "TransactWriteItems", "TransactGetItems"],
+        per_call: Duration::from_millis(20),
+    },
+    Latency { service: Service::DynamoDb, operations: &[], per_call: Duration::from_millis(10) },
+    Latency { service: Service::Sqs, operations: &[], per_call: Duration::from_millis(100) },
+    Latency { service: Service::EventBridge, operations: &[], per_call: Duration::from_millis(100) },
+    Latency { service: Service::Scheduler, operations: &[], per_call: Duration::from_millis(100) },
+];
+
+/// The latency priced for one call of `operation` on `service`.
+pub fn latency_of(service: Service, operation: &str) -> Duration {
+    LATENCIES
+        .iter()
+        .filter(|l| l.service == service)
+        .find(|l| l.operations.is_empty() || l.operations.contains(&operation))
+        .map_or(Duration::ZERO, |l| l.per_call)
+}
+
+/// One invocation's time, split: its own work (outside AWS calls) and its AWS calls, as measured
+/// on the emulator and as priced at [`LATENCIES`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Split {
+    pub own: Duration,
+    pub aws_emulated: Duration,
+    pub aws_priced: Duration,
+}
+
+impl Split {
+    /// The duration Lambda would bill: own work plus the calls at the published latencies.
+    pub fn priced(&self) -> Duration {
+        self.own + self.aws_priced
+    }
+}
+
+/// Splits the invocation from `started` to `ended` by the AWS calls in `spans` (those that
+/// started in it; others are left out). Overlapping calls (a batch's messages handled at once)
+/// form a stretch of time; in it, the priced time is the sum of the calls' published latencies
+/// divided by how many were in flight on average (their measured times over the stretch's), and
+/// at least the slowest one's. A call the function did not make (a rule's delivery played
+/// in-process) takes its time from the invocation and adds none.
+pub fn split(started: Instant, ended: Instant, spans: &[CallSpan]) -> Split {
+    let mut calls: Vec<&CallSpan> = spans.iter().filter(|s| s.start >= started && s.start <= ended).collect();
+    calls.sort_by_key(|s| s.start);
+    let wall = ended.saturating_duration_since(started);
+    let mut out = Split::default();
+    let mut i = 0;
+    while i < calls.len() {
+        let from = calls[i].start;
+        let mut to = calls[i].end.min(ended);
+        let mut j = i + 1;
+        while j < calls.len() && calls[j].start < to {
+            to = to.max(calls[j].end.min(ended));
+            j += 1;
+        }
+        let stretch = &calls[i..j];
+        let length = to.saturating_duration_since(from);
+        let measured: Duration =
+            stretch.iter().map(|s| s.end.min(ended).saturating_duration_since(s.start)).sum();
+        let ours: Vec<Duration> =
+            stretch.iter().filter(|s| s.by_function).map(|s| latency_of(s.service, s.operation)).collect();
+        let in_flight =
+            if length.is_zero() { 1.0 } else { (measured.as_secs_f64() / length.as_secs_f64()).max(1.0) };
+        let priced = Duration::from_secs_f64(ours.iter().sum::<Duration>().as_secs_f64() / in_flight)
+            .max(ours.iter().copied().max().unwrap_or_default());
+        out.aws_emulated += length;
+        out.aws_priced += priced;
+        i = j;
+    }
+    out.own = wall.saturating_sub(out.aws_emulated);
+    out
 }
 
 /// A list price: the line, its service, dollars per unit, and what the unit is.
@@ -202,7 +299,13 @@ impl Usage {
 
     /// The priced lines only (what the committed baseline holds).
     pub fn priced(&self) -> Usage {
-        Usage(self.0.iter().filter(|(k, _)| !k.starts_with("calls/")).map(|(k, v)| (k.clone(), *v)).collect())
+        Usage(
+            self.0
+                .iter()
+                .filter(|(k, _)| !k.starts_with("calls/") && !k.starts_with("measured/"))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+        )
     }
 }
 
@@ -349,7 +452,8 @@ pub fn function_of(method: &Method, path: &str) -> &'static str {
 /// SendMessage per event and target).
 struct RuledBus {
     bus: EventBridgeBus,
-    queue: Arc<SqsQueue>,
+    /// The rules' deliveries: counted, and timed as AWS's, not the function's.
+    queue: SqsQueue,
 }
 
 #[async_trait::async_trait]
@@ -428,7 +532,7 @@ impl Run {
         );
         let bus = RuledBus {
             bus: EventBridgeBus::new(meter.eventbridge(&config), "default"),
-            queue: queue.clone(),
+            queue: SqsQueue::new(meter.sqs_for_aws(&config), urls.clone(), clock.clone()),
         };
         let mut deps = wearlab_local::LocalStack::in_memory(clock.clone()).deps;
         deps.table = table;
@@ -490,13 +594,21 @@ impl Run {
         self.extra.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One Lambda invocation of `function` that took `took`: billed by the millisecond.
-    fn invoked(&self, function: &str, took: Duration) {
-        let mb = self.memory.get(function).copied().unwrap_or(128.0);
-        let ms = (took.as_micros() as f64 / 1000.0).ceil();
+    /// One Lambda invocation of `function` that started at `started` and ends now: billed by
+    /// the millisecond, its AWS calls at the published latencies ([`split`]); the duration as
+    /// measured on the emulator kept beside it.
+    fn invoked(&self, function: &str, started: Instant) {
+        let ended = Instant::now();
+        let split = split(started, ended, &self.meter.take_spans());
+        let gb = self.memory.get(function).copied().unwrap_or(128.0) / 1024.0;
+        let billed_seconds = |d: Duration| (d.as_micros() as f64 / 1000.0).ceil() / 1000.0;
         let mut e = self.extra();
         e.add_to(line::LAMBDA, 1.0);
-        e.add_to(line::GB_SECONDS, ms / 1000.0 * mb / 1024.0);
+        e.add_to(line::GB_SECONDS, billed_seconds(split.priced()) * gb);
+        e.add_to(line::GB_SECONDS_EMULATED, billed_seconds(ended - started) * gb);
+        e.add_to(line::OWN_SECONDS, split.own.as_secs_f64());
+        e.add_to(line::AWS_SECONDS_EMULATED, split.aws_emulated.as_secs_f64());
+        e.add_to(line::AWS_SECONDS_PRICED, split.aws_priced.as_secs_f64());
         e.add_to(&format!("calls/Lambda {function}"), 1.0);
     }
 
@@ -516,7 +628,7 @@ impl Run {
         let req = crate::request(method, path, &self.key, body.map(|b| b.to_string()));
         let started = Instant::now();
         let (status, bytes) = crate::send(&self.app, req).await;
-        self.invoked(function, started.elapsed());
+        self.invoked(function, started);
         self.extra().add_to(line::API, 1.0);
         if !status.is_success() {
             return Err(format!("{path}: {status} {}", String::from_utf8_lossy(&bytes)).into());
@@ -610,7 +722,7 @@ impl Run {
                 .await
             }
         };
-        self.invoked(function, started.elapsed());
+        self.invoked(function, started);
         let failed: Vec<String> =
             response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
         let entries: Vec<_> = messages
@@ -638,7 +750,7 @@ impl Run {
     pub async fn minute(&self) -> Result<(), Error> {
         let started = Instant::now();
         minute_worker::handle(&self.deps, &wearlab_sim::SimulatedLab, None).await?;
-        self.invoked("minute-worker", started.elapsed());
+        self.invoked("minute-worker", started);
         Ok(())
     }
 
@@ -652,7 +764,7 @@ impl Run {
             serde_json::from_value(serde_json::json!({ "body": body }))?;
         let started = Instant::now();
         let outcome = pull_worker::handle(&self.deps, self.queue.as_ref(), envelope).await;
-        self.invoked("pull-worker", started.elapsed());
+        self.invoked("pull-worker", started);
         // Its receive and delete.
         self.extra().add_to(line::SQS, 2.0);
         match outcome {
@@ -818,6 +930,17 @@ pub fn print_month(month: &Usage) {
     }
     let total = month.total_dollars();
     println!("| **total** | **{total:.2}** |");
+    let gb_emulated = month.get(line::GB_SECONDS_EMULATED);
+    println!(
+        "Lambda: own work {:.0} s, AWS calls {:.0} s on moto and {:.0} s at the published latencies; \
+         {:.0} GB-seconds priced (${:.2}), {gb_emulated:.0} as measured on moto (${:.2}, not priced)",
+        month.get(line::OWN_SECONDS),
+        month.get(line::AWS_SECONDS_EMULATED),
+        month.get(line::AWS_SECONDS_PRICED),
+        month.get(line::GB_SECONDS),
+        month.get(line::GB_SECONDS) * 0.000_013_333_4,
+        gb_emulated * 0.000_013_333_4,
+    );
     if let Some((p, d)) = month.dollars().into_iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
         println!("costs most: {} ({}), ${d:.2} of ${total:.2}", p.line, p.service);
     }
@@ -870,20 +993,47 @@ pub fn phases(m: &Measured) -> Vec<(&'static str, Usage)> {
     ]
 }
 
-/// Prints the phases' dollars per month of [`MONTH_USERS`] users.
+/// Prints the phases' dollars per month of [`MONTH_USERS`] users, and per user-month their
+/// DynamoDB units, requests and Lambda seconds (priced, and on moto).
 pub fn print_phases(m: &Measured) {
-    println!("| phase | $ per {MONTH_USERS:.0} users per month | of which DynamoDB | Lambda | SQS |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| phase | $ per {MONTH_USERS:.0} users per month | of which DynamoDB | Lambda | SQS | EventBridge | \
+         per user-month: write units | GSI1 write units | read units | SQS requests | events | \
+         Lambda invocations | Lambda s priced | Lambda s on moto |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, u) in phases(m) {
         let by = u.by_service();
         let of = |s: &str| by.iter().find(|(n, _)| *n == s).map_or(0.0, |(_, d)| *d);
+        let per_user = |l: &str| u.get(l) / MONTH_USERS;
         println!(
-            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} | {:.1} |",
             u.total_dollars(),
             of("DynamoDB"),
             of("Lambda"),
-            of("SQS")
+            of("SQS"),
+            of("EventBridge"),
+            per_user(line::DDB_WRITE),
+            per_user(line::DDB_INDEX_WRITE),
+            per_user(line::DDB_READ),
+            per_user(line::SQS),
+            per_user(line::EVENTS),
+            per_user(line::LAMBDA),
+            per_user(line::OWN_SECONDS) + per_user(line::AWS_SECONDS_PRICED),
+            per_user(line::OWN_SECONDS) + per_user(line::AWS_SECONDS_EMULATED),
         );
+    }
+    println!();
+    println!("AWS calls per user-month by phase, the most frequent:");
+    for (name, u) in phases(m) {
+        let mut calls: Vec<(&String, &f64)> = u.0.iter().filter(|(k, _)| k.starts_with("calls/")).collect();
+        calls.sort_by(|x, y| y.1.total_cmp(x.1));
+        let top: Vec<String> = calls
+            .into_iter()
+            .take(6)
+            .map(|(k, v)| format!("{:.0} {}", v / MONTH_USERS, k.trim_start_matches("calls/")))
+            .collect();
+        println!("  {name}: {}", top.join(", "));
     }
 }
 
@@ -903,6 +1053,55 @@ mod tests {
         // A line the baseline never had is a change too.
         let new = Usage([(line::EVENTS.to_owned(), 1.0)].into());
         assert_eq!(doubled(&baseline, &new).len(), 1);
+    }
+
+    fn span(service: Service, operation: &'static str, at: Instant, from_ms: u64, to_ms: u64) -> CallSpan {
+        CallSpan {
+            service,
+            operation,
+            start: at + Duration::from_millis(from_ms),
+            end: at + Duration::from_millis(to_ms),
+            by_function: true,
+        }
+    }
+
+    #[test]
+    fn an_invocation_is_priced_as_its_own_work_plus_the_published_latencies() {
+        let t = Instant::now();
+        let end = t + Duration::from_millis(200);
+        // Two GetItem of 40 ms each on the emulator, one after the other: 120 ms of own work,
+        // and 2 × 10 ms priced instead of 80.
+        let calls =
+            [span(Service::DynamoDb, "GetItem", t, 10, 50), span(Service::DynamoDb, "GetItem", t, 60, 100)];
+        let s = split(t, end, &calls);
+        assert_eq!(s.own, Duration::from_millis(120));
+        assert_eq!(s.aws_emulated, Duration::from_millis(80));
+        assert_eq!(s.aws_priced, Duration::from_millis(20));
+        assert_eq!(s.priced(), Duration::from_millis(140));
+        // Five PutEvents in flight at once for the same 100 ms (a batch's messages): one latency.
+        let parallel: Vec<CallSpan> =
+            (0..5).map(|_| span(Service::EventBridge, "PutEvents", t, 50, 150)).collect();
+        let s = split(t, end, &parallel);
+        assert_eq!(s.own, Duration::from_millis(100));
+        assert_eq!(s.aws_priced, Duration::from_millis(100));
+        // A rule's delivery played in-process takes its time from the invocation and adds none;
+        // a call from before the invocation is not its.
+        let mut delivery = span(Service::Sqs, "SendMessageBatch", t, 0, 100);
+        delivery.by_function = false;
+        let earlier =
+            CallSpan { start: t - Duration::from_millis(5), ..span(Service::Sqs, "SendMessage", t, 0, 1) };
+        let s = split(t, end, &[delivery, earlier]);
+        assert_eq!(s.own, Duration::from_millis(100));
+        assert_eq!(s.aws_priced, Duration::ZERO);
+    }
+
+    #[test]
+    fn every_service_called_has_a_published_latency() {
+        for service in [Service::DynamoDb, Service::Sqs, Service::EventBridge, Service::Scheduler] {
+            assert!(latency_of(service, "AnyOperation") > Duration::ZERO, "{service:?}");
+        }
+        assert_eq!(latency_of(Service::DynamoDb, "GetItem"), Duration::from_millis(10));
+        assert_eq!(latency_of(Service::DynamoDb, "TransactWriteItems"), Duration::from_millis(20));
     }
 
     #[test]

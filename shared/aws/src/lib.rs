@@ -25,7 +25,7 @@ pub use dead_letters::{DeadLetterError, SqsDeadLetters};
 pub use dynamodb::{DynamoDbTable, GSI1_INDEX, TTL_ATTRIBUTE, ensure_table};
 pub use eventbridge::{EVENT_SOURCE, EventBridgeBus};
 pub use lazy::LazySdkConfig;
-pub use meter::{AwsMeter, Service, Tally, item_size};
+pub use meter::{AwsMeter, CallSpan, Service, Tally, item_size};
 pub use provider_secrets::{PROVIDER_SECRETS_PATH_VAR, ProviderVars, is_provider_secret_var};
 pub use scheduler::{EventBridgeScheduler, SchedulerTarget, ensure_schedule_group};
 pub use sqs::{SqsQueue, handle_sqs_batch, plan_batches};

@@ -34,12 +34,21 @@
 //!   (<https://aws.amazon.com/eventbridge/pricing/>).
 //! - EventBridge Scheduler: each schedule created is one invocation later (one-time `at()`
 //!   schedules) (<https://aws.amazon.com/eventbridge/pricing/>, "Scheduler").
+//!
+//! It also times every call, from before its request is transmitted to after its answer is
+//! read ([`CallSpan`], taken with [`AwsMeter::take_spans`]), so that a tool can tell an
+//! invocation's time inside AWS calls from the function's own work: Lambda bills wall time, and
+//! an emulator's latency is not the service's. A call a client makes on behalf of AWS itself
+//! (an EventBridge rule's delivery to SQS, which a benchmark plays in-process) is timed but
+//! marked as not the function's ([`AwsMeter::sqs_for_aws`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use aws_sdk_dynamodb::config::interceptors::{
-    BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
+    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextRef,
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
 };
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
@@ -126,6 +135,19 @@ impl Tally {
     }
 }
 
+/// One AWS call's time, from before its first request was transmitted to after its answer
+/// was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSpan {
+    pub service: Service,
+    pub operation: &'static str,
+    pub start: Instant,
+    pub end: Instant,
+    /// Whether the function made the call (false: a client standing in for AWS itself, such as
+    /// a rule's delivery; its time is not the function's, neither work nor waiting).
+    pub by_function: bool,
+}
+
 /// Counts the AWS calls of the clients it is installed on. Clones share the counts.
 #[derive(Clone, Debug, Default)]
 pub struct AwsMeter(Arc<Mutex<State>>);
@@ -133,6 +155,8 @@ pub struct AwsMeter(Arc<Mutex<State>>);
 #[derive(Debug, Default)]
 struct State {
     tally: Tally,
+    /// Calls timed since the last [`AwsMeter::take_spans`].
+    spans: Vec<CallSpan>,
     /// Size and index key of every item written through the meter and not deleted, by key.
     items: HashMap<(String, String), Shadow>,
 }
@@ -165,8 +189,13 @@ impl AwsMeter {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The calls timed since the last take, in the order they ended.
+    pub fn take_spans(&self) -> Vec<CallSpan> {
+        std::mem::take(&mut self.state().spans)
+    }
+
     fn interceptor(&self, service: Service) -> Metered {
-        Metered { meter: self.clone(), service }
+        Metered { meter: self.clone(), service, by_function: true }
     }
 
     /// A DynamoDB client on `config` with the meter installed.
@@ -179,6 +208,15 @@ impl AwsMeter {
     /// An SQS client on `config` with the meter installed.
     pub fn sqs(&self, config: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
         let c = aws_sdk_sqs::config::Builder::from(config).interceptor(self.interceptor(Service::Sqs));
+        aws_sdk_sqs::Client::from_conf(c.build())
+    }
+
+    /// An SQS client on `config` with the meter installed, for calls that stand in for AWS
+    /// itself (an EventBridge rule's deliveries): counted and billed, timed as not the
+    /// function's ([`CallSpan::by_function`] false).
+    pub fn sqs_for_aws(&self, config: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+        let interceptor = Metered { meter: self.clone(), service: Service::Sqs, by_function: false };
+        let c = aws_sdk_sqs::config::Builder::from(config).interceptor(interceptor);
         aws_sdk_sqs::Client::from_conf(c.build())
     }
 
@@ -202,6 +240,19 @@ impl AwsMeter {
 struct Metered {
     meter: AwsMeter,
     service: Service,
+    by_function: bool,
+}
+
+/// One call's operation and times, kept from before the call to its end.
+#[derive(Debug, Clone)]
+struct Timing {
+    operation: &'static str,
+    start: Option<Instant>,
+    end: Option<Instant>,
+}
+
+impl Storable for Timing {
+    type Storer = StoreReplace<Self>;
 }
 
 /// A DynamoDB read's request, kept from before the call to its answer.
@@ -239,6 +290,32 @@ impl Intercept for Metered {
         if let Some(read) = read {
             cfg.interceptor_state().store_put(read);
         }
+        cfg.interceptor_state().store_put(Timing { operation, start: None, end: None });
+        Ok(())
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        // The first attempt's transmit starts the call's time (a retry's wait is in it too).
+        if let Some(t) = cfg.load::<Timing>().filter(|t| t.start.is_none()).cloned() {
+            cfg.interceptor_state().store_put(Timing { start: Some(Instant::now()), ..t });
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        _context: &AfterDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(t) = cfg.load::<Timing>().cloned() {
+            cfg.interceptor_state().store_put(Timing { end: Some(Instant::now()), ..t });
+        }
         Ok(())
     }
 
@@ -248,8 +325,17 @@ impl Intercept for Metered {
         _components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let Some(Ok(output)) = context.output_or_error() else { return Ok(()) };
         let mut state = self.meter.state();
+        if let Some(Timing { operation, start: Some(start), end }) = cfg.load::<Timing>().cloned() {
+            state.spans.push(CallSpan {
+                service: self.service,
+                operation,
+                start,
+                end: end.unwrap_or_else(Instant::now),
+                by_function: self.by_function,
+            });
+        }
+        let Some(Ok(output)) = context.output_or_error() else { return Ok(()) };
         match self.service {
             Service::DynamoDb => {
                 if let Some(read) = cfg.load::<ReadRequest>() {

@@ -26,7 +26,7 @@ use crate::common::error::DomainError;
 use crate::common::ids::UserId;
 use crate::keys::pipeline as keys;
 use crate::ports::to_body;
-use crate::ports::{Condition, Item, Key, MAX_BATCH, RawItem, StoreError, TextItem};
+use crate::ports::{Key, MAX_BATCH, RawItem, StoreError, TextItem};
 
 /// A stored data item.
 #[derive(Debug, Clone, Deserialize)]
@@ -206,45 +206,96 @@ pub(crate) async fn put(
     provider: &str,
     entry: &Entry,
 ) -> Result<(Change, Value), DomainError> {
-    let (key, value) = key_and_value(user, provider, entry.clone());
-    let old = match deps.table.get(&key).await? {
-        Some(item) => Some(item.decode::<Stored>()?),
-        None => None,
-    };
-    let Entry::Series { samples, .. } = entry else {
-        let h = hash(&value);
+    let mut out = put_many(deps, user, provider, std::slice::from_ref(entry)).await?;
+    Ok(out.pop().expect("one entry, one outcome"))
+}
+
+/// Stores `entries` as [`put`] stores each, in order, and says what changed for each: their
+/// stored items are read together (one [`crate::ports::Table::get_many`] per [`MAX_BATCH`]
+/// entries: one BatchGetItem on DynamoDB instead of one GetItem each) and the changed ones
+/// written together (the other parts of the days first, then the days' own items and the
+/// other entries' items, so a crash in between leaves a day's old hash and the next poll writes
+/// it again). An entry whose key an earlier one of the same batch has starts a new batch, so it
+/// sees the earlier one stored, as one `put` after the other would.
+pub(crate) async fn put_many(
+    deps: &Deps,
+    user: UserId,
+    provider: &str,
+    entries: &[Entry],
+) -> Result<Vec<(Change, Value)>, DomainError> {
+    let mut out = Vec::with_capacity(entries.len());
+    let mut batch: Vec<(Key, Value, &Entry)> = Vec::new();
+    for entry in entries {
+        let (key, value) = key_and_value(user, provider, entry.clone());
+        if batch.len() == MAX_BATCH || batch.iter().any(|(k, _, _)| *k == key) {
+            out.extend(put_batch(deps, provider, std::mem::take(&mut batch)).await?);
+        }
+        batch.push((key, value, entry));
+    }
+    if !batch.is_empty() {
+        out.extend(put_batch(deps, provider, batch).await?);
+    }
+    Ok(out)
+}
+
+/// One batch of [`put_many`]: distinct keys, at most [`MAX_BATCH`].
+async fn put_batch(
+    deps: &Deps,
+    provider: &str,
+    batch: Vec<(Key, Value, &Entry)>,
+) -> Result<Vec<(Change, Value)>, DomainError> {
+    let keys: Vec<Key> = batch.iter().map(|(k, _, _)| k.clone()).collect();
+    let olds = deps.table.get_many(&keys).await?;
+    let mut out = Vec::with_capacity(batch.len());
+    // The days' other parts, then the days' own items and the other entries' items.
+    let (mut parts, mut firsts) = (Vec::new(), Vec::new());
+    for ((key, value, entry), old) in batch.into_iter().zip(olds) {
+        let old = match old {
+            Some(raw) => Some(raw.decode::<Stored>()?.0),
+            None => None,
+        };
+        let Entry::Series { samples, .. } = entry else {
+            let h = hash(&value);
+            let change = match old {
+                None => Change::Created,
+                Some(old) if old.h == h => {
+                    out.push((Change::Unchanged, value));
+                    continue;
+                }
+                Some(_) => Change::Updated,
+            };
+            firsts.push(TextItem::new(key, &stored(h, value.clone()))?);
+            out.push((change, value));
+            continue;
+        };
+        let (h, mut items) = series_items(&key, samples, None)?;
         let change = match old {
             None => Change::Created,
-            Some(old) if old.h == h => return Ok((Change::Unchanged, value)),
-            Some(_) => Change::Updated,
-        };
-        deps.table.put(Item::new(key, stored(h, value.clone())), Condition::None).await?;
-        return Ok((change, value));
-    };
-    let (h, mut items) = series_items(&key, samples, None)?;
-    let change = match old {
-        None => Change::Created,
-        // A day stored before columns keeps the hash of its value's text.
-        Some(old) if old.h == h || (old.c.is_none() && old.h == hash(&value)) => {
-            return Ok((Change::Unchanged, value));
-        }
-        Some(old) => {
-            let before = stored_timestamps(deps, &key, provider, old).await?;
-            if samples.iter().any(|s| !before.contains(&s.timestamp)) {
-                Change::Created
-            } else {
-                Change::Updated
+            // A day stored before columns keeps the hash of its value's text.
+            Some(old) if old.h == h || (old.c.is_none() && old.h == hash(&value)) => {
+                out.push((Change::Unchanged, value));
+                continue;
             }
-        }
-    };
-    let first = items.remove(0);
-    // The other parts first, the day's own item (with the day's hash) last: a crash in between
-    // leaves the old hash, so the next poll writes the day again.
-    if !items.is_empty() {
-        deps.table.put_all_text(items).await?;
+            Some(old) => {
+                let before = stored_timestamps(deps, &key, provider, old).await?;
+                if samples.iter().any(|s| !before.contains(&s.timestamp)) {
+                    Change::Created
+                } else {
+                    Change::Updated
+                }
+            }
+        };
+        firsts.push(items.remove(0));
+        parts.extend(items);
+        out.push((change, value));
     }
-    deps.table.put_all_text(vec![first]).await?;
-    Ok((change, value))
+    if !parts.is_empty() {
+        deps.table.put_all_text(parts).await?;
+    }
+    if !firsts.is_empty() {
+        deps.table.put_all_text(firsts).await?;
+    }
+    Ok(out)
 }
 
 /// Stores a phone's summary of a day that may carry only the measures that changed since the
@@ -470,6 +521,7 @@ async fn get_all(deps: &Deps, keys: &[Key]) -> Result<Vec<Option<RawItem>>, Doma
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ports::Item;
 
     fn samples(n: i64) -> Vec<Sample> {
         (0..n)

@@ -326,11 +326,13 @@ async fn store_changes(
     birth_year: &mut Option<i32>,
 ) -> Result<Vec<EventEnvelope>, DomainError> {
     let mut events = Vec::new();
-    for entry in entries {
-        if let Entry::Profile { value } = &entry {
+    for entry in &entries {
+        if let Entry::Profile { value } = entry {
             *birth_year = value.get("birth_year").and_then(|y| y.as_i64()).map(|y| y as i32);
         }
-        let (change, value) = store::put(deps, user.user_id, provider, &entry).await?;
+    }
+    let stored = store::put_many(deps, user.user_id, provider, &entries).await?;
+    for (entry, (change, value)) in entries.iter().zip(stored) {
         let kind = match change {
             Change::Unchanged => continue,
             Change::Created => "created",
