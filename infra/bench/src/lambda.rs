@@ -15,7 +15,8 @@ type Error = Box<dyn std::error::Error>;
 /// group and stream, `AWS_REGION=us-east-1`, test credentials, `AWS_ENDPOINT_URL` on a closed
 /// loopback port (so nothing can leave the machine) and the `WEARLAB_*` variables of
 /// `template.yaml`; then `extra_env`, which may override any of them. The data key is given as
-/// `WEARLAB_DATA_KEY`, not read from SSM as a deployed function does. stdout is dropped, stderr
+/// `WEARLAB_DATA_KEY` and the phone tokens' signing key as `WEARLAB_PHONE_SIGNING_KEY`, not read
+/// from SSM as a deployed function does. stdout is dropped, stderr
 /// goes to `stderr`.
 pub fn lambda_command(
     path: &Path,
@@ -53,6 +54,12 @@ pub fn lambda_command(
         .env("WEARLAB_PUBLIC_URL", "https://api.example.test")
         // base64 of 32 bytes: the key that seals secrets at rest.
         .env("WEARLAB_DATA_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+        // The phone tokens' signing key (user-api, data-api, sdk-api stop without it): the
+        // public test key, given plainly rather than by its SSM parameter.
+        .env(
+            "WEARLAB_PHONE_SIGNING_KEY",
+            include_str!("../../../shared/domain/src/common/test_signing_key.b64").trim(),
+        )
         .env("WEARLAB_PULL_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-pull")
         .env("WEARLAB_BULK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-bulk")
         .env("WEARLAB_WEBHOOK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-webhook")
