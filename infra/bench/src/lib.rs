@@ -4,6 +4,7 @@
 //! `scripts/bench` runs everything; `docs/PERFORMANCE.md` records the figures.
 
 pub mod cost;
+pub mod lambda;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

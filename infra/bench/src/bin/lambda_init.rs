@@ -8,14 +8,12 @@
 //! is the baseline the others are compared to. Runs are interleaved across binaries, after two
 //! discarded warm-up runs each.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
+use wearlab_bench::lambda::{lambda_command, stderr_file, stderr_tail};
 use wearlab_bench::{Summary, ms};
 
 const NEXT: &str = "GET /2018-06-01/runtime/invocation/next ";
@@ -106,46 +104,10 @@ async fn main() -> Result<(), Error> {
 /// Spawns `f` against a fresh fake Runtime API and times it to its first `next` poll.
 async fn init_time(f: &Function, extra_env: &[(String, String)]) -> Result<Duration, Error> {
     // The child's stderr, shown when init fails (a missing variable, say).
-    let stderr = tempfile(&f.name)?;
+    let stderr = stderr_file(&f.name)?;
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let api = listener.local_addr()?;
-    let mut cmd = Command::new(&f.path);
-    cmd.env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LANG", "C.UTF-8")
-        .env("TZ", ":UTC")
-        .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", &f.name)
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-        .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-        .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{}", f.name))
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/03/01/[1]bench")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_DEFAULT_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_SESSION_TOKEN", "test")
-        // Nothing is called during init; should anything try, it stays on this machine.
-        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("WEARLAB_TABLE_NAME", "wearlab-bench")
-        .env("WEARLAB_SCHEDULE_GROUP", "wearlab-bench")
-        .env("WEARLAB_ERASURE_TARGET_ARN", "arn:aws:lambda:us-east-1:123456789012:function:erasure-worker")
-        .env("WEARLAB_SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/wearlab-scheduler")
-        .env("WEARLAB_EVENT_BUS_NAME", "wearlab-bench")
-        // Required on a deployment: links handed to users never come from a request's headers.
-        .env("WEARLAB_PUBLIC_URL", "https://api.example.test")
-        // base64 of 32 bytes: the key that seals secrets at rest.
-        .env("WEARLAB_DATA_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-        .env("WEARLAB_PULL_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-pull")
-        .env("WEARLAB_BULK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-bulk")
-        .env("WEARLAB_WEBHOOK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-webhook")
-        .env("WEARLAB_BULK_DLQ_ARN", "arn:aws:sqs:us-east-1:123456789012:wearlab-bench-bulk-dlq")
-        .envs(extra_env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(stderr.try_clone()?));
+    let mut cmd = lambda_command(&f.path, &f.name, api, extra_env, &stderr)?;
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let outcome = tokio::time::timeout(INIT_TIMEOUT, first_next_poll(&listener, &mut child)).await;
@@ -157,21 +119,7 @@ async fn init_time(f: &Function, extra_env: &[(String, String)]) -> Result<Durat
         Ok(Err(e)) => format!("{}: {e}", f.name),
         Err(_) => format!("{}: no invocation/next poll within {took:?}", f.name),
     };
-    let mut log = String::new();
-    let mut stderr = stderr;
-    stderr.seek(SeekFrom::Start(0))?;
-    stderr.read_to_string(&mut log)?;
-    let tail: Vec<&str> = log.lines().rev().take(10).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
-    Err(format!("{failure}\n{}", tail.join("\n")).into())
-}
-
-/// A scratch file, already unlinked, for the child's stderr.
-fn tempfile(name: &str) -> Result<File, Error> {
-    let path = std::env::temp_dir().join(format!("lambda-init-{}-{name}.stderr", std::process::id()));
-    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(file)
+    Err(format!("{failure}\n{}", stderr_tail(stderr)?).into())
 }
 
 /// When the first `invocation/next` request head arrived; an error when the function exits or

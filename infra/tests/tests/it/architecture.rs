@@ -364,3 +364,48 @@ fn requests_and_invocations_read_no_environment() {
         .collect();
     assert_eq!(readers, Vec::<String>::new(), "settings come from `Settings`, read once at start");
 }
+
+/// What a function links, as its deployment builds it (`scripts/package`: `-p` for each function,
+/// so no benchmark's or test's features): one TLS stack and one crypto backend, shared by the
+/// AWS SDK and reqwest (rustls on aws-lc-rs, the system's root certificates), and no test
+/// machinery. A second backend (ring) or compiled-in roots (webpki-roots) came with reqwest
+/// 0.12's `rustls-tls`; each adds its code to every function's bootstrap.
+#[test]
+fn functions_link_one_tls_stack_and_no_test_machinery() {
+    let functions: Vec<String> = std::fs::read_dir(root().join("functions"))
+        .expect("functions/")
+        .map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(functions.len() >= 10, "the functions were found: {functions:?}");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "tree",
+        "--offline",
+        "--locked",
+        "-e",
+        "normal,features",
+        "--prefix",
+        "none",
+        "--manifest-path",
+    ])
+    .arg(root().join("Cargo.toml"));
+    for f in &functions {
+        cmd.args(["-p", f]);
+    }
+    let out = cmd.output().expect("cargo tree runs");
+    assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.contains("aws-lc-rs v"), "the tree was read");
+    let unwanted: Vec<&str> = tree
+        .lines()
+        .filter(|l| {
+            l.starts_with("ring v")
+                || l.starts_with("webpki-roots v")
+                || l.starts_with("openssl v")
+                || l.starts_with("openssl-sys v")
+                || l.contains("feature \"test-support\"")
+        })
+        .collect();
+    assert_eq!(unwanted, Vec::<&str>::new(), "a second TLS stack, crypto backend or test machinery");
+}
