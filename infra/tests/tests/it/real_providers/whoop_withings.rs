@@ -23,8 +23,7 @@ use wearlab_providers::fake::whoop::{FakeWhoop, WEBHOOK_SLEEP_UPDATED};
 use wearlab_providers::fake::withings::{Failure, FakeWithings};
 
 use super::{
-    Real, connection_of, consent_through, drain, fhir_codes, fhir_observations, link_through, real_stack,
-    summaries,
+    Real, connection_of, consent_through, drain, fhir_observations, link_through, real_stack, summaries,
 };
 
 const TEAM_WHOOP_SECRET: &str = "team-whoop-secret";
