@@ -9,6 +9,18 @@ use wearlab_web::{AppState, Routes, routes};
 /// The routes of this function with their documentation. All of them read health data, so
 /// every request is recorded in the audit log.
 pub fn routes() -> Routes {
+    read_routes().layer(AuditLayer)
+}
+
+/// The same routes without the audit layer, for the benchmark that measures what the audit
+/// costs (`audit-twin`, `scripts/bench http`) and nothing else: only with the `bench` feature,
+/// which no function's build turns on.
+#[cfg(feature = "bench")]
+pub fn unaudited_twin_for_benchmarks() -> Routes {
+    read_routes()
+}
+
+fn read_routes() -> Routes {
     Routes::new()
         .routes(routes!(handlers::activity))
         .routes(routes!(handlers::sleep))
@@ -20,7 +32,6 @@ pub fn routes() -> Routes {
         .routes(routes!(handlers::electrocardiogram))
         .routes(routes!(handlers::profile))
         .routes(routes!(handlers::timeseries))
-        .layer(AuditLayer)
 }
 
 /// The function as served, `/openapi.json` included.

@@ -809,6 +809,33 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// What DynamoDB bills for one audited read (docs/PERFORMANCE.md, "The audit log on PHI
+    /// routes"): the entry as stored, on a route with the longest template and a resource,
+    /// fits one write unit (1 KB), and so does its index entry (GSI1 projects every attribute).
+    #[test]
+    fn an_audit_entry_is_one_write_unit_and_its_index_entry_one_more() {
+        use wearlab_domain::common::audit::{Access, Actor, Credential, Retention, entry_item};
+        use wearlab_domain::common::ids::{KeyId, TeamId, UserId};
+        let team = TeamId::parse("6f1c1a52-93a5-4c2b-8d0e-0a4b1d6c9e21").unwrap();
+        let access = Access {
+            actor: Actor {
+                team_id: team,
+                credential: Credential::ApiKey(KeyId::parse("0123456789ab").unwrap()),
+            },
+            method: "GET".into(),
+            route: "/v2/timeseries/{user_id}/{resource}/grouped".into(),
+            user_id: UserId::parse("0b6a3c7e-2f4d-4e8a-9c1b-5d2e7f8a9b0c"),
+            resource: Some("heartrate".into()),
+            status: 200,
+        };
+        let at = chrono::DateTime::parse_from_rfc3339("2026-11-28T10:00:00.123456Z").unwrap().to_utc();
+        let item = entry_item(access, at, uuid::Uuid::new_v4().simple().to_string(), Retention::default());
+        let size = crate::meter::item_size(&encode(&item));
+        assert!(item.gsi1.is_some());
+        assert!(size <= 1024, "{size} bytes");
+        println!("audit entry: {size} bytes as DynamoDB counts them");
+    }
+
     #[test]
     fn items_round_trip_through_attributes() {
         let item = Item::new(Key::new("USER#1", "PROFILE"), json!({"a": [1, "x"], "b": null}))

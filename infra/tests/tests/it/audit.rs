@@ -269,3 +269,68 @@ async fn an_unrecorded_read_is_withheld_and_a_change_keeps_its_answer() {
     let list = entries(&t.get(LOG).await);
     assert_eq!(routes(&list), vec![("GET".into(), "/v2/user/{user_id}/info/latest".into(), 200)]);
 }
+
+/// One request to `app` with the local team's key; the status and the JSON answer.
+async fn send_on(
+    app: &wearlab_web::App,
+    key: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let mut req =
+        http::Request::builder().method(method).uri(path).header(crate::helpers::API_KEY_HEADER, key);
+    if body.is_some() {
+        req = req.header("content-type", "application/json");
+    }
+    let body = body.map_or_else(axum::body::Body::empty, |b| axum::body::Body::from(b.to_string()));
+    let res = app.clone().oneshot(req.body(body).unwrap()).await.unwrap();
+    let status = res.status();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// An answered PHI read has its entry on disk before the answer: the stack on a redb file is
+/// dropped right after the answer, without a clean shutdown and before the entry's commit to the
+/// table (appended entries wait to be indexed many at a time), and opened again: the entry is
+/// listed, in order with the one before it, and the listing's cursor pages over both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_read_keeps_its_entry_through_a_stop_before_its_commit() {
+    const KEY: &str = "sk_audit_stop_test_local_key_0123456789";
+    let dir = std::env::temp_dir().join(format!("wearlab-audit-stop-{}", uuid::Uuid::new_v4().simple()));
+    let user = {
+        let stack = wearlab_local::LocalStack::open(&dir).expect("the stack opens on its file");
+        stack.ensure_team_key(Some(KEY)).await.unwrap();
+        let app = stack.app(stack.state());
+        let (status, created) =
+            send_on(&app, KEY, Method::POST, "/v2/user", Some(serde_json::json!({"client_user_id": "stop"})))
+                .await;
+        assert_eq!(status, StatusCode::OK, "{created}");
+        let user = created["user_id"].as_str().unwrap().to_owned();
+        let activity = format!("/v2/summary/activity/{user}?start_date=2026-02-01");
+        let (status, body) = send_on(&app, KEY, Method::GET, &activity, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let summary = format!("/v2/summary/sleep/{user}?start_date=2026-02-01");
+        let (status, body) = send_on(&app, KEY, Method::GET, &summary, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        user
+        // Dropped here, just after the answer.
+    };
+    let stack = wearlab_local::LocalStack::open(&dir).expect("the stack opens again");
+    let app = stack.app(stack.state());
+    let (status, page) =
+        send_on(&app, KEY, Method::GET, &format!("{LOG}?user_id={user}&limit=1"), None).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let first = page["data"].as_array().unwrap().clone();
+    assert_eq!(routes(&first), vec![("GET".into(), "/v2/summary/sleep/{user_id}".into(), 200)]);
+    let cursor = page["next_cursor"].as_str().expect("a second page").to_owned();
+    let (_, next) =
+        send_on(&app, KEY, Method::GET, &format!("{LOG}?user_id={user}&limit=1&next_cursor={cursor}"), None)
+            .await;
+    let second = next["data"].as_array().unwrap().clone();
+    assert_eq!(routes(&second), vec![("GET".into(), "/v2/summary/activity/{user_id}".into(), 200)]);
+    drop((app, stack));
+    let _ = std::fs::remove_dir_all(dir);
+}

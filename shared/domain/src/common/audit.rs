@@ -18,7 +18,7 @@ use wearlab_models::ValidationIssue;
 use crate::common::error::{DomainError, issue};
 use crate::common::ids::{Caller, KeyId, TeamId, UserId};
 use crate::keys::audit as keys;
-use crate::ports::{Condition, Cursor, Item, Page, Query, StoreError, to_body};
+use crate::ports::{Cursor, Item, Page, Query, StoreError, to_body};
 
 /// How long entries are kept when the deployment does not say: six years, the retention
 /// HIPAA asks of security documentation (45 CFR 164.316(b)(2)).
@@ -134,11 +134,20 @@ pub fn on_failure(method: &str) -> OnFailure {
     }
 }
 
-/// Writes the entry of one access: one conditional put, in one of the team's shards (by the
-/// entry's id, [`keys::shard_of`]) and, when the route names a user, in that user's index.
+/// Writes the entry of one access: one append (a put without condition: the entry's key holds
+/// a fresh id, and the entry never changes), in one of the team's shards (by the entry's id,
+/// [`keys::shard_of`]) and, when the route names a user, in that user's index. Durable when this
+/// answers ([`crate::ports::Table::append`]).
 pub async fn record(deps: &Deps, access: Access, retention: Retention) -> Result<(), DomainError> {
-    let at = deps.now();
     let id = uuid::Uuid::new_v4().simple().to_string();
+    deps.table.append(entry_item(access, deps.now(), id, retention)).await?;
+    Ok(())
+}
+
+/// The stored item of the entry `id` of one access at `at`: the entry as its body, in one of
+/// the team's shards, in the user's index when the route names a user, expiring after
+/// `retention`.
+pub fn entry_item(access: Access, at: DateTime<Utc>, id: String, retention: Retention) -> Item {
     let team = access.actor.team_id;
     let expires = at + retention.duration();
     let entry = AuditEntry {
@@ -156,8 +165,7 @@ pub async fn record(deps: &Deps, access: Access, retention: Retention) -> Result
     if let Some(user) = entry.user_id {
         item = item.with_gsi1(keys::user_index(team, user), key.sk);
     }
-    deps.table.put(item, Condition::NotExists).await?;
-    Ok(())
+    item
 }
 
 /// Which entries a team asks for.

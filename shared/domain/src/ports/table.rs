@@ -527,6 +527,16 @@ pub trait Table: Send + Sync + 'static {
     /// Writes one item if `condition` holds.
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError>;
 
+    /// Writes an item that is written once and never changed (its key is new: a fresh id in it),
+    /// without a condition, such as an audit log entry. The same promises as `put`: durable when
+    /// the call answers, and seen by every read that starts after the answer. An adapter may make
+    /// it durable and visible its own cheaper way (the embedded table logs it to an append-only
+    /// file with grouped syncs and indexes it in large groups later, or at once for a read that
+    /// needs it); this default is a put.
+    async fn append(&self, item: Item) -> Result<(), StoreError> {
+        self.put(item, Condition::None).await
+    }
+
     /// Removes one item if `condition` holds. Removing a missing item with `Condition::None` is fine.
     async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError>;
 

@@ -5,18 +5,28 @@
 //! written) inside a transaction.
 
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableTable};
 use tokio::sync::oneshot;
 use wearlab_domain::ports::{Add, Condition, Item, Key, MAX_ITEM_BYTES, StoreError, TextItem, WriteOp};
 
+use super::append_log::Pending;
 use super::scan::{decode, decode_envelope, encode};
 use super::{GSI1, ITEMS, ItemsTable, check_part, gsi_entry, primary, remove, unavailable};
 
-/// One caller's atomic batch of writes, answered once it is durable (or refused).
-pub(super) struct Write {
-    pub(super) ops: Vec<Prepared>,
-    pub(super) reply: oneshot::Sender<Result<Vec<i64>, StoreError>>,
+/// What the committer is sent.
+pub(super) enum Msg {
+    /// One caller's atomic batch of writes, answered once it is durable (or refused).
+    Write { ops: Vec<Prepared>, reply: oneshot::Sender<Result<Vec<i64>, StoreError>> },
+    /// An appended item, durable already in the append log ([`super::append_log`]) and listed in
+    /// [`Pending`] until it is committed here. Nobody waits for it: a group of appended items
+    /// only waits for more of them (up to [`APPENDED_MAX`], for at most [`APPENDED_WAIT`]), so
+    /// they are indexed many to a commit.
+    Appended(Prepared),
+    /// Answered once everything sent before it is committed: a read that needs an appended item
+    /// still waiting, or the append log before it forgets what it holds.
+    Flush(oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// A write with its item's text encoded by the caller, off the committer's thread (which
@@ -38,6 +48,19 @@ impl Prepared {
 
     /// A put of `item`'s text as it is. The op's item is the text item's envelope with a null
     /// body: the committer reads a put's key and index entry from it, and its bytes from `text`.
+    /// The stored text of a put (`None` for other writes).
+    pub(super) fn text(&self) -> Option<&[u8]> {
+        self.text.as_deref()
+    }
+
+    /// The item a put writes (`None` for other writes).
+    pub(super) fn item(&self) -> Option<&Item> {
+        match &self.op {
+            WriteOp::Put { item, .. } => Some(item),
+            _ => None,
+        }
+    }
+
     pub(super) fn from_text(item: TextItem) -> Result<Self, StoreError> {
         let envelope = Item::new(item.key.clone(), serde_json::Value::Null);
         let text = stored(&envelope, item.body().get().as_bytes())?;
@@ -70,6 +93,10 @@ fn stored(item: &Item, body: &[u8]) -> Result<Vec<u8>, StoreError> {
 
 /// Most callers' writes committed together.
 const GROUP_MAX: usize = 256;
+/// Most appended items committed together.
+pub(super) const APPENDED_MAX: usize = 1024;
+/// How long a group of appended items only waits for more before it is committed.
+pub(super) const APPENDED_WAIT: Duration = Duration::from_millis(250);
 
 /// The item at `key`; without `with_body`, its envelope only (the body left `null` unread).
 fn read(items: &ItemsTable<'_>, key: &Key, with_body: bool) -> Result<Option<Item>, StoreError> {
@@ -90,80 +117,157 @@ fn holds(condition: Condition, current: Option<&Item>) -> bool {
     }
 }
 
-/// The group committer, on a thread of its own: takes the first waiting write and every other
-/// already waiting (up to [`GROUP_MAX`]), applies them one after the other in one write
-/// transaction, each with its own conditions, and commits once. Concurrent writers thus share
-/// one fsync instead of queueing for one each, and every answer still comes after the commit
-/// that made it durable. A write refused by its conditions writes nothing and does not stop the
-/// others. Should a write fail half-applied (a storage error), the group is dropped uncommitted
-/// and each of its writes applied alone, so none answers for another's failure. The thread ends
-/// when the last handle of the table is dropped; it holds the database only while committing,
-/// so a dropped table closes its file at once.
-pub(super) fn commit_groups(db: &std::sync::Weak<Database>, queue: &mpsc::Receiver<Write>) {
+/// The group committer, on a thread of its own: takes the first waiting message and every other
+/// already waiting (up to [`GROUP_MAX`] callers' writes), applies the writes one after the
+/// other in one write transaction, each with its own conditions, and commits once. Concurrent
+/// writers thus share one fsync instead of queueing for one each, and every answer still comes
+/// after the commit that made it durable. A group of appended items alone first waits for more
+/// (see [`Msg::Appended`]). A write refused by its conditions writes nothing and does not stop
+/// the others. Should a write fail half-applied (a storage error), the group is dropped
+/// uncommitted and each of its writes applied alone, so none answers for another's failure. The
+/// thread ends when the last handle of the table is dropped; it holds the database only while
+/// committing, so a dropped table closes its file at once (appended items still waiting are in
+/// the append log, and indexed when the table is next opened).
+pub(super) fn commit_groups(db: &std::sync::Weak<Database>, queue: &mpsc::Receiver<Msg>, pending: &Pending) {
     while let Ok(first) = queue.recv() {
-        let mut group = vec![first];
-        while group.len() < GROUP_MAX {
-            match queue.try_recv() {
-                Ok(w) => group.push(w),
-                Err(_) => break,
-            }
-        }
+        let group = gather(first, queue);
         let answers = {
             let Some(db) = db.upgrade() else {
                 // The table is gone; its callers' answers are dropped with the group.
                 return;
             };
             // A panic answers this group's callers with "stopped" (their senders drop) and
-            // leaves the committer serving the next ones.
+            // leaves the committer serving the next ones; appended items of the group stay in
+            // the append log, which then keeps everything until the table is opened again.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit_group(&db, group)))
-                .unwrap_or_default()
+                .unwrap_or_else(|_| {
+                    pending.not_indexed();
+                    Vec::new()
+                })
             // The database is let go before anyone hears back, so a caller that drops the
             // table after its answer can open the file again at once.
         };
         for (reply, answer) in answers {
-            let _ = reply.send(answer);
+            match reply {
+                Reply::Caller(reply) => {
+                    let _ = reply.send(answer);
+                }
+                Reply::Flush(reply) => {
+                    let _ = reply.send(answer.map(drop));
+                }
+                Reply::Appended(partitions) => {
+                    if let Err(e) = answer {
+                        // Still in the append log, which now keeps everything until the
+                        // table is opened again and indexes it then.
+                        pending.not_indexed();
+                        tracing::error!(error = %e, "an appended item was not indexed; it is indexed when the table is next opened");
+                    }
+                    pending.remove(&partitions);
+                }
+            }
         }
     }
 }
 
-type Answer = (oneshot::Sender<Result<Vec<i64>, StoreError>>, Result<Vec<i64>, StoreError>);
+/// The group that starts with `first`: every message already waiting (up to [`GROUP_MAX`]
+/// callers' writes), and when they are all appended items, more of them as they come, until
+/// [`APPENDED_MAX`], [`APPENDED_WAIT`] after the first, or any other message.
+fn gather(first: Msg, queue: &mpsc::Receiver<Msg>) -> Vec<Msg> {
+    let is_write = |m: &Msg| matches!(m, Msg::Write { .. });
+    let mut writes = usize::from(is_write(&first));
+    let mut group = vec![first];
+    while writes < GROUP_MAX && group.len() < GROUP_MAX + APPENDED_MAX {
+        match queue.try_recv() {
+            Ok(m) => {
+                writes += usize::from(is_write(&m));
+                group.push(m);
+            }
+            Err(_) => break,
+        }
+    }
+    if !group.iter().all(|m| matches!(m, Msg::Appended(_))) {
+        return group;
+    }
+    let until = Instant::now() + APPENDED_WAIT;
+    while group.len() < APPENDED_MAX {
+        let Some(left) = until.checked_duration_since(Instant::now()) else { break };
+        match queue.recv_timeout(left) {
+            Ok(m) => {
+                let appended = matches!(m, Msg::Appended(_));
+                group.push(m);
+                if !appended {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    group
+}
+
+/// Who hears of a unit of a group's work.
+enum Reply {
+    Caller(oneshot::Sender<Result<Vec<i64>, StoreError>>),
+    /// An appended item: its partitions leave [`Pending`] once it is committed.
+    Appended(Vec<String>),
+    Flush(oneshot::Sender<Result<(), StoreError>>),
+}
+
+type Answer = (Reply, Result<Vec<i64>, StoreError>);
+
+/// One message as writes and who hears of them.
+fn unit(msg: Msg) -> (Vec<Prepared>, Reply) {
+    match msg {
+        Msg::Write { ops, reply } => (ops, Reply::Caller(reply)),
+        Msg::Appended(prepared) => {
+            let partitions = Pending::partitions(prepared.item());
+            (vec![prepared], Reply::Appended(partitions))
+        }
+        Msg::Flush(reply) => (vec![], Reply::Flush(reply)),
+    }
+}
 
 /// Applies and commits one group; the answers are sent by the caller.
-fn commit_group(db: &Database, group: Vec<Write>) -> Vec<Answer> {
+fn commit_group(db: &Database, group: Vec<Msg>) -> Vec<Answer> {
+    let group: Vec<(Vec<Prepared>, Reply)> = group.into_iter().map(unit).collect();
+    // Everything before a flush was committed by an earlier group, or is in this one.
+    if group.iter().all(|(ops, _)| ops.is_empty()) {
+        return group.into_iter().map(|(_, reply)| (reply, Ok(vec![]))).collect();
+    }
     if let [_] = group.as_slice() {
-        let w = group.into_iter().next().expect("one write");
-        let answer = apply(db, &w.ops);
-        return vec![(w.reply, answer)];
+        let (ops, reply) = group.into_iter().next().expect("one write");
+        let answer = apply(db, &ops);
+        return vec![(reply, answer)];
     }
     let txn = match db.begin_write() {
         Ok(txn) => txn,
         Err(e) => {
             let e = unavailable(e);
-            return group.into_iter().map(|w| (w.reply, Err(e.clone()))).collect();
+            return group.into_iter().map(|(_, reply)| (reply, Err(e.clone()))).collect();
         }
     };
     let mut results = Vec::with_capacity(group.len());
-    for w in &group {
-        match check_parts(&w.ops).map_err(Applied::Refused).and_then(|()| apply_in(&txn, &w.ops)) {
+    for (ops, _) in &group {
+        match check_parts(ops).map_err(Applied::Refused).and_then(|()| apply_in(&txn, ops)) {
             Ok(added) => results.push(Ok(added)),
             Err(Applied::Refused(e)) => results.push(Err(e)),
             Err(Applied::Broken(_)) => {
                 drop(txn);
                 return group
                     .into_iter()
-                    .map(|w| {
-                        let answer = apply(db, &w.ops);
-                        (w.reply, answer)
+                    .map(|(ops, reply)| {
+                        let answer = if ops.is_empty() { Ok(vec![]) } else { apply(db, &ops) };
+                        (reply, answer)
                     })
                     .collect();
             }
         }
     }
     match txn.commit() {
-        Ok(()) => group.into_iter().map(|w| w.reply).zip(results).collect(),
+        Ok(()) => group.into_iter().map(|(_, reply)| reply).zip(results).collect(),
         Err(e) => {
             let e = unavailable(e);
-            group.into_iter().map(|w| (w.reply, Err(e.clone()))).collect()
+            group.into_iter().map(|(_, reply)| (reply, Err(e.clone()))).collect()
         }
     }
 }
@@ -269,7 +373,7 @@ fn write_one(
 
 /// Writes `item` (its stored `text`) over whatever was at its key, and moves its index entry:
 /// the replaced item's entry goes, the new one's comes.
-fn insert(
+pub(super) fn insert(
     items: &mut ItemsTable<'_>,
     gsi: &mut ItemsTable<'_>,
     item: &Item,

@@ -1,9 +1,11 @@
 //! `Table` on redb: the adapter. One write transaction per call makes every batch atomic:
 //! redb has a single writer, so conditions are checked and writes applied with nothing in
 //! between. The key layout, reads, queries and the port's methods live here; writes go
-//! through the group committer ([`committer`]), and stored texts are read by the JSON scanner
-//! ([`scan`]) without parsing more of them than the caller needs.
+//! through the group committer ([`committer`]), appended items through the append log first
+//! ([`append_log`]), and stored texts are read by the JSON scanner ([`scan`]) without parsing
+//! more of them than the caller needs.
 
+mod append_log;
 mod committer;
 mod footprint;
 mod scan;
@@ -22,7 +24,8 @@ use wearlab_domain::ports::{
     TextItem, WriteOp, validate_batch, validate_put_all, validate_put_all_text,
 };
 
-use committer::{Prepared, Write, commit_groups};
+use append_log::{Appending, Pending};
+use committer::{Msg, Prepared, commit_groups};
 use scan::{decode, key_of_primary, primary_of_index_entry, raw_item, raw_item_of};
 
 /// Items by `pk \0 sk`, in the compact layout (older ones as JSON texts; see [`scan`]).
@@ -39,7 +42,12 @@ const HIGH: u8 = 0xFF;
 pub struct RedbTable {
     db: Arc<Database>,
     /// The group committer's queue: every write goes through it (see [`commit_groups`]).
-    writes: mpsc::Sender<Write>,
+    writes: mpsc::Sender<Msg>,
+    /// The append log's queue: appended items go through it first (a table in memory has no
+    /// log file, and indexes them the same way).
+    appends: mpsc::Sender<Appending>,
+    /// Appended items not committed yet, by partition: a read of one commits them first.
+    pending: Arc<Pending>,
 }
 
 /// redb's page cache unless the caller picks one: redb's own default is 1 GiB, which a long
@@ -78,7 +86,20 @@ impl RedbTable {
                 .map_err(unavailable)?;
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(unavailable)?;
         }
-        Self::init(Database::builder().set_cache_size(cache_bytes).create(path).map_err(unavailable)?)
+        // The committer of a table just dropped may still hold the file for the commit it is
+        // finishing (appended items are committed after their callers heard back): wait for it,
+        // a bounded while.
+        let mut attempts = 0;
+        let db = loop {
+            match Database::builder().set_cache_size(cache_bytes).create(path) {
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) if attempts < 100 => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                opened => break opened.map_err(unavailable)?,
+            }
+        };
+        Self::init(db, Some(&append_log::path_of(path)))
     }
 
     /// A table in memory, for tests and benchmarks.
@@ -87,22 +108,50 @@ impl RedbTable {
             .set_cache_size(DEFAULT_CACHE_BYTES)
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .expect("in-memory redb opens");
-        Self::init(db).expect("in-memory redb initialises")
+        Self::init(db, None).expect("in-memory redb initialises")
     }
 
-    fn init(db: Database) -> Result<Self, StoreError> {
+    /// Starts the committer and the append log, on the file `log` (a table on a file) after
+    /// indexing what it holds.
+    fn init(db: Database, log: Option<&Path>) -> Result<Self, StoreError> {
         let txn = db.begin_write().map_err(unavailable)?;
         txn.open_table(ITEMS).map_err(unavailable)?;
         txn.open_table(GSI1).map_err(unavailable)?;
         txn.commit().map_err(unavailable)?;
+        let log = log.map(|path| append_log::open(&db, path)).transpose()?;
         let db = Arc::new(db);
+        let pending = Arc::new(Pending::default());
         let (writes, queue) = mpsc::channel();
         let weak = Arc::downgrade(&db);
+        let committer_pending = pending.clone();
         std::thread::Builder::new()
             .name("redb-commit".into())
-            .spawn(move || commit_groups(&weak, &queue))
+            .spawn(move || commit_groups(&weak, &queue, &committer_pending))
             .map_err(unavailable)?;
-        Ok(Self { db, writes })
+        let (appends, queue) = mpsc::channel();
+        let (commits, log_pending) = (writes.clone(), pending.clone());
+        std::thread::Builder::new()
+            .name("redb-append-log".into())
+            .spawn(move || append_log::write_groups(log, &queue, &commits, &log_pending))
+            .map_err(unavailable)?;
+        Ok(Self { db, writes, appends, pending })
+    }
+
+    /// Answers once every appended item of partition `pk` is committed (at once when none waits).
+    async fn settle(&self, pk: &str) -> Result<(), StoreError> {
+        if self.pending.holds(pk) { self.flush().await } else { Ok(()) }
+    }
+
+    /// Answers once every appended item is committed.
+    async fn settle_all(&self) -> Result<(), StoreError> {
+        if self.pending.any() { self.flush().await } else { Ok(()) }
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        let stopped = || StoreError::Unavailable("the table's writer stopped".into());
+        let (reply, answer) = oneshot::channel();
+        self.writes.send(Msg::Flush(reply)).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Applies `ops` atomically and answers once they are committed (fsync'd on a file).
@@ -114,12 +163,13 @@ impl RedbTable {
     async fn write_prepared(&self, ops: Vec<Prepared>) -> Result<Vec<i64>, StoreError> {
         let stopped = || StoreError::Unavailable("the table's writer stopped".into());
         let (reply, answer) = oneshot::channel();
-        self.writes.send(Write { ops, reply }).map_err(|_| stopped())?;
+        self.writes.send(Msg::Write { ops, reply }).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 
     /// Every item, in key order: for tests that check nothing of a user remains anywhere.
     pub async fn scan_all(&self) -> Result<Vec<Item>, StoreError> {
+        self.settle_all().await?;
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
         let mut out = Vec::new();
@@ -132,6 +182,7 @@ impl RedbTable {
 
     /// Deletes items whose expiry has passed, as DynamoDB's TTL does. Returns how many.
     pub async fn purge_expired(&self, now_epoch_seconds: i64) -> Result<usize, StoreError> {
+        self.settle_all().await?;
         let db = self.db.clone();
         blocking(move || {
             let txn = db.begin_write().map_err(unavailable)?;
@@ -322,6 +373,7 @@ impl Table for RedbTable {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         check_part(&key.pk)?;
         check_part(&key.sk)?;
+        self.settle(&key.pk).await?;
         // Reads are short and never wait for the writer (MVCC), so they run inline.
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
@@ -338,6 +390,7 @@ impl Table for RedbTable {
         for key in keys {
             check_part(&key.pk)?;
             check_part(&key.sk)?;
+            self.settle(&key.pk).await?;
         }
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
@@ -352,6 +405,7 @@ impl Table for RedbTable {
     async fn get_raw(&self, key: &Key) -> Result<Option<RawItem>, StoreError> {
         check_part(&key.pk)?;
         check_part(&key.sk)?;
+        self.settle(&key.pk).await?;
         let txn = self.db.begin_read().map_err(unavailable)?;
         let items = txn.open_table(ITEMS).map_err(unavailable)?;
         match items.get(primary(key).as_slice()).map_err(unavailable)? {
@@ -362,6 +416,25 @@ impl Table for RedbTable {
 
     async fn put(&self, item: Item, condition: Condition) -> Result<(), StoreError> {
         self.transact(vec![WriteOp::Put { item, condition }]).await
+    }
+
+    /// Durable in the append log when answered (one write and one `fdatasync` shared by the
+    /// appends waiting together), indexed into redb many to a commit later, or at once for a
+    /// read of its partitions ([`append_log`]).
+    async fn append(&self, item: Item) -> Result<(), StoreError> {
+        check_part(&item.key.pk)?;
+        check_part(&item.key.sk)?;
+        if let Some(g) = &item.gsi1 {
+            check_part(&g.pk)?;
+            check_part(&g.sk)?;
+        }
+        let op = WriteOp::Put { item, condition: Condition::None };
+        validate_batch(std::slice::from_ref(&op))?;
+        let prepared = Prepared::new(op)?;
+        let stopped = || StoreError::Unavailable("the table's append log stopped".into());
+        let (reply, answer) = oneshot::channel();
+        self.appends.send(Appending { prepared, reply }).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
@@ -406,12 +479,14 @@ impl Table for RedbTable {
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        self.settle(&query.pk).await?;
         let (texts, next_cursor) = run_query(&self.db, &query)?;
         let items = texts.iter().map(|(k, t)| decode(k, t)).collect::<Result<_, _>>()?;
         Ok(Page { items, next_cursor })
     }
 
     async fn query_raw(&self, query: Query) -> Result<RawPage, StoreError> {
+        self.settle(&query.pk).await?;
         let (texts, next_cursor) = run_query(&self.db, &query)?;
         let items =
             texts.into_iter().map(|(k, t)| raw_item(key_of_primary(&k)?, t)).collect::<Result<_, _>>()?;
@@ -557,5 +632,42 @@ mod tests {
         assert_eq!(entries[0].value_len, 1 + 1 + 1 + 2 + index + body);
         assert_eq!((entries[1].index, entries[1].value_len), (true, 0));
         assert_eq!(table.get(&item.key).await.unwrap(), Some(item));
+    }
+
+    fn scratch() -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("wearlab-redb-append-{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    fn entry(n: u32) -> Item {
+        Item::new(Key::new("AUDIT#t#03", format!("2026-11-28T10:00:0{n}.000000Z#{n:032}")), json!({"n": n}))
+            .with_gsi1("AUDIT#t#USER#u", format!("2026-11-28T10:00:0{n}.000000Z#{n:032}"))
+    }
+
+    #[tokio::test]
+    async fn an_answered_append_is_read_at_once_and_survives_a_stop_before_its_commit() {
+        let dir = scratch();
+        let path = dir.join("table.redb");
+        {
+            let table = RedbTable::open(&path).unwrap();
+            table.append(entry(1)).await.unwrap();
+            // Read at once through its index and its partition (committed for the read).
+            let by_user = table.query(Query::gsi1("AUDIT#t#USER#u")).await.unwrap();
+            assert_eq!(by_user.items, vec![entry(1)]);
+            table.append(entry(2)).await.unwrap();
+            assert_eq!(table.get(&entry(2).key).await.unwrap(), Some(entry(2)));
+            table.append(entry(3)).await.unwrap();
+            // Dropped while the last one waits for its commit, as a crash would leave it: it is
+            // only in the append log.
+        }
+        assert!(std::fs::metadata(append_log::path_of(&path)).unwrap().len() > 0);
+        let table = RedbTable::open(&path).unwrap();
+        let by_user = table.query(Query::gsi1("AUDIT#t#USER#u").descending()).await.unwrap();
+        assert_eq!(by_user.items, vec![entry(3), entry(2), entry(1)]);
+        let shard = table.query(Query::partition("AUDIT#t#03")).await.unwrap();
+        assert_eq!(shard.items, vec![entry(1), entry(2), entry(3)]);
+        // Indexed when opened, and the log emptied.
+        assert_eq!(std::fs::metadata(append_log::path_of(&path)).unwrap().len(), 0);
+        drop(table);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
