@@ -159,6 +159,14 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         got[&Resource::BloodOxygen],
         vec![json!({"timestamp": "2026-11-22T12:00:00+00:00", "value": 96.4, "unit": "%"})]
     );
+    // The daily resting heart rate (an int64 string) as the activity summary of its date.
+    assert_eq!(
+        got[&Resource::Activity],
+        vec![
+            json!({"date": "2026-11-21", "resting_hr_bpm": 61.0}),
+            json!({"date": "2026-11-22", "resting_hr_bpm": 58.0}),
+        ]
+    );
 
     // Weight grams to kilograms, the day's last weighing; body fat in percent beside it.
     assert_eq!(
@@ -387,6 +395,7 @@ async fn a_notification_with_the_secret_and_googles_signature_becomes_a_notice_f
     assert_eq!(notice_of("body-fat"), vec![Resource::Body]);
     assert_eq!(notice_of("weight"), vec![Resource::Body]);
     assert_eq!(notice_of("daily-oxygen-saturation"), vec![Resource::BloodOxygen]);
+    assert_eq!(notice_of("daily-resting-heart-rate"), vec![Resource::Activity]);
     assert!(notice_of("floors").is_empty(), "authentic but nothing Wearlab maps");
 }
 
