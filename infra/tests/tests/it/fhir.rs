@@ -742,6 +742,8 @@ fn the_code_table_in_the_docs_is_what_the_mapper_emits() {
             Reading::Samples(Aggregate::Mean) => ("mean", "mean"),
             Reading::Samples(Aggregate::Sum) => ("sum", "sum"),
             Reading::SleepSessions => ("time asleep", "time in stage"),
+            // The summary field it reads.
+            Reading::DayValues(v) => (v.field(), ""),
         };
         let row = |kind: &str, code: &str, display: &str, category: &str, profile: &str, value: &str| {
             vec![
