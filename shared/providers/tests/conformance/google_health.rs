@@ -273,7 +273,7 @@ async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
 #[tokio::test]
 async fn any_other_resource_is_a_clear_error() {
     let (fake, adapter) = setup().await;
-    for resource in [Resource::Activity, Resource::Profile, Resource::CaloriesActive, Resource::Connection] {
+    for resource in [Resource::Profile, Resource::CaloriesActive, Resource::Connection] {
         let fetched = adapter.fetch(&fake.account(), &resource, fixture_range(), &NoLimit).await;
         assert!(matches!(fetched, Err(ProviderError::Unsupported(_))), "{resource}: {fetched:?}");
     }
