@@ -66,11 +66,43 @@ pub struct ActivitySummary {
     /// Seconds of high-intensity activity.
     #[schema(required = true)]
     pub high: Option<f64>,
+    /// The day's heart rate (beats per minute), null when the source gives none of it.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub heart_rate: Option<DayHeartRate>,
     /// IANA time zone of the day.
     pub timezone: String,
     /// Seconds east of UTC at the start of the day.
     pub timezone_offset: i32,
     pub source: SourceContext,
+}
+
+/// A day's heart rate in beats per minute, each value null when the source gives none: the
+/// average, lowest and highest of the day, and the resting heart rate the source computed for
+/// the day.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, ToSchema)]
+pub struct DayHeartRate {
+    #[schema(required = true)]
+    pub avg_bpm: Option<f64>,
+    #[schema(required = true)]
+    pub min_bpm: Option<f64>,
+    #[schema(required = true)]
+    pub max_bpm: Option<f64>,
+    #[schema(required = true)]
+    pub resting_bpm: Option<f64>,
+}
+
+impl DayHeartRate {
+    /// The day's heart rate, or `None` when no value is known.
+    pub fn of(
+        avg_bpm: Option<f64>,
+        min_bpm: Option<f64>,
+        max_bpm: Option<f64>,
+        resting_bpm: Option<f64>,
+    ) -> Option<Self> {
+        let hr = Self { avg_bpm, min_bpm, max_bpm, resting_bpm };
+        (hr != Self::default()).then_some(hr)
+    }
 }
 
 crate::open_enum!(
@@ -181,6 +213,10 @@ pub struct BodySummary {
     /// Percent.
     #[schema(required = true)]
     pub fat: Option<f64>,
+    /// Meters: a height measured that day (the provider's undated height stays in the profile).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub height: Option<f64>,
     pub timezone: String,
     pub timezone_offset: i32,
     pub source: SourceContext,

@@ -58,6 +58,7 @@ const RESOURCES: &[Resource] = &[
     Resource::BloodOxygen,
     Resource::Steps,
     Resource::Distance,
+    Resource::Activity,
 ];
 
 /// The discovery document's `dataPoints.list` `pageSize`: at most 10000, and at most 25 for
@@ -92,6 +93,7 @@ pub const DATA_TYPES: &[(&str, Kind)] = &[
     ("body-fat", Kind::Sample),
     ("daily-heart-rate-variability", Kind::Daily),
     ("daily-oxygen-saturation", Kind::Daily),
+    ("daily-resting-heart-rate", Kind::Daily),
     ("exercise", Kind::Session),
     ("sleep", Kind::Sleep),
 ];
@@ -471,6 +473,13 @@ fn daily_spo2(p: &Value) -> Option<Reading> {
     Some((noon(date(p)?), None, number(p.get("averagePercentage")?)?))
 }
 
+/// A `DailyRestingHeartRate` as the activity summary of its `date` (the user's local day):
+/// `beatsPerMinute` (an int64 string) as the day's resting heart rate.
+fn resting_record(p: &Value) -> Option<Value> {
+    let day = date(p)?;
+    Some(json!({"date": day.to_string(), "resting_hr_bpm": number(p.get("beatsPerMinute")?)?}))
+}
+
 /// A `Sleep` as its summary: dated by its local end, stage minutes as seconds. Classic
 /// sleeps (AWAKE, RESTLESS, ASLEEP) have no stages: their asleep time counts as light sleep so
 /// the night's total holds.
@@ -572,6 +581,7 @@ pub fn resources_of(data_type: &str) -> &'static [Resource] {
         "weight" | "body-fat" => &[Resource::Body],
         "daily-heart-rate-variability" => &[Resource::Hrv],
         "daily-oxygen-saturation" => &[Resource::BloodOxygen],
+        "daily-resting-heart-rate" => &[Resource::Activity],
         "exercise" => &[Resource::Workouts],
         "sleep" => &[Resource::Sleep],
         _ => &[],
@@ -707,6 +717,16 @@ impl Adapter for GoogleHealth {
                 self.series(gate, token, "daily-oxygen-saturation", range, daily_spo2, "%").await?
             }
             Resource::Body => self.body(gate, token, range).await?,
+            Resource::Activity => {
+                let mut days: Vec<Value> = self
+                    .points(gate, token, "daily-resting-heart-rate", range)
+                    .await?
+                    .iter()
+                    .filter_map(resting_record)
+                    .collect();
+                days.sort_by(|a, b| a["date"].as_str().cmp(&b["date"].as_str()));
+                days
+            }
             Resource::Sleep => sleep_records(&self.points(gate, token, "sleep", range).await?),
             Resource::Workouts => {
                 let mut w: Vec<Value> = self

@@ -16,6 +16,9 @@
 //! - `hrv`, `blood_oxygen`, `body_temperature`: `/v2/recovery` (RMSSD ms, SpO2 %, skin
 //!   temperature °C), stamped at the end of the sleep the recovery belongs to (a recovery names
 //!   its sleep, not a time).
+//! - `activity`: the recovery's resting heart rate (bpm) as the day's `heart_rate.resting_bpm`,
+//!   dated by the local day the recovery's sleep ends on (the day its other values are stamped
+//!   on); WHOOP's cycles are not read, so the day holds nothing else.
 //! - `body`: `/v2/user/measurement/body` weight, dated today (WHOOP keeps only the current
 //!   value, so it is never written into past days).
 //! - `profile`: the height from the same call.
@@ -66,10 +69,14 @@ const RESOURCES: &[Resource] = &[
     Resource::Hrv,
     Resource::BloodOxygen,
     Resource::BodyTemperature,
+    Resource::Activity,
 ];
 
-/// The resources a recovery fills.
-const RECOVERY_RESOURCES: &[Resource] = &[Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature];
+/// The timeseries a recovery fills.
+const RECOVERY_SERIES: &[Resource] = &[Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature];
+/// The resources a recovery fills: its timeseries and the day's resting heart rate.
+const RECOVERY_RESOURCES: &[Resource] =
+    &[Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature, Resource::Activity];
 /// The resources a sleep fills.
 const SLEEP_RESOURCES: &[Resource] = &[Resource::Sleep, Resource::RespiratoryRate];
 
@@ -326,6 +333,8 @@ struct Recovery {
 #[derive(Debug, Deserialize)]
 struct RecoveryScore {
     #[serde(default)]
+    resting_heart_rate: Option<f64>,
+    #[serde(default)]
     hrv_rmssd_milli: Option<f64>,
     #[serde(default)]
     spo2_percentage: Option<f64>,
@@ -447,6 +456,24 @@ fn recovery_rows(
     oldest_first(rows, "timestamp")
 }
 
+/// Activity records of the recoveries' resting heart rates (`score.resting_heart_rate`, bpm),
+/// each on the local day its sleep ends on, as the recovery's timeseries are stamped. Of two
+/// recoveries of one day (a nap's among them), the later sleep's.
+fn resting_records(recoveries: &[Recovery], sleeps: &[Sleep], range: DateRange) -> Vec<Value> {
+    let mut days: std::collections::BTreeMap<NaiveDate, (DateTime<Utc>, Value)> = Default::default();
+    for r in recoveries {
+        let Some(bpm) = scored(r.score_state, &r.score).and_then(|s| s.resting_heart_rate) else { continue };
+        let Some(sleep) = sleeps.iter().find(|s| s.id == r.sleep_id) else { continue };
+        let (day, zone) = local(sleep.end, sleep.timezone_offset.as_deref());
+        if !in_range(range, day) || days.get(&day).is_some_and(|(end, _)| *end > sleep.end) {
+            continue;
+        }
+        let record = with_zone(json!({"date": day.to_string(), "resting_hr_bpm": bpm}), zone);
+        days.insert(day, (sleep.end, record));
+    }
+    days.into_values().map(|(_, r)| r).collect()
+}
+
 /// The body record: WHOOP keeps only the current weight, so it is dated `today` and given only
 /// when today is in the range.
 fn body_records(body: &Body, range: DateRange, today: NaiveDate) -> Vec<Value> {
@@ -555,7 +582,12 @@ impl Adapter for Whoop {
             Resource::Workouts => {
                 workout_records(&self.collection(gate, c, "/v2/activity/workout", w).await?, range)
             }
-            r if RECOVERY_RESOURCES.contains(r) => {
+            Resource::Activity => {
+                let recoveries: Vec<Recovery> = self.collection(gate, c, "/v2/recovery", w).await?;
+                let sleeps: Vec<Sleep> = self.collection(gate, c, "/v2/activity/sleep", w).await?;
+                resting_records(&recoveries, &sleeps, range)
+            }
+            r if RECOVERY_SERIES.contains(r) => {
                 let recoveries: Vec<Recovery> = self.collection(gate, c, "/v2/recovery", w).await?;
                 let sleeps: Vec<Sleep> = self.collection(gate, c, "/v2/activity/sleep", w).await?;
                 recovery_rows(r, &recoveries, &sleeps, range)

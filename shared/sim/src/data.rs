@@ -82,6 +82,8 @@ fn summary(provider: &str, account: &str, resource: &Resource, day: NaiveDate) -
             "floors_climbed": round(v("floors", 0.0, 25.0), 0),
             "low_minutes": round(v("low", 60.0, 240.0), 0),
             "high_minutes": round(v("high", 0.0, 75.0), 0),
+            // An adult's resting heart rate, whole beats per minute as wearables report it.
+            "resting_hr_bpm": round(v("rhr", 52.0, 68.0), 0),
         }),
         Resource::Sleep | Resource::SleepCycle => {
             let start = at(22, 0) + chrono::Duration::minutes(v("start", 0.0, 120.0) as i64);

@@ -185,6 +185,9 @@ async fn the_capability_statement_says_what_is_served(t: TestApp) {
         assert!(code_param.contains(c.loinc.code), "{} in {code_param}", c.loinc.code);
     }
     assert!(code_param.contains("93832-4"), "{code_param}");
+    // Resting heart rate (beside heart rate's 8867-4) and body height.
+    assert!(code_param.contains("40443-4") && code_param.contains("8302-2"), "{code_param}");
+    assert_eq!(code_param.matches("8867-4").count(), 1, "each code once: {code_param}");
 }
 
 async fn a_patient_carries_its_identifiers(t: TestApp) {
@@ -589,7 +592,94 @@ async fn everything_of_a_patient_pages_through_its_resources(t: TestApp) {
     assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.body);
 }
 
+/// iOS activity days (`ActivityPatch.Activity`, as `phone_summaries.rs` uploads one) of
+/// 2026-11-20 to 22, each with HealthKit's resting heart rate `resting` + the day's index, but the
+/// 21st, which has no heart rate at all.
+fn ios_activity_days(resting: f64) -> Value {
+    let days: Vec<Value> = [("2026-11-20", true), ("2026-11-21", false), ("2026-11-22", true)]
+        .iter()
+        .enumerate()
+        .map(|(i, (date, with_hr))| {
+            let mut summary = json!({"calendar_date": date, "active_energy_burned_sum": 512.0,
+                "basal_energy_burned_sum": 1688.0, "steps_sum": 10412, "exercise_time": 42});
+            if *with_hr {
+                summary["max_heart_rate"] = json!(151);
+                summary["min_heart_rate"] = json!(48);
+                summary["avg_heart_rate"] = json!(74);
+                summary["resting_heart_rate"] = json!(resting + i as f64);
+            }
+            json!({"day_summary": summary, "active_energy_burned": [], "basal_energy_burned": [],
+                   "steps": [], "floors_climbed": [], "distance_walking_running": [], "vo2_max": []})
+        })
+        .collect();
+    ios_daily(days)
+}
+
+/// The phone's daily resting heart rate is kept in the activity summary (`heart_rate`, read back
+/// over the data API) and served as a heart rate Observation of its day that also carries LOINC's
+/// resting heart rate code: found by either code, by category and date, in `$everything`, and
+/// not by another team.
+async fn a_days_resting_heart_rate_reads_back_and_as_an_observation(t: TestApp) {
+    let user = t.create_user("ehr-resting").await;
+    let a = t.post(&format!("/v2/summary/activity/{user}"), ios_activity_days(55.0)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let a = t.get(&format!("/v2/summary/activity/{user}?start_date=2026-11-20&end_date=2026-11-22")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let hr: Vec<Value> =
+        a.body["activity"].as_array().unwrap().iter().map(|d| d["heart_rate"].clone()).collect();
+    assert_eq!(
+        hr,
+        vec![
+            json!({"avg_bpm": 74.0, "min_bpm": 48.0, "max_bpm": 151.0, "resting_bpm": 55.0}),
+            Value::Null,
+            json!({"avg_bpm": 74.0, "min_bpm": 48.0, "max_bpm": 151.0, "resting_bpm": 57.0}),
+        ]
+    );
+
+    let search =
+        |q: &str| format!("/fhir/Observation?subject=Patient/{user}&date=ge2026-11-19&date=lt2026-11-23&{q}");
+    let a = fhir(&t, &search("code=http://loinc.org|40443-4")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let found = entries(&a.body);
+    let days: Vec<(&str, f64)> = found
+        .iter()
+        .map(|o| (o["effectiveDateTime"].as_str().unwrap(), o["valueQuantity"]["value"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(days, [("2026-11-20", 55.0), ("2026-11-22", 57.0)], "the 21st has none");
+    let o = &found[0];
+    let codings: Vec<&str> =
+        o["code"]["coding"].as_array().unwrap().iter().map(|c| c["code"].as_str().unwrap()).collect();
+    assert_eq!(codings, ["8867-4", "40443-4"], "the heart rate profile's code, then resting heart rate");
+    assert_eq!(o["code"]["text"], "Resting heart rate");
+    assert_eq!(o["meta"]["profile"][0], "http://hl7.org/fhir/StructureDefinition/heartrate");
+    assert_eq!(o["meta"]["source"], "urn:wearlab:provider:apple_health_kit");
+    assert_eq!(o["valueQuantity"]["code"], "/min");
+    assert_eq!(o["valueQuantity"]["system"], "http://unitsofmeasure.org");
+    assert_eq!(o["category"][0]["coding"][0]["code"], "vital-signs");
+    // 8867-4 and the vital-signs category find it too; a day range that holds only the 22nd, one.
+    for (q, n) in [("code=8867-4", 2), ("category=vital-signs", 2), ("category=activity", 0)] {
+        let a = fhir(&t, &search(q)).await;
+        assert_eq!(entries(&a.body).len(), n, "{q}: {}", a.body);
+    }
+    let a = fhir(
+        &t,
+        &format!("/fhir/Observation?subject=Patient/{user}&code=40443-4&date=ge2026-11-21&date=le2026-11-22"),
+    )
+    .await;
+    assert_eq!(entries(&a.body).len(), 1, "{}", a.body);
+
+    let a = fhir(&t, &format!("/fhir/Patient/{user}/$everything?start=2026-11-20&end=2026-11-22")).await;
+    let resting = entries(&a.body).iter().filter(|r| r["code"]["coding"][1]["code"] == "40443-4").count();
+    assert_eq!(resting, 2, "{}", a.body);
+
+    let other = t.other_team_key().await;
+    let a = t.send(Method::GET, &search("code=40443-4"), Some(&other), None).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.body);
+    keep(&a.body);
+}
+
 crate::helpers::on_both_adapters!(
+    a_days_resting_heart_rate_reads_back_and_as_an_observation,
     everything_of_a_patient_pages_through_its_resources,
     the_capability_statement_says_what_is_served,
     a_lab_orders_results_read_as_a_diagnostic_report,
@@ -652,6 +742,8 @@ fn the_code_table_in_the_docs_is_what_the_mapper_emits() {
             Reading::Samples(Aggregate::Mean) => ("mean", "mean"),
             Reading::Samples(Aggregate::Sum) => ("sum", "sum"),
             Reading::SleepSessions => ("time asleep", "time in stage"),
+            // The summary field it reads.
+            Reading::DayValues(v) => (v.field(), ""),
         };
         let row = |kind: &str, code: &str, display: &str, category: &str, profile: &str, value: &str| {
             vec![
@@ -714,17 +806,20 @@ async fn the_simulated_providers_data_reads_as_observations_of_every_code() {
         let a = fhir(&t, &p).await;
         assert_eq!(a.status, StatusCode::OK, "{}", a.body);
         for o in entries(&a.body) {
-            codes.insert(o["code"]["coding"][0]["code"].as_str().unwrap().to_owned());
+            for c in o["code"]["coding"].as_array().unwrap() {
+                codes.insert(c["code"].as_str().unwrap().to_owned());
+            }
             providers.insert(o["meta"]["source"].as_str().unwrap().to_owned());
         }
         path = next_link(&a.body).map(|u| path_of(&u));
     }
     let emitted: std::collections::BTreeSet<String> = wearlab_domain::fhir::codes::codes()
         .iter()
-        .map(|c| c.loinc.code.to_owned())
-        // The simulator gives no BMI, and blood pressure without its diastolic, which the
-        // blood pressure panel needs (the phone's cuffs give both: above).
-        .filter(|c| c != "39156-5" && c != "85354-9")
+        .flat_map(|c| std::iter::once(&c.loinc).chain(c.also))
+        .map(|l| l.code.to_owned())
+        // The simulator gives no BMI, no measured height, and blood pressure without its
+        // diastolic, which the blood pressure panel needs (the phone's cuffs give both: above).
+        .filter(|c| c != "39156-5" && c != "85354-9" && c != "8302-2")
         .collect();
     assert_eq!(codes, emitted, "{providers:?}");
     assert_eq!(providers.len(), 3, "{providers:?}");

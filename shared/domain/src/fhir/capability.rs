@@ -9,7 +9,14 @@ use super::{FHIR_VERSION, MAX_COUNT, instant};
 
 /// The statement for a server at `base` (`https://.../fhir`), dated `now`.
 pub fn statement(base: &str, now: DateTime<Utc>) -> Value {
-    let codes: Vec<String> = codes().iter().map(|c| c.loinc.code.to_owned()).collect();
+    // Every code an Observation carries (heart rate's 8867-4 also codes resting heart rate),
+    // each once.
+    let mut loinc: Vec<&str> = Vec::new();
+    for l in codes().iter().flat_map(|c| std::iter::once(&c.loinc).chain(c.also)) {
+        if !loinc.contains(&l.code) {
+            loinc.push(l.code);
+        }
+    }
     let param =
         |name: &str, kind: &str, doc: String| json!({"name": name, "type": kind, "documentation": doc});
     json!({
@@ -43,7 +50,7 @@ pub fn statement(base: &str, now: DateTime<Utc>) -> Value {
                     "searchParam": [
                         param("subject", "reference", "Required: Patient/{id} of one of the team's users.".into()),
                         param("patient", "reference", "The same as subject.".into()),
-                        param("code", "token", format!("LOINC codes (http://loinc.org|code or code), comma-separated: {}.", codes.join(", "))),
+                        param("code", "token", format!("LOINC codes (http://loinc.org|code or code), comma-separated: {}.", loinc.join(", "))),
                         param("category", "token", "vital-signs, activity or laboratory.".into()),
                         param("date", "date", format!(
                             "Prefixes ge, gt, le, lt, eq; taken at UTC days. Without a lower bound, the {DEFAULT_DAYS} days up to the upper one (default today)."

@@ -7,14 +7,14 @@
 //! (<https://hl7.org/fhir/R4/observation-vitalsigns.html>: heart rate 8867-4 in `/min`,
 //! respiratory rate 9279-1, oxygen saturation 2708-6 in `%`, body temperature 8310-5 in `Cel`,
 //! body weight 29463-7 in `kg`, BMI 39156-5 in `kg/m2`, blood pressure panel 85354-9 with
-//! systolic 8480-6 and diastolic 8462-4 in `mm[Hg]`); the other LOINC codes from their
-//! pages at <https://loinc.org/> (59408-5, 80404-7, 41982-0, 2339-0, 55423-8, 41981-2, and the
-//! sleep codes 93832-4, 93830-8, 93831-6, 93829-0); UCUM from <https://ucum.org/ucum> (`/min`,
-//! `ms`, `%`, `Cel`, `kg`, `kg/m2`, `mg/dL`, `mm[Hg]`, `kcal`, `min`, and the annotation
-//! `{steps}`).
+//! systolic 8480-6 and diastolic 8462-4 in `mm[Hg]`, body height 8302-2 in `cm`); the other
+//! LOINC codes from their pages at <https://loinc.org/> (59408-5, 40443-4, 80404-7, 41982-0,
+//! 2339-0, 55423-8, 41981-2, and the sleep codes 93832-4, 93830-8, 93831-6, 93829-0); UCUM from
+//! <https://ucum.org/ucum> (`/min`, `ms`, `%`, `Cel`, `kg`, `kg/m2`, `cm`, `mg/dL`, `mm[Hg]`,
+//! `kcal`, `min`, and the annotation `{steps}`).
 
 use wearlab_models::Resource;
-use wearlab_models::data::{GLUCOSE_MG_DL_PER_MMOL_L, SleepSummary};
+use wearlab_models::data::{ActivitySummary, BodySummary, GLUCOSE_MG_DL_PER_MMOL_L, SleepSummary};
 
 /// LOINC's system URI.
 pub const LOINC: &str = "http://loinc.org";
@@ -69,6 +69,47 @@ pub enum Reading {
     /// One Observation per stored sleep session (a summary: a night and a nap are two), its
     /// value the time asleep, each of [`SleepStage::ALL`] a component.
     SleepSessions,
+    /// One Observation per stored day summary that holds the value (one provider and source a
+    /// day), its value the summary's.
+    DayValues(DayValue),
+}
+
+/// A value a day summary holds, read as one Observation of that day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DayValue {
+    /// The activity summary's `heart_rate.resting_bpm`.
+    RestingHeartRate,
+    /// The body summary's `height` (a height measured that day).
+    Height,
+}
+
+/// A day summary's value as a [`DayValue`] reads it: the summary's own id, day and source,
+/// and the value in its Wearlab unit (`None`: the summary does not hold it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DayReading<'a> {
+    pub id: &'a str,
+    pub date: chrono::NaiveDate,
+    pub value: Option<(f64, &'static str)>,
+    pub source: &'a wearlab_models::data::SourceContext,
+}
+
+impl DayValue {
+    /// The summary field it reads, as the data API names it.
+    pub fn field(self) -> &'static str {
+        match self {
+            DayValue::RestingHeartRate => "heart_rate.resting_bpm",
+            DayValue::Height => "height",
+        }
+    }
+
+    pub fn of_activity(a: &ActivitySummary) -> DayReading<'_> {
+        let value = a.heart_rate.as_ref().and_then(|h| h.resting_bpm).map(|v| (v, "bpm"));
+        DayReading { id: &a.id, date: a.calendar_date, value, source: &a.source }
+    }
+
+    pub fn of_body(b: &BodySummary) -> DayReading<'_> {
+        DayReading { id: &b.id, date: b.calendar_date, value: b.height.map(|m| (m, "m")), source: &b.source }
+    }
 }
 
 /// A stage of a sleep session, a component of its Observation.
@@ -137,9 +178,12 @@ const fn same(wearlab: &'static str) -> Accepts {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Code {
     pub resource: Resource,
-    /// The Observation's code; `also` are further codings of the same concept.
+    /// The Observation's code; `also` are further codings of the same concept (or a more
+    /// specific one, as resting heart rate beside heart rate).
     pub loinc: Loinc,
     pub also: &'static [Loinc],
+    /// The code's `text`: what the Observation is about.
+    pub text: &'static str,
     /// The UCUM code of the value (and of each component) and its human unit.
     pub ucum: &'static str,
     pub unit: &'static str,
@@ -169,6 +213,7 @@ fn code(
         resource,
         loinc: Loinc { code: loinc.0, display: loinc.1 },
         also: &[],
+        text: loinc.1,
         ucum,
         unit,
         accepts,
@@ -191,6 +236,8 @@ const MS: &[Accepts] = &[same("ms")];
 const MG_DL: &[Accepts] = &[same("mg/dL"), Accepts { wearlab: "mmol/L", factor: GLUCOSE_MG_DL_PER_MMOL_L }];
 const COUNT: &[Accepts] = &[same("count")];
 const KCAL: &[Accepts] = &[same("kcal")];
+/// Heights are kept in meters.
+const CM: &[Accepts] = &[Accepts { wearlab: "m", factor: 100.0 }];
 /// Sleep sessions are summaries, kept in seconds: no sample unit to read.
 const SESSIONS: &[Accepts] = &[];
 
@@ -209,6 +256,23 @@ pub fn codes() -> &'static [Code] {
                 Some("heartrate"),
                 Mean,
             ),
+            // Resting heart rate: the heart rate profile requires 8867-4 and allows a more
+            // specific code beside it (https://hl7.org/fhir/R4/observation-vitalsigns.html).
+            Code {
+                also: &[Loinc { code: "40443-4", display: "Heart rate --resting" }],
+                text: "Resting heart rate",
+                reading: Reading::DayValues(DayValue::RestingHeartRate),
+                ..code(
+                    Resource::Activity,
+                    ("8867-4", "Heart rate"),
+                    "/min",
+                    "beats/minute",
+                    PER_MINUTE,
+                    VitalSigns,
+                    Some("heartrate"),
+                    Mean,
+                )
+            },
             code(
                 Resource::RespiratoryRate,
                 ("9279-1", "Respiratory rate"),
@@ -271,6 +335,19 @@ pub fn codes() -> &'static [Code] {
                 Some("bodyweight"),
                 Mean,
             ),
+            Code {
+                reading: Reading::DayValues(DayValue::Height),
+                ..code(
+                    Resource::Body,
+                    ("8302-2", "Body height"),
+                    "cm",
+                    "cm",
+                    CM,
+                    VitalSigns,
+                    Some("bodyheight"),
+                    Mean,
+                )
+            },
             code(
                 Resource::BodyMassIndex,
                 ("39156-5", "Body mass index (BMI) [Ratio]"),
@@ -338,6 +415,7 @@ pub fn codes() -> &'static [Code] {
                 resource: Resource::Sleep,
                 loinc: Loinc { code: "93832-4", display: "Sleep duration" },
                 also: &[],
+                text: "Sleep duration",
                 ucum: "min",
                 unit: "min",
                 accepts: SESSIONS,

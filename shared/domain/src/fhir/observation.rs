@@ -3,16 +3,20 @@
 //! Observation (the day's mean over its `effectivePeriod`), not 86,400: a page of N
 //! Observations reads N stored days, whatever else the user holds. Sleep is read from the
 //! sleep summaries instead: one Observation per stored session (a night and a nap are two), a
-//! page of N of them one query of N items.
+//! page of N of them one query of N items; and so are the values a day summary holds (the
+//! activity summary's resting heart rate, the body summary's height): one Observation per stored
+//! summary that holds the value, a page one query of at most N items.
 //!
 //! Search: `Observation?subject=Patient/{id}&code=&category=&date=&_count=`, paged by `_cursor`.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use wearlab_models::data::{Sample, SleepSummary, SleepType, SourceContext};
+use wearlab_models::data::{ActivitySummary, BodySummary, Sample, SleepSummary, SleepType, SourceContext};
 
-use super::codes::{Aggregate, CATEGORY_SYSTEM, Category, Code, LOINC, Reading, SleepStage, UCUM, codes};
+use super::codes::{
+    Aggregate, CATEGORY_SYSTEM, Category, Code, DayReading, DayValue, LOINC, Reading, SleepStage, UCUM, codes,
+};
 use super::{Cursor, FhirError, Params, date_range, instant, patient_reference, searchset, subject};
 use crate::Deps;
 use crate::DomainError;
@@ -155,6 +159,48 @@ pub async fn page(
                 entries.extend(got.items.iter().map(|s| of_sleep(code, user, s)));
                 got.next
             }
+            Reading::DayValues(value) => {
+                let (found, next) = match value {
+                    DayValue::RestingHeartRate => {
+                        let got = read::summary_page::<ActivitySummary>(
+                            deps,
+                            user,
+                            &code.resource,
+                            days,
+                            after_here.as_deref(),
+                            remaining,
+                        )
+                        .await
+                        .map_err(bad_cursor)?;
+                        let found: Vec<Entry> = got
+                            .items
+                            .iter()
+                            .filter_map(|a| of_day_value(code, value, user, &DayValue::of_activity(a)))
+                            .collect();
+                        (found, got.next)
+                    }
+                    DayValue::Height => {
+                        let got = read::summary_page::<BodySummary>(
+                            deps,
+                            user,
+                            &code.resource,
+                            days,
+                            after_here.as_deref(),
+                            remaining,
+                        )
+                        .await
+                        .map_err(bad_cursor)?;
+                        let found: Vec<Entry> = got
+                            .items
+                            .iter()
+                            .filter_map(|b| of_day_value(code, value, user, &DayValue::of_body(b)))
+                            .collect();
+                        (found, got.next)
+                    }
+                };
+                entries.extend(found);
+                next
+            }
         };
         if let Some(n) = next {
             return Ok((entries, Some(Cursor { i: pos, after: Some(n) })));
@@ -211,7 +257,7 @@ fn quantity(code: &Code, value: f64) -> Value {
 fn coding(code: &Code) -> Value {
     let mut coding = vec![json!({"system": LOINC, "code": code.loinc.code, "display": code.loinc.display})];
     coding.extend(code.also.iter().map(|l| json!({"system": LOINC, "code": l.code, "display": l.display})));
-    json!({"coding": coding, "text": code.loinc.display})
+    json!({"coding": coding, "text": code.text})
 }
 
 /// `meta.source` of data from a provider: the provider, by its Wearlab slug.
@@ -314,4 +360,109 @@ pub fn of_sleep(code: &Code, user: UserId, sleep: &SleepSummary) -> Entry {
         })
         .collect();
     ("Observation".into(), id, o)
+}
+
+/// The Observation of the value one stored day summary holds (`None` when it holds none, or
+/// in a unit the code does not read): effective the summary's day (a date: the summary keeps
+/// the day, not the time of the reading).
+pub fn of_day_value(code: &Code, value: DayValue, user: UserId, day: &DayReading<'_>) -> Option<Entry> {
+    let (v, unit) = day.value?;
+    let v = round2(code.convert(unit, v)?);
+    let id = id_of(&[user.to_string().as_str(), code.resource.as_str(), value.field(), day.id]);
+    let source = day.source;
+    let mut o = observation(code, &id, user, &source.provider, source);
+    o["method"] = json!({"text": format!(
+        "The {} summary's {} from {} of the day {}",
+        code.resource.as_str(),
+        value.field(),
+        source.name,
+        day.date
+    )});
+    o["effectiveDateTime"] = json!(day.date.to_string());
+    o["valueQuantity"] = quantity(code, v);
+    Some(("Observation".into(), id, o))
+}
+
+#[cfg(test)]
+mod tests {
+    use wearlab_models::data::{ActivitySummary, BodySummary, DayHeartRate};
+
+    use super::*;
+    use crate::pipeline::normalize::source_of;
+
+    fn user() -> UserId {
+        UserId::from_uuid(uuid::Uuid::nil())
+    }
+
+    fn code_of(value: DayValue) -> &'static Code {
+        codes().iter().find(|c| c.reading == Reading::DayValues(value)).unwrap()
+    }
+
+    fn activity(resting_bpm: Option<f64>) -> ActivitySummary {
+        ActivitySummary {
+            id: "a-1".into(),
+            user_id: uuid::Uuid::nil(),
+            calendar_date: "2026-11-21".parse().unwrap(),
+            calories_total: None,
+            calories_active: None,
+            steps: None,
+            distance: None,
+            floors_climbed: None,
+            low: None,
+            high: None,
+            heart_rate: DayHeartRate::of(Some(70.0), None, None, resting_bpm),
+            timezone: "Etc/GMT-1".into(),
+            timezone_offset: 3600,
+            source: source_of("whoop_v2", None, None),
+        }
+    }
+
+    #[test]
+    fn a_resting_heart_rate_is_a_heart_rate_observation_of_its_day() {
+        let code = code_of(DayValue::RestingHeartRate);
+        let a = activity(Some(51.2));
+        let (kind, id, o) =
+            of_day_value(code, DayValue::RestingHeartRate, user(), &DayValue::of_activity(&a)).unwrap();
+        assert_eq!((kind.as_str(), o["id"].as_str()), ("Observation", Some(id.as_str())));
+        let codings: Vec<&str> =
+            o["code"]["coding"].as_array().unwrap().iter().map(|c| c["code"].as_str().unwrap()).collect();
+        assert_eq!(codings, ["8867-4", "40443-4"]);
+        assert_eq!(o["code"]["text"], "Resting heart rate");
+        assert_eq!(o["meta"]["profile"][0], "http://hl7.org/fhir/StructureDefinition/heartrate");
+        assert_eq!(o["meta"]["source"], "urn:wearlab:provider:whoop_v2");
+        assert_eq!(o["category"][0]["coding"][0]["code"], "vital-signs");
+        assert_eq!(o["effectiveDateTime"], "2026-11-21");
+        assert_eq!(
+            o["valueQuantity"],
+            json!({"value": 51.2, "unit": "beats/minute", "system": UCUM, "code": "/min"})
+        );
+        // A day whose summary has a heart rate but no resting one gives no Observation.
+        assert!(
+            of_day_value(code, DayValue::RestingHeartRate, user(), &DayValue::of_activity(&activity(None)))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_measured_height_is_a_body_height_observation_in_centimetres() {
+        let code = code_of(DayValue::Height);
+        let b = BodySummary {
+            id: "b-1".into(),
+            user_id: uuid::Uuid::nil(),
+            calendar_date: "2026-01-05".parse().unwrap(),
+            weight: Some(72.0),
+            fat: None,
+            height: Some(1.78),
+            timezone: "Europe/Paris".into(),
+            timezone_offset: 3600,
+            source: source_of("withings", Some("scale".into()), None),
+        };
+        let (_, _, o) = of_day_value(code, DayValue::Height, user(), &DayValue::of_body(&b)).unwrap();
+        assert_eq!(o["code"]["coding"][0]["code"], "8302-2");
+        assert_eq!(o["meta"]["profile"][0], "http://hl7.org/fhir/StructureDefinition/bodyheight");
+        assert_eq!(o["valueQuantity"], json!({"value": 178.0, "unit": "cm", "system": UCUM, "code": "cm"}));
+        assert_eq!(o["effectiveDateTime"], "2026-01-05");
+        let weighed_only = BodySummary { height: None, ..b };
+        assert!(of_day_value(code, DayValue::Height, user(), &DayValue::of_body(&weighed_only)).is_none());
+    }
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wearlab_models::Resource;
 use wearlab_models::data::{
-    ActivitySummary, BodySummary, Macros, MealSummary, ProfileSummary, Sample, SleepCycleSummary,
-    SleepSummary, SleepType, SourceContext, WorkoutSummary,
+    ActivitySummary, BodySummary, DayHeartRate, Macros, MealSummary, ProfileSummary, Sample,
+    SleepCycleSummary, SleepSummary, SleepType, SourceContext, WorkoutSummary,
 };
 
 use crate::common::ids::{TimeZoneId, UserId};
@@ -296,6 +296,12 @@ impl Context {
                     floors_climbed: num(r, "floors_climbed"),
                     low: num(r, "low_minutes").map(|m| m * 60.0),
                     high: num(r, "high_minutes").map(|m| m * 60.0),
+                    heart_rate: DayHeartRate::of(
+                        num(r, "hr_avg_bpm"),
+                        num(r, "hr_min_bpm"),
+                        num(r, "hr_max_bpm"),
+                        num(r, "resting_hr_bpm"),
+                    ),
                     timezone: tz_name,
                     timezone_offset: day_offset,
                     source: src,
@@ -403,6 +409,7 @@ impl Context {
                     calendar_date: day,
                     weight: num(r, "weight_kg"),
                     fat: num(r, "fat_percent"),
+                    height: num(r, "height_m"),
                     timezone: tz_name,
                     timezone_offset: day_offset,
                     source: src,
@@ -443,6 +450,33 @@ mod tests {
             birth_year,
             birth_date: None,
         }
+    }
+
+    #[test]
+    fn a_days_heart_rate_and_a_measured_height_are_kept_when_given() {
+        let c = ctx(None);
+        let e = c.entries(&Resource::Activity, &[json!({"date": "2026-07-01", "resting_hr_bpm": 51.2})]);
+        let Entry::Summary { value, .. } = &e[0] else { panic!() };
+        assert_eq!(
+            value["heart_rate"],
+            json!({"avg_bpm": null, "min_bpm": null, "max_bpm": null, "resting_bpm": 51.2})
+        );
+        let e = c.entries(&Resource::Activity, &[json!({"date": "2026-07-01", "steps": 10.0})]);
+        let Entry::Summary { value, .. } = &e[0] else { panic!() };
+        assert_eq!(value["heart_rate"], Value::Null, "no heart rate given: null, not zeros");
+        let e = c.entries(&Resource::Body, &[json!({"date": "2026-01-05", "height_m": 1.78})]);
+        let Entry::Summary { value, .. } = &e[0] else { panic!() };
+        assert_eq!((value["height"].as_f64(), &value["weight"]), (Some(1.78), &Value::Null));
+    }
+
+    #[test]
+    fn a_summary_stored_before_heart_rate_and_height_reads_them_as_null() {
+        let e = ctx(None).entries(&Resource::Activity, &[json!({"date": "2026-07-01", "steps": 10.0})]);
+        let Entry::Summary { value, .. } = &e[0] else { panic!() };
+        let mut old = value.clone();
+        old.as_object_mut().unwrap().remove("heart_rate");
+        let read: ActivitySummary = serde_json::from_value(old).unwrap();
+        assert_eq!(read.heart_rate, None);
     }
 
     #[test]

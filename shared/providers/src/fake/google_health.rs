@@ -34,7 +34,7 @@ pub const PER_USER_PER_MINUTE: usize = 300;
 const IDENTITY: &str = include_str!("../../fixtures/google_health/identity.json");
 /// The notification fixture (a `steps` change of the fixture user).
 pub const NOTIFICATION: &str = include_str!("../../fixtures/google_health/notification.json");
-const COLLECTIONS: [(&str, &str); 9] = [
+const COLLECTIONS: [(&str, &str); 10] = [
     ("steps", include_str!("../../fixtures/google_health/steps.json")),
     ("distance", include_str!("../../fixtures/google_health/distance.json")),
     ("heart-rate", include_str!("../../fixtures/google_health/heart-rate.json")),
@@ -45,6 +45,7 @@ const COLLECTIONS: [(&str, &str); 9] = [
         include_str!("../../fixtures/google_health/daily-heart-rate-variability.json"),
     ),
     ("daily-oxygen-saturation", include_str!("../../fixtures/google_health/daily-oxygen-saturation.json")),
+    ("daily-resting-heart-rate", include_str!("../../fixtures/google_health/daily-resting-heart-rate.json")),
     ("exercise", include_str!("../../fixtures/google_health/exercise.json")),
     ("sleep", include_str!("../../fixtures/google_health/sleep.json")),
 ];

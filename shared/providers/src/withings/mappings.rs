@@ -195,33 +195,34 @@ pub(super) fn measure_rows(m: &Measures, types: &[i64], unit: &str, range: DateR
     rows
 }
 
-/// A body record per local day: the day's last weight and last fat ratio.
+/// The `getmeas` types a body record reads: weight (1, kg), height (4, m), fat ratio (6, %).
+pub(super) const BODY_TYPES: [i64; 3] = [1, 4, 6];
+
+/// A body record per local day: the day's last weight, last height and last fat ratio (each
+/// measure group carries its date, so a measured height is dated as a weight is).
 pub(super) fn body_records(m: &Measures, range: DateRange) -> Vec<Value> {
     let zone = m.timezone.as_deref();
-    let mut days: BTreeMap<NaiveDate, [(i64, Option<f64>); 2]> = BTreeMap::new();
+    let mut days: BTreeMap<NaiveDate, [(i64, Option<f64>); 3]> = BTreeMap::new();
     for g in &m.measuregrps {
         let Some(at) = epoch(g.date) else { continue };
         let day = local_day(at, zone);
         if !in_range(range, day) {
             continue;
         }
-        let entry = days.entry(day).or_insert([(i64::MIN, None), (i64::MIN, None)]);
+        let entry = days.entry(day).or_insert([(i64::MIN, None); 3]);
         for x in &g.measures {
-            let slot = match x.kind {
-                1 => 0,
-                6 => 1,
-                _ => continue,
-            };
+            let Some(slot) = BODY_TYPES.iter().position(|t| *t == x.kind) else { continue };
             if g.date >= entry[slot].0 {
                 entry[slot] = (g.date, Some(x.real()));
             }
         }
     }
     days.into_iter()
-        .filter(|(_, [w, f])| w.1.is_some() || f.1.is_some())
-        .map(|(day, [w, f])| {
+        .filter(|(_, slots)| slots.iter().any(|s| s.1.is_some()))
+        .map(|(day, [w, h, f])| {
             let mut r = json!({"date": day.to_string()});
             put(&mut r, "weight_kg", w.1);
+            put(&mut r, "height_m", h.1);
             put(&mut r, "fat_percent", f.1);
             with_zone(r, zone)
         })

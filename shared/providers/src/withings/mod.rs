@@ -8,9 +8,9 @@
 //! `openapi/_original/withings-data-api-openapi.yml`).
 //!
 //! What is mapped (value x 10^unit for measures; seconds, meters, kcal as Withings gives them):
-//! - `getmeas` (`/measure`, real measures only): `body` (weight kg, fat ratio %, the day's last
-//!   of each), `weight` (1), `fat` (6), `blood_oxygen` (54), `body_temperature` (12, 71), and
-//!   `profile` (height, 4).
+//! - `getmeas` (`/measure`, real measures only): `body` (weight kg, height m, fat ratio %, the
+//!   day's last of each, dated by its measure group), `weight` (1), `fat` (6), `blood_oxygen`
+//!   (54), `body_temperature` (12, 71), and `profile` (the last height, 4).
 //! - `getactivity`: `activity` (steps, distance m, elevation as floors, soft -> low and
 //!   intense -> high minutes, active and total kcal).
 //! - `getintradayactivity`, one 24 h window a day (Withings answers only the first 24 h of a
@@ -52,8 +52,8 @@ mod push;
 mod wire;
 
 use mappings::{
-    MeasureGroup, Measures, SleepSummary, activity_records, body_records, intraday_field, intraday_rows,
-    measure_rows, measure_types, midnight, profile_records, sleep_records, workout_records,
+    BODY_TYPES, MeasureGroup, Measures, SleepSummary, activity_records, body_records, intraday_field,
+    intraday_rows, measure_rows, measure_types, midnight, profile_records, sleep_records, workout_records,
 };
 pub use push::{APPLI_USER, NOTIFY_APPLIS, read_push, resources_of_appli};
 use wire::{Envelope, Nonce, Paging, TokenBody};
@@ -351,7 +351,7 @@ impl Adapter for Withings {
         };
         let ymd = |action: &str, fields: &str| ymd_in(range, action, fields);
         let records = match resource {
-            Resource::Body => body_records(&self.measures(gate, c, &[1, 6], Some(range)).await?, range),
+            Resource::Body => body_records(&self.measures(gate, c, &BODY_TYPES, Some(range)).await?, range),
             Resource::Profile => profile_records(&self.measures(gate, c, &[4], None).await?),
             Resource::Activity => {
                 let form = ymd(

@@ -159,6 +159,14 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
         got[&Resource::BloodOxygen],
         vec![json!({"timestamp": "2026-11-22T12:00:00+00:00", "value": 96.4, "unit": "%"})]
     );
+    // The daily resting heart rate (an int64 string) as the activity summary of its date.
+    assert_eq!(
+        got[&Resource::Activity],
+        vec![
+            json!({"date": "2026-11-21", "resting_hr_bpm": 61.0}),
+            json!({"date": "2026-11-22", "resting_hr_bpm": 58.0}),
+        ]
+    );
 
     // Weight grams to kilograms, the day's last weighing; body fat in percent beside it.
     assert_eq!(
@@ -265,7 +273,7 @@ async fn a_phone_and_a_watch_counting_the_same_walk_are_counted_once() {
 #[tokio::test]
 async fn any_other_resource_is_a_clear_error() {
     let (fake, adapter) = setup().await;
-    for resource in [Resource::Activity, Resource::Profile, Resource::CaloriesActive, Resource::Connection] {
+    for resource in [Resource::Profile, Resource::CaloriesActive, Resource::Connection] {
         let fetched = adapter.fetch(&fake.account(), &resource, fixture_range(), &NoLimit).await;
         assert!(matches!(fetched, Err(ProviderError::Unsupported(_))), "{resource}: {fetched:?}");
     }
@@ -387,6 +395,7 @@ async fn a_notification_with_the_secret_and_googles_signature_becomes_a_notice_f
     assert_eq!(notice_of("body-fat"), vec![Resource::Body]);
     assert_eq!(notice_of("weight"), vec![Resource::Body]);
     assert_eq!(notice_of("daily-oxygen-saturation"), vec![Resource::BloodOxygen]);
+    assert_eq!(notice_of("daily-resting-heart-rate"), vec![Resource::Activity]);
     assert!(notice_of("floors").is_empty(), "authentic but nothing Wearlab maps");
 }
 

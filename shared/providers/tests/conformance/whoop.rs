@@ -198,6 +198,14 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(got[&Resource::BloodOxygen][0]["unit"], "%");
     assert_eq!(got[&Resource::BodyTemperature][0]["value"], 33.4);
     assert_eq!(got[&Resource::BodyTemperature][0]["unit"], "°C");
+    // The recoveries' resting heart rates, each the day of its sleep's end (local), as its HRV.
+    assert_eq!(
+        got[&Resource::Activity],
+        vec![
+            json!({"date": "2026-11-21", "resting_hr_bpm": 51.2, "timezone": "Etc/GMT-1"}),
+            json!({"date": "2026-11-22", "resting_hr_bpm": 64.0, "timezone": "Etc/GMT+5"}),
+        ]
+    );
 
     assert_eq!(
         got[&Resource::Body],
@@ -304,7 +312,7 @@ fn push_is_read_only_when_signed_and_fresh() {
     };
     assert_eq!(
         notice_of("recovery.updated"),
-        vec![Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature]
+        vec![Resource::Hrv, Resource::BloodOxygen, Resource::BodyTemperature, Resource::Activity]
     );
     assert_eq!(notice_of("workout.updated"), vec![Resource::Workouts]);
     assert_eq!(notice_of("workout.deleted"), vec![Resource::Workouts]);

@@ -187,6 +187,23 @@ async fn fetches_every_resource_across_pages_with_units_converted() {
     assert_eq!(windows[0].0, 1_795_219_200, "2026-11-21T00:00:00Z");
 }
 
+/// A height measure (type 4, m) is dated by its measure group, as a weight is: the body record
+/// of that local day holds it, and the profile keeps the last height undated.
+#[tokio::test]
+async fn a_measured_height_is_the_body_record_of_its_day() {
+    let (fake, withings) = setup().await;
+    let account = fake.account();
+    let range = DateRange { start: day("2026-01-01"), end: day("2026-01-31") };
+    let fetched = withings.fetch(&account, &Resource::Body, range, &NoLimit).await.unwrap();
+    // The fixture's height group: 178 x 10^-2 m at 2026-01-05 09:00 UTC (10:00 in Paris).
+    assert_eq!(
+        fetched.records,
+        vec![json!({"date": "2026-01-05", "height_m": 1.78, "timezone": "Europe/Paris"})]
+    );
+    let asked = fake.forms("getmeas");
+    assert!(asked.iter().any(|f| f["meastypes"] == "1,4,6"), "{asked:?}");
+}
+
 #[tokio::test]
 async fn every_page_and_every_intraday_day_is_admitted_before_it_is_sent() {
     let (fake, withings) = setup().await;

@@ -124,6 +124,38 @@ async fn real_google_health_links_offline_pulls_history_and_reads_it_back() {
     assert_eq!(samples(&r, &user, "heartrate", "2026-11-21").await.len(), 2);
 }
 
+/// Google's daily resting heart rate (`daily-resting-heart-rate`, the fixture's two days) is
+/// the activity summary's `heart_rate.resting_bpm` of its date, and a FHIR resting heart rate
+/// Observation named after Google Health (kept for the validator).
+#[tokio::test]
+async fn google_health_resting_heart_rate_is_the_days_activity_and_a_fhir_observation() {
+    let r = real_google_health().await;
+    let (user, _) = link_through(&r, "google_health", "gh-resting").await;
+    drain(&r).await;
+    let days: Vec<(String, Value)> = summaries(&r, "activity", &user)
+        .await
+        .iter()
+        .map(|d| (d["calendar_date"].as_str().unwrap().to_owned(), d["heart_rate"]["resting_bpm"].clone()))
+        .collect();
+    assert_eq!(days, [("2026-11-21".to_owned(), json!(61.0)), ("2026-11-22".to_owned(), json!(58.0))]);
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&code=40443-4&date=ge2026-11-18&date=le2026-11-24");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let found: Vec<(&str, f64)> = a.body["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let o = &e["resource"];
+            assert_eq!(o["meta"]["source"], "urn:wearlab:provider:google_health");
+            (o["effectiveDateTime"].as_str().unwrap(), o["valueQuantity"]["value"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(found, [("2026-11-21", 61.0), ("2026-11-22", 58.0)]);
+}
+
 #[tokio::test]
 async fn the_subscriber_is_verified_and_a_notification_polls_the_new_day() {
     let r = real_google_health().await;

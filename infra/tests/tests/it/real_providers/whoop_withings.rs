@@ -352,3 +352,89 @@ async fn withings_and_whoop_data_read_as_fhir_observations() {
     let starts: Vec<&str> = found.iter().map(|o| o["effectivePeriod"]["start"].as_str().unwrap()).collect();
     assert!(starts.contains(&"2026-11-21T13:00:00Z"), "the nap: {starts:?}");
 }
+
+/// WHOOP's recoveries' resting heart rates (the fixture's two scored ones) are the activity
+/// summary's `heart_rate.resting_bpm` of the day their sleep ends on, read back over the data
+/// API and as FHIR resting heart rate Observations named after WHOOP (kept for the validator).
+#[tokio::test]
+async fn whoop_resting_heart_rate_is_the_days_activity_and_a_fhir_observation() {
+    let r = real_whoop().await;
+    let (user, _) = link_through(&r, "whoop_v2", "whoop-resting").await;
+    drain(&r).await;
+    let days: Vec<(String, Value)> = summaries(&r, "activity", &user)
+        .await
+        .iter()
+        .map(|d| (d["calendar_date"].as_str().unwrap().to_owned(), d["heart_rate"]["resting_bpm"].clone()))
+        .collect();
+    assert_eq!(
+        days,
+        [("2026-11-21".to_owned(), json!(51.2)), ("2026-11-22".to_owned(), json!(64.0))],
+        "each recovery on the local day its sleep ends on"
+    );
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&code=40443-4&date=ge2026-11-18&date=le2026-11-24");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let found: Vec<(&str, f64, &str)> = a.body["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let o = &e["resource"];
+            (
+                o["effectiveDateTime"].as_str().unwrap(),
+                o["valueQuantity"]["value"].as_f64().unwrap(),
+                o["meta"]["source"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("2026-11-21", 51.2, "urn:wearlab:provider:whoop_v2"),
+            ("2026-11-22", 64.0, "urn:wearlab:provider:whoop_v2")
+        ]
+    );
+}
+
+/// Withings's height measure (type 4, the fixture's group of 2026-01-05) is the body summary's
+/// `height` of that day, read back over the data API and as a FHIR body height Observation in
+/// centimetres; the profile keeps the last height, undated.
+#[tokio::test]
+async fn a_withings_height_is_the_days_body_and_a_fhir_observation() {
+    let r = real_withings().await;
+    // The fixture's height is from January: a year of history reaches it.
+    let prefs = json!({"default_history_days": 90, "history_days": {"withings": 365}}).to_string();
+    let a = r.t.send(Method::PUT, "/v2/team/data_pull_preferences", Some(&r.t.key), Some(&prefs)).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let (user, _) = link_through(&r, "withings", "withings-height").await;
+    drain(&r).await;
+    let a = r.t.get(&format!("/v2/summary/body/{user}?start_date=2026-01-01&end_date=2026-01-31")).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    let body = a.body["body"].as_array().unwrap();
+    assert_eq!(body.len(), 1, "{}", a.body);
+    assert_eq!(body[0]["calendar_date"], "2026-01-05");
+    assert_eq!(body[0]["height"], 1.78);
+    assert_eq!(body[0]["weight"], Value::Null);
+    // Days weighed without a height have none.
+    assert!(summaries(&r, "body", &user).await.iter().all(|b| b["height"].is_null()));
+    let profile = r.t.get(&format!("/v2/summary/profile/{user}")).await;
+    assert_eq!(profile.body["height"], 1.78, "{}", profile.body);
+
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&code=8302-2&date=ge2025-12-01&date=le2026-11-30");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let found = a.body["entry"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{}", a.body);
+    let o = &found[0]["resource"];
+    assert_eq!(o["meta"]["profile"][0], "http://hl7.org/fhir/StructureDefinition/bodyheight");
+    assert_eq!(o["meta"]["source"], "urn:wearlab:provider:withings");
+    assert_eq!(o["effectiveDateTime"], "2026-01-05");
+    assert_eq!(
+        o["valueQuantity"],
+        json!({"value": 178.0, "unit": "cm", "system": "http://unitsofmeasure.org", "code": "cm"})
+    );
+}

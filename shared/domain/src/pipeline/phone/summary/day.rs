@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{Datelike, NaiveDate};
 use serde_json::Value;
-use wearlab_models::data::{ActivitySummary, BodySummary, ProfileSummary, SourceContext};
+use wearlab_models::data::{ActivitySummary, BodySummary, DayHeartRate, ProfileSummary, SourceContext};
 use wearlab_models::{LocPart, Resource};
 
 use super::fields::{self, Issues, refuse};
@@ -45,9 +45,10 @@ pub(super) fn activity(cx: &Cx, data: &Value, loc: Vec<LocPart>, issues: &mut Is
         let distance = d.number("distance_walking_running_sum", AT_LEAST_0, issues);
         // Sent by iOS, not held by the activity summary: checked, not kept.
         d.number("vo2_max", 0.0..=100.0, issues);
-        for k in ["max_heart_rate", "min_heart_rate", "avg_heart_rate", "resting_heart_rate"] {
-            d.number(k, HEART_RATE, issues);
-        }
+        // iOS: the day's heart rate statistics and HealthKit's resting heart rate (bpm).
+        let [max_hr, min_hr, avg_hr, resting_hr] =
+            ["max_heart_rate", "min_heart_rate", "avg_heart_rate", "resting_heart_rate"]
+                .map(|k| d.number(k, HEART_RATE, issues));
         d.number("exercise_time", 0.0..=1440.0, issues);
         for k in ["low", "medium", "high", "distance_wheelchair", "wheelchair_push"] {
             d.number(k, AT_LEAST_0, issues);
@@ -67,6 +68,7 @@ pub(super) fn activity(cx: &Cx, data: &Value, loc: Vec<LocPart>, issues: &mut Is
             floors_climbed: floors,
             low: None,
             high: None,
+            heart_rate: DayHeartRate::of(avg_hr, min_hr, max_hr, resting_hr),
             timezone: cx.tz.name().to_owned(),
             timezone_offset: Cx::day_offset(&cx.tz, date),
             source: source.clone(),
@@ -146,6 +148,7 @@ pub(super) fn body(cx: &Cx, data: &Value, loc: Vec<LocPart>, issues: &mut Issues
             calendar_date: date,
             weight: weight.map(|p| p.value),
             fat: fat.map(|p| p.value),
+            height: None,
             timezone: zone.name().to_owned(),
             timezone_offset: Cx::day_offset(&zone, date),
             source: source.clone(),

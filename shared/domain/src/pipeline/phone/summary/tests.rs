@@ -110,6 +110,27 @@ fn an_ios_activity_day_is_the_days_activity_summary_in_the_devices_zone() {
 }
 
 #[test]
+fn an_ios_activity_day_keeps_its_heart_rate_and_resting_heart_rate() {
+    let u = parse(Resource::Activity, ios(json!([ios_activity("2026-11-20", 10412)]))).unwrap();
+    let (_, _, v) = one(&u, Resource::Activity);
+    assert_eq!(
+        v["heart_rate"],
+        json!({"avg_bpm": 74.0, "min_bpm": 48.0, "max_bpm": 151.0, "resting_bpm": 55.0})
+    );
+    // A day with only HealthKit's resting heart rate keeps it alone.
+    let mut a = ios_activity("2026-11-21", 500);
+    for k in ["max_heart_rate", "min_heart_rate", "avg_heart_rate"] {
+        a["day_summary"].as_object_mut().unwrap().remove(k);
+    }
+    let u = parse(Resource::Activity, ios(json!([a]))).unwrap();
+    let (_, _, v) = one(&u, Resource::Activity);
+    assert_eq!(
+        v["heart_rate"],
+        json!({"avg_bpm": null, "min_bpm": null, "max_bpm": null, "resting_bpm": 55.0})
+    );
+}
+
+#[test]
 fn an_android_activity_day_reads_its_own_day_summary() {
     // Android `LocalActivity` with `ActivityDaySummary` (`services/data/Activity.kt`): no heart
     // rate, `exercise_time` a double; the sample lists sent empty here.
@@ -129,6 +150,7 @@ fn an_android_activity_day_reads_its_own_day_summary() {
     assert_eq!(v["timezone"], "America/New_York");
     assert_eq!(v["timezone_offset"], -5 * 3600);
     assert_eq!(v["source"]["provider"], "health_connect");
+    assert_eq!(v["heart_rate"], Value::Null, "Android sends no heart rate with the day");
 }
 
 #[test]
