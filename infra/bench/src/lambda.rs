@@ -58,7 +58,7 @@ pub fn lambda_command(
         // public test key, given plainly rather than by its SSM parameter.
         .env(
             "WEARLAB_PHONE_SIGNING_KEY",
-            include_str!("../../../shared/domain/src/common/test_signing_key.b64").trim(),
+            wearlab_domain::common::crypto::SigningKey::FIXED_FOR_TESTS_BASE64.trim(),
         )
         .env("WEARLAB_PULL_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-pull")
         .env("WEARLAB_BULK_QUEUE_URL", "http://127.0.0.1:9/123456789012/wearlab-bench-bulk")

@@ -193,8 +193,12 @@ impl SigningKey {
     /// debug builds). Never a deployment's: it is public, in this repository.
     #[cfg(any(test, feature = "test-support"))]
     pub fn fixed_for_tests() -> Self {
-        Self::from_base64(include_str!("test_signing_key.b64")).expect("the test key is valid")
+        Self::from_base64(Self::FIXED_FOR_TESTS_BASE64).expect("the test key is valid")
     }
+
+    /// [`Self::fixed_for_tests`] as its base64 text (what `WEARLAB_PHONE_SIGNING_KEY` takes).
+    #[cfg(any(test, feature = "test-support"))]
+    pub const FIXED_FOR_TESTS_BASE64: &str = include_str!("test_signing_key.b64");
 
     /// The RS256 signature of `message`.
     pub fn sign_rs256(&self, message: &[u8]) -> Vec<u8> {
