@@ -81,6 +81,13 @@ pub enum DayValue {
     RestingHeartRate,
     /// The body summary's `height` (a height measured that day).
     Height,
+    /// The body summary's `weight`, from a provider that keeps no `weight` timeseries (one
+    /// that does, Withings say, is read from its samples: reading both would answer one
+    /// weighing twice).
+    BodyWeight,
+    /// The body summary's `fat`, from a provider that keeps no `fat` timeseries (as
+    /// [`DayValue::BodyWeight`]).
+    BodyFat,
 }
 
 /// A day summary's value as a [`DayValue`] reads it: the summary's own id, day and source,
@@ -99,6 +106,8 @@ impl DayValue {
         match self {
             DayValue::RestingHeartRate => "heart_rate.resting_bpm",
             DayValue::Height => "height",
+            DayValue::BodyWeight => "weight",
+            DayValue::BodyFat => "fat",
         }
     }
 
@@ -107,8 +116,21 @@ impl DayValue {
         DayReading { id: &a.id, date: a.calendar_date, value, source: &a.source }
     }
 
-    pub fn of_body(b: &BodySummary) -> DayReading<'_> {
-        DayReading { id: &b.id, date: b.calendar_date, value: b.height.map(|m| (m, "m")), source: &b.source }
+    /// `b`'s value of this kind, in its Wearlab unit; `None` for a weight or body fat of a
+    /// provider that keeps the timeseries too (its samples are read instead).
+    pub fn of_body(self, b: &BodySummary) -> DayReading<'_> {
+        let from_samples = |series: Resource| {
+            crate::common::provider_catalog::catalog()
+                .get(&b.source.provider)
+                .is_some_and(|p| p.supported_resources.contains(&series))
+        };
+        let value = match self {
+            DayValue::Height => b.height.map(|m| (m, "m")),
+            DayValue::BodyWeight if !from_samples(Resource::Weight) => b.weight.map(|kg| (kg, "kg")),
+            DayValue::BodyFat if !from_samples(Resource::Fat) => b.fat.map(|pct| (pct, "%")),
+            DayValue::RestingHeartRate | DayValue::BodyWeight | DayValue::BodyFat => None,
+        };
+        DayReading { id: &b.id, date: b.calendar_date, value, source: &b.source }
     }
 }
 
@@ -245,6 +267,32 @@ pub fn codes() -> &'static [Code] {
     use Aggregate::{Mean, Sum};
     use Category::{Activity, Laboratory, VitalSigns};
     static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
+        // Weight and body fat are read from their timeseries, and from body summaries of the
+        // providers that keep no such timeseries ([`DayValue::BodyWeight`]): one code, two readings.
+        let weight = || {
+            code(
+                Resource::Weight,
+                ("29463-7", "Body weight"),
+                "kg",
+                "kg",
+                KG,
+                VitalSigns,
+                Some("bodyweight"),
+                Mean,
+            )
+        };
+        let fat = || {
+            code(
+                Resource::Fat,
+                ("41982-0", "Percentage of body fat Measured"),
+                "%",
+                "%",
+                PERCENT,
+                VitalSigns,
+                None,
+                Mean,
+            )
+        };
         vec![
             code(
                 Resource::Heartrate,
@@ -325,16 +373,8 @@ pub fn codes() -> &'static [Code] {
                     Mean,
                 )
             },
-            code(
-                Resource::Weight,
-                ("29463-7", "Body weight"),
-                "kg",
-                "kg",
-                KG,
-                VitalSigns,
-                Some("bodyweight"),
-                Mean,
-            ),
+            weight(),
+            Code { resource: Resource::Body, reading: Reading::DayValues(DayValue::BodyWeight), ..weight() },
             Code {
                 reading: Reading::DayValues(DayValue::Height),
                 ..code(
@@ -368,16 +408,8 @@ pub fn codes() -> &'static [Code] {
                 None,
                 Mean,
             ),
-            code(
-                Resource::Fat,
-                ("41982-0", "Percentage of body fat Measured"),
-                "%",
-                "%",
-                PERCENT,
-                VitalSigns,
-                None,
-                Mean,
-            ),
+            fat(),
+            Code { resource: Resource::Body, reading: Reading::DayValues(DayValue::BodyFat), ..fat() },
             code(
                 Resource::Glucose,
                 ("2339-0", "Glucose [Mass/volume] in Blood"),

@@ -179,7 +179,7 @@ pub async fn page(
                             .collect();
                         (found, got.next)
                     }
-                    DayValue::Height => {
+                    DayValue::Height | DayValue::BodyWeight | DayValue::BodyFat => {
                         let got = read::summary_page::<BodySummary>(
                             deps,
                             user,
@@ -193,7 +193,7 @@ pub async fn page(
                         let found: Vec<Entry> = got
                             .items
                             .iter()
-                            .filter_map(|b| of_day_value(code, value, user, &DayValue::of_body(b)))
+                            .filter_map(|b| of_day_value(code, value, user, &value.of_body(b)))
                             .collect();
                         (found, got.next)
                     }
@@ -457,12 +457,49 @@ mod tests {
             timezone_offset: 3600,
             source: source_of("withings", Some("scale".into()), None),
         };
-        let (_, _, o) = of_day_value(code, DayValue::Height, user(), &DayValue::of_body(&b)).unwrap();
+        let (_, _, o) = of_day_value(code, DayValue::Height, user(), &DayValue::Height.of_body(&b)).unwrap();
         assert_eq!(o["code"]["coding"][0]["code"], "8302-2");
         assert_eq!(o["meta"]["profile"][0], "http://hl7.org/fhir/StructureDefinition/bodyheight");
         assert_eq!(o["valueQuantity"], json!({"value": 178.0, "unit": "cm", "system": UCUM, "code": "cm"}));
         assert_eq!(o["effectiveDateTime"], "2026-01-05");
         let weighed_only = BodySummary { height: None, ..b };
-        assert!(of_day_value(code, DayValue::Height, user(), &DayValue::of_body(&weighed_only)).is_none());
+        assert!(
+            of_day_value(code, DayValue::Height, user(), &DayValue::Height.of_body(&weighed_only)).is_none()
+        );
+    }
+
+    /// A body summary's weight and body fat are Observations of their day when the provider
+    /// keeps no such timeseries (Google Health); not when it does (Withings: its samples are).
+    #[test]
+    fn a_body_summarys_weight_and_fat_are_observations_unless_the_provider_keeps_their_samples() {
+        let b = BodySummary {
+            id: "b-2".into(),
+            user_id: uuid::Uuid::nil(),
+            calendar_date: "2026-11-20".parse().unwrap(),
+            weight: Some(70.5),
+            fat: Some(21.25),
+            height: None,
+            timezone: "UTC".into(),
+            timezone_offset: 0,
+            source: source_of("google_health", None, None),
+        };
+        let (weight, fat) = (code_of(DayValue::BodyWeight), code_of(DayValue::BodyFat));
+        let (_, _, o) =
+            of_day_value(weight, DayValue::BodyWeight, user(), &DayValue::BodyWeight.of_body(&b)).unwrap();
+        assert_eq!(o["code"]["coding"][0]["code"], "29463-7");
+        assert_eq!(o["meta"]["profile"][0], "http://hl7.org/fhir/StructureDefinition/bodyweight");
+        assert_eq!(o["valueQuantity"], json!({"value": 70.5, "unit": "kg", "system": UCUM, "code": "kg"}));
+        assert_eq!(o["effectiveDateTime"], "2026-11-20");
+        let (_, _, o) = of_day_value(fat, DayValue::BodyFat, user(), &DayValue::BodyFat.of_body(&b)).unwrap();
+        assert_eq!(o["code"]["coding"][0]["code"], "41982-0");
+        assert_eq!(o["valueQuantity"], json!({"value": 21.25, "unit": "%", "system": UCUM, "code": "%"}));
+        let withings = BodySummary { source: source_of("withings", Some("scale".into()), None), ..b };
+        assert!(
+            of_day_value(weight, DayValue::BodyWeight, user(), &DayValue::BodyWeight.of_body(&withings))
+                .is_none()
+        );
+        assert!(
+            of_day_value(fat, DayValue::BodyFat, user(), &DayValue::BodyFat.of_body(&withings)).is_none()
+        );
     }
 }

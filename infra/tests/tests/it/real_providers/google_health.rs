@@ -326,5 +326,5 @@ async fn a_notification_polls_every_connection_of_the_google_user() {
 #[tokio::test]
 async fn google_health_data_reads_as_fhir_observations() {
     let r = real_google_health().await;
-    linked_data_reads_as_fhir(&r, "google_health", &["93832-4", "8867-4"]).await;
+    linked_data_reads_as_fhir(&r, "google_health", &["93832-4", "8867-4", "29463-7", "41982-0"]).await;
 }
