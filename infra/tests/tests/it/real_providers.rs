@@ -709,6 +709,44 @@ async fn linked_data_reads_as_fhir<F>(r: &Real<F>, provider: &str, codes: &[&str
     }
 }
 
+/// A user linked to `provider` (as `client_user_id`) with its history pulled: its activity
+/// days' `heart_rate.resting_bpm` over the data API, as `(day, value)`, and its FHIR resting
+/// heart rate Observations (40443-4) of 2026-11-18 to 2026-11-24, as `(day, bpm)`, each asserted
+/// named after `provider` and kept for the validator (`make fhir`).
+async fn resting_heart_rates<F>(
+    r: &Real<F>,
+    provider: &str,
+    client_user_id: &str,
+) -> (Vec<(String, Value)>, Vec<(String, f64)>) {
+    let (user, _) = link_through(r, provider, client_user_id).await;
+    drain(r).await;
+    let days = summaries(r, "activity", &user)
+        .await
+        .iter()
+        .map(|d| (d["calendar_date"].as_str().unwrap().to_owned(), d["heart_rate"]["resting_bpm"].clone()))
+        .collect();
+    let path =
+        format!("/fhir/Observation?subject=Patient/{user}&code=40443-4&date=ge2026-11-18&date=le2026-11-24");
+    let a = r.t.get(&path).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    crate::fhir::keep(&a.body);
+    let source = format!("urn:wearlab:provider:{provider}");
+    let observed = a.body["entry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let o = &e["resource"];
+            assert_eq!(o["meta"]["source"], source.as_str());
+            (
+                o["effectiveDateTime"].as_str().unwrap().to_owned(),
+                o["valueQuantity"]["value"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    (days, observed)
+}
+
 /// The codes of `observations` (their first coding each).
 fn fhir_codes(observations: &[Value]) -> std::collections::BTreeSet<String> {
     observations.iter().filter_map(|o| o["code"]["coding"][0]["code"].as_str().map(str::to_owned)).collect()

@@ -267,6 +267,18 @@ pub fn codes() -> &'static [Code] {
     use Aggregate::{Mean, Sum};
     use Category::{Activity, Laboratory, VitalSigns};
     static CODES: std::sync::LazyLock<Vec<Code>> = std::sync::LazyLock::new(|| {
+        let heart_rate = || {
+            code(
+                Resource::Heartrate,
+                ("8867-4", "Heart rate"),
+                "/min",
+                "beats/minute",
+                PER_MINUTE,
+                VitalSigns,
+                Some("heartrate"),
+                Mean,
+            )
+        };
         // Weight and body fat are read from their timeseries, and from body summaries of the
         // providers that keep no such timeseries ([`DayValue::BodyWeight`]): one code, two readings.
         let weight = || {
@@ -294,32 +306,15 @@ pub fn codes() -> &'static [Code] {
             )
         };
         vec![
-            code(
-                Resource::Heartrate,
-                ("8867-4", "Heart rate"),
-                "/min",
-                "beats/minute",
-                PER_MINUTE,
-                VitalSigns,
-                Some("heartrate"),
-                Mean,
-            ),
+            heart_rate(),
             // Resting heart rate: the heart rate profile requires 8867-4 and allows a more
             // specific code beside it (https://hl7.org/fhir/R4/observation-vitalsigns.html).
             Code {
                 also: &[Loinc { code: "40443-4", display: "Heart rate --resting" }],
                 text: "Resting heart rate",
                 reading: Reading::DayValues(DayValue::RestingHeartRate),
-                ..code(
-                    Resource::Activity,
-                    ("8867-4", "Heart rate"),
-                    "/min",
-                    "beats/minute",
-                    PER_MINUTE,
-                    VitalSigns,
-                    Some("heartrate"),
-                    Mean,
-                )
+                resource: Resource::Activity,
+                ..heart_rate()
             },
             code(
                 Resource::RespiratoryRate,

@@ -12,7 +12,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use wearlab_models::data::{ActivitySummary, BodySummary, Sample, SleepSummary, SleepType, SourceContext};
+use wearlab_models::data::{BodySummary, Sample, SleepSummary, SleepType, SourceContext};
 
 use super::codes::{
     Aggregate, CATEGORY_SYSTEM, Category, Code, DayReading, DayValue, LOINC, Reading, SleepStage, UCUM, codes,
@@ -160,44 +160,29 @@ pub async fn page(
                 got.next
             }
             Reading::DayValues(value) => {
+                let after_here = after_here.as_deref();
                 let (found, next) = match value {
                     DayValue::RestingHeartRate => {
-                        let got = read::summary_page::<ActivitySummary>(
+                        day_values(
                             deps,
                             user,
-                            &code.resource,
+                            code,
+                            value,
                             days,
-                            after_here.as_deref(),
+                            after_here,
                             remaining,
+                            DayValue::of_activity,
                         )
                         .await
-                        .map_err(bad_cursor)?;
-                        let found: Vec<Entry> = got
-                            .items
-                            .iter()
-                            .filter_map(|a| of_day_value(code, value, user, &DayValue::of_activity(a)))
-                            .collect();
-                        (found, got.next)
                     }
                     DayValue::Height | DayValue::BodyWeight | DayValue::BodyFat => {
-                        let got = read::summary_page::<BodySummary>(
-                            deps,
-                            user,
-                            &code.resource,
-                            days,
-                            after_here.as_deref(),
-                            remaining,
-                        )
+                        day_values(deps, user, code, value, days, after_here, remaining, |b: &BodySummary| {
+                            value.of_body(b)
+                        })
                         .await
-                        .map_err(bad_cursor)?;
-                        let found: Vec<Entry> = got
-                            .items
-                            .iter()
-                            .filter_map(|b| of_day_value(code, value, user, &value.of_body(b)))
-                            .collect();
-                        (found, got.next)
                     }
-                };
+                }
+                .map_err(bad_cursor)?;
                 entries.extend(found);
                 next
             }
@@ -207,6 +192,25 @@ pub async fn page(
         }
     }
     Ok((entries, None))
+}
+
+/// At most `max` of the user's day summaries of type `S` that `code` reads, from `after`, and
+/// the Observations of the `value` each holds (as `reading` takes it from a summary), with where
+/// the next page of summaries starts.
+#[allow(clippy::too_many_arguments)]
+async fn day_values<S: serde::de::DeserializeOwned>(
+    deps: &Deps,
+    user: UserId,
+    code: &Code,
+    value: DayValue,
+    days: Days,
+    after: Option<&str>,
+    max: usize,
+    reading: impl for<'a> Fn(&'a S) -> DayReading<'a>,
+) -> Result<(Vec<Entry>, Option<String>), DomainError> {
+    let got = read::summary_page::<S>(deps, user, &code.resource, days, after, max).await?;
+    let found = got.items.iter().filter_map(|s| of_day_value(code, value, user, &reading(s))).collect();
+    Ok((found, got.next))
 }
 
 /// A stable FHIR id (at most 64 of `[A-Za-z0-9.-]`) of what these parts name.

@@ -20,7 +20,8 @@ use wearlab_providers::google_health::GoogleHealth;
 use wearlab_providers::{AppConfig, RealProviders, Route};
 
 use super::{
-    Real, TIGHT, Tight, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack, summaries,
+    Real, TIGHT, Tight, connection_of, drain, link_through, linked_data_reads_as_fhir, real_stack,
+    resting_heart_rates, summaries,
 };
 
 const PUSH_SECRET: &str = "Bearer gh-subscriber-secret";
@@ -130,30 +131,9 @@ async fn real_google_health_links_offline_pulls_history_and_reads_it_back() {
 #[tokio::test]
 async fn google_health_resting_heart_rate_is_the_days_activity_and_a_fhir_observation() {
     let r = real_google_health().await;
-    let (user, _) = link_through(&r, "google_health", "gh-resting").await;
-    drain(&r).await;
-    let days: Vec<(String, Value)> = summaries(&r, "activity", &user)
-        .await
-        .iter()
-        .map(|d| (d["calendar_date"].as_str().unwrap().to_owned(), d["heart_rate"]["resting_bpm"].clone()))
-        .collect();
+    let (days, observed) = resting_heart_rates(&r, "google_health", "gh-resting").await;
     assert_eq!(days, [("2026-11-21".to_owned(), json!(61.0)), ("2026-11-22".to_owned(), json!(58.0))]);
-    let path =
-        format!("/fhir/Observation?subject=Patient/{user}&code=40443-4&date=ge2026-11-18&date=le2026-11-24");
-    let a = r.t.get(&path).await;
-    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    crate::fhir::keep(&a.body);
-    let found: Vec<(&str, f64)> = a.body["entry"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let o = &e["resource"];
-            assert_eq!(o["meta"]["source"], "urn:wearlab:provider:google_health");
-            (o["effectiveDateTime"].as_str().unwrap(), o["valueQuantity"]["value"].as_f64().unwrap())
-        })
-        .collect();
-    assert_eq!(found, [("2026-11-21", 61.0), ("2026-11-22", 58.0)]);
+    assert_eq!(observed, [("2026-11-21".to_owned(), 61.0), ("2026-11-22".to_owned(), 58.0)]);
 }
 
 #[tokio::test]

@@ -23,7 +23,8 @@ use wearlab_providers::fake::whoop::{FakeWhoop, WEBHOOK_SLEEP_UPDATED};
 use wearlab_providers::fake::withings::{Failure, FakeWithings};
 
 use super::{
-    Real, connection_of, consent_through, drain, fhir_observations, link_through, real_stack, summaries,
+    Real, connection_of, consent_through, drain, fhir_observations, link_through, real_stack,
+    resting_heart_rates, summaries,
 };
 
 const TEAM_WHOOP_SECRET: &str = "team-whoop-secret";
@@ -359,43 +360,13 @@ async fn withings_and_whoop_data_read_as_fhir_observations() {
 #[tokio::test]
 async fn whoop_resting_heart_rate_is_the_days_activity_and_a_fhir_observation() {
     let r = real_whoop().await;
-    let (user, _) = link_through(&r, "whoop_v2", "whoop-resting").await;
-    drain(&r).await;
-    let days: Vec<(String, Value)> = summaries(&r, "activity", &user)
-        .await
-        .iter()
-        .map(|d| (d["calendar_date"].as_str().unwrap().to_owned(), d["heart_rate"]["resting_bpm"].clone()))
-        .collect();
+    let (days, observed) = resting_heart_rates(&r, "whoop_v2", "whoop-resting").await;
     assert_eq!(
         days,
         [("2026-11-21".to_owned(), json!(51.2)), ("2026-11-22".to_owned(), json!(64.0))],
         "each recovery on the local day its sleep ends on"
     );
-    let path =
-        format!("/fhir/Observation?subject=Patient/{user}&code=40443-4&date=ge2026-11-18&date=le2026-11-24");
-    let a = r.t.get(&path).await;
-    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
-    crate::fhir::keep(&a.body);
-    let found: Vec<(&str, f64, &str)> = a.body["entry"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let o = &e["resource"];
-            (
-                o["effectiveDateTime"].as_str().unwrap(),
-                o["valueQuantity"]["value"].as_f64().unwrap(),
-                o["meta"]["source"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        found,
-        [
-            ("2026-11-21", 51.2, "urn:wearlab:provider:whoop_v2"),
-            ("2026-11-22", 64.0, "urn:wearlab:provider:whoop_v2")
-        ]
-    );
+    assert_eq!(observed, [("2026-11-21".to_owned(), 51.2), ("2026-11-22".to_owned(), 64.0)]);
 }
 
 /// Withings's height measure (type 4, the fixture's group of 2026-01-05) is the body summary's
